@@ -1,0 +1,34 @@
+/*
+   FusedKSP: pipelined GPU Krylov solvers with fused kernels for PETSc.
+
+   Load without recompiling:   -dll_append /path/lib/libfusedksp.so -ksp_type fusedcg -vec_type fused -mat_type aijfused
+   or link -lfusedksp and call FusedKSPInitializePackage() after PetscInitialize().
+*/
+#pragma once
+
+#include <petscksp.h>
+
+#define KSPFUSEDCG     "fusedcg"
+#define KSPFUSEDBCGS   "fusedbcgs"
+#define KSPFUSEDSGMRES "fusedsgmres"
+
+#define VECFUSED    "fused"
+#define VECSEQFUSED "seqfused"
+#define VECMPIFUSED "mpifused"
+
+#define MATAIJFUSED    "aijfused"
+#define MATSEQAIJFUSED "seqaijfused"
+#define MATMPIAIJFUSED "mpiaijfused"
+
+PETSC_EXTERN PetscErrorCode FusedKSPInitializePackage(void);
+PETSC_EXTERN PetscErrorCode FusedKSPFinalizePackage(void);
+
+/* The backend the fused operations run on: "host" or "cuda" */
+PETSC_EXTERN PetscErrorCode FusedKSPGetBackendName(const char *[]);
+
+/* fusedsgmres: one reorthogonalization pass (CGS2) */
+PETSC_EXTERN PetscErrorCode KSPFusedSGMRESSetCGS2(KSP, PetscBool);
+PETSC_EXTERN PetscErrorCode KSPFusedSGMRESGetCGS2(KSP, PetscBool *);
+
+/* Number of global reductions (MPI_Allreduce calls) the last KSPSolve() of a fused solver made */
+PETSC_EXTERN PetscErrorCode KSPFusedGetReductionCount(KSP, PetscInt *);

@@ -1,0 +1,101 @@
+# FusedKSP makefile (PETSc style: reads $PETSC_DIR/lib/petsc/conf/variables)
+#
+#   make                 lib/libfusedksp.so, the tutorials and the tests
+#   make test            every test on the host backend (serial and mpiexec -n 2/3); ends with "N passed, N failed"
+#   make test-gpu        the same plus the device-only tests (needs a GPU)
+#   make demo            fused vs classical solvers on tutorials/ex1, one table
+#   make install PREFIX=/path
+#   make info            PETSc, MPI, compilers, whether the CUDA backend is built
+#   make clean
+#
+# PETSc comes from config/local.mk (written by config/configure) unless PETSC_DIR is set.
+# CUDA backend: built when nvcc is found (NVCC=, CUDA_ARCH=90 by default; NVCC= to disable).
+
+-include config/local.mk
+ifeq ($(strip $(PETSC_DIR)),)
+$(error PETSc not found: run config/configure first, or set PETSC_DIR (and PETSC_ARCH))
+endif
+include $(PETSC_DIR)/lib/petsc/conf/variables
+# the mpiexec of PETSc's MPI (Debian's /usr/bin/mpiexec follows alternatives, which may name another MPI)
+FK_MPIEXEC := $(or $(if $(findstring mpich,$(CC)),$(shell command -v mpiexec.mpich)),$(if $(findstring openmpi,$(CC)),$(shell command -v mpiexec.openmpi)),$(MPIEXEC))
+
+PREFIX    ?= /usr/local
+NVCC      ?= $(shell command -v nvcc 2> /dev/null)
+CUDA_ARCH ?= 90
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+
+FK_BUILD   := build
+FK_LIB     := lib/libfusedksp.so
+FK_CXXSRC  := $(sort $(wildcard src/*/*.cxx src/*/*/*.cxx))
+FK_CSRC    := $(wildcard plugins/*.c)
+FK_CUSRC   := $(if $(NVCC),$(sort $(wildcard src/backend/cuda/*.cu)))
+FK_OBJ     := $(patsubst %,$(FK_BUILD)/%.o,$(FK_CXXSRC) $(FK_CSRC) $(FK_CUSRC))
+FK_DEFS    := $(if $(NVCC),-DFUSEDKSP_HAVE_CUDA)
+FK_INC     := -Iinclude -Isrc -Itutorials $(PETSC_CC_INCLUDES)
+FK_MPIINC  := $(filter -I%,$(shell $(CC) -show 2> /dev/null || $(CC) --showme:compile 2> /dev/null))
+comma      := ,
+FK_CUDALIB := $(if $(NVCC),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcusparse -lcudart)
+FK_RPATH   := -Wl,-rpath,$(abspath lib) -Wl,-rpath,$(PETSC_DIR)/$(PETSC_ARCH)/lib
+FK_CFLAGS  := -O2 -g -fPIC -Wall -Wno-unknown-pragmas $(FK_DEFS) $(FK_INC)
+FK_NVFLAGS := -O3 -std=c++17 -Xcompiler -fPIC,-Wall -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
+              -gencode arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) $(FK_DEFS) $(FK_INC) $(FK_MPIINC)
+
+FK_TUTORIALS := $(patsubst tutorials/%.c,$(FK_BUILD)/bin/%,$(filter-out tutorials/problems.c,$(wildcard tutorials/*.c)))
+FK_TESTS     := $(patsubst tests/%.c,$(FK_BUILD)/bin/%,$(wildcard tests/*.c)) $(patsubst tests/%.cxx,$(FK_BUILD)/bin/%,$(wildcard tests/*.cxx))
+FK_PROBLEMS  := $(FK_BUILD)/tutorials/problems.c.o
+
+.PHONY: all lib tutorials tests test test-gpu demo install info clean format
+all: lib tutorials tests
+lib: $(FK_LIB)
+tutorials: $(FK_TUTORIALS)
+tests: $(FK_TESTS)
+
+$(FK_BUILD)/%.cxx.o: %.cxx $(wildcard include/*.h src/*/*.h src/*/*.hpp src/*/*/*.hpp)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(FK_CFLAGS) -c $< -o $@
+$(FK_BUILD)/%.c.o: %.c $(wildcard include/*.h tutorials/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(FK_CFLAGS) -c $< -o $@
+$(FK_BUILD)/%.cu.o: %.cu $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/backend/cuda/*.cuh)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(FK_NVFLAGS) -c $< -o $@
+
+$(FK_LIB): $(FK_OBJ)
+	@mkdir -p lib
+	$(CXX) -shared -o $@ $^ $(FK_CUDALIB) $(FK_RPATH) $(PETSC_KSP_LIB)
+
+$(FK_BUILD)/bin/%: $(FK_BUILD)/tutorials/%.c.o $(FK_PROBLEMS) $(FK_LIB)
+	@mkdir -p $(dir $@)
+	$(CLINKER) -o $@ $< $(FK_PROBLEMS) -Llib -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
+$(FK_BUILD)/bin/%: $(FK_BUILD)/tests/%.c.o $(FK_PROBLEMS) $(FK_LIB)
+	@mkdir -p $(dir $@)
+	$(CLINKER) -o $@ $< $(FK_PROBLEMS) -Llib -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
+$(FK_BUILD)/bin/%: $(FK_BUILD)/tests/%.cxx.o $(FK_LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) -o $@ $< -Llib -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
+
+test: all
+	@MPIEXEC="$(FK_MPIEXEC)" PETSC_DIR="$(PETSC_DIR)" PETSC_ARCH="$(PETSC_ARCH)" PETSC_SRC="$(PETSC_SRC)" tests/run
+test-gpu: all
+	@MPIEXEC="$(FK_MPIEXEC)" PETSC_DIR="$(PETSC_DIR)" PETSC_ARCH="$(PETSC_ARCH)" PETSC_SRC="$(PETSC_SRC)" tests/run --gpu
+demo: all
+	@MPIEXEC="$(FK_MPIEXEC)" tutorials/demo
+
+install: all
+	install -d $(PREFIX)/lib $(PREFIX)/include
+	install -m 644 $(FK_LIB) $(PREFIX)/lib/
+	install -m 644 include/fusedksp.h $(PREFIX)/include/
+
+info:
+	@echo "PETSC_DIR   = $(PETSC_DIR)"
+	@echo "PETSC_ARCH  = $(PETSC_ARCH)"
+	@echo "PETSc       = $$(grep -h '^#define PETSC_VERSION_\(MAJOR\|MINOR\|SUBMINOR\)' $(PETSC_DIR)/$(PETSC_ARCH)/include/petscversion.h | awk '{printf "%s.", $$3}' | sed 's/\.$$//')"
+	@echo "MPI         = $$($(CC) -show 2> /dev/null | head -c 200 || true) (mpiexec: $(FK_MPIEXEC))"
+	@echo "CC / CXX    = $(CC) / $(CXX)"
+	@echo "CUDA        = $(if $(NVCC),built: $(NVCC) (sm_$(CUDA_ARCH) + PTX),not built (no nvcc): host backend only)"
+
+format:
+	clang-format -i $(FK_CXXSRC) $(FK_CSRC) $(FK_CUSRC) $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/backend/cuda/*.cuh tutorials/*.c tutorials/*.h tests/*.c tests/*.h)
+
+clean:
+	rm -rf $(FK_BUILD) lib

@@ -1,0 +1,102 @@
+/*
+   The backend contract: every fused operation of the solvers, on raw arrays.
+
+   One declaration here, one implementation per backend (src/backend/host: plain C++ loops, the
+   reference; src/backend/cuda: CUDA kernels).  Backends know nothing of KSP, Vec or Mat; the
+   ops layer (src/ops) hands them raw arrays that live where the backend computes (host memory for
+   the host backend, device memory for the CUDA backend).
+
+   Every dot product is computed the way the device does it: the index range is cut into
+   FUSED_REDUCE_BLOCKS contiguous chunks (one per thread block on the device), each chunk writes one
+   partial sum, and the partials are then summed in chunk order (the "second stage").  The result
+   returned in dots[] is the LOCAL (this MPI rank's) value; the ops layer packs the dots of one
+   iteration into a single MPI_Allreduce.
+
+   Conventions: n is the local length; `w` arguments are optional pointwise weights (the inverse
+   diagonal of a Jacobi preconditioner), NULL meaning "all ones".  All kernels accept n == 0.
+*/
+#pragma once
+
+#include <petscsys.h>
+
+namespace fusedksp
+{
+
+constexpr PetscInt FUSED_REDUCE_BLOCKS = 256; // partial sums per dot product (first stage)
+constexpr int      FUSED_MAX_DOTS      = 4;   // dot products fused into one SpMV
+
+/* CSR view of the local rows of a matrix (arrays in the backend's memory space) */
+struct CSRView {
+  PetscInt           nrows = 0, ncols = 0;
+  const PetscInt    *rowptr = nullptr; /* nrows+1 */
+  const PetscInt    *colidx = nullptr; /* rowptr[nrows] */
+  const PetscScalar *vals   = nullptr; /* rowptr[nrows] */
+};
+
+/* What one fused dot product of a matrix-vector kernel multiplies `out` with:
+     DOT_INPUT      (out, in)            e.g. <p, A p>
+     DOT_SELF       (out, out)           e.g. <A p, A p>
+     DOT_SELF_W     (out, w .* out)      e.g. <A p, D^{-1} A p>  (w = weight)
+     DOT_VECTOR     (out, vec)           e.g. <A p, r0*>                                    */
+enum class DotKind { DOT_INPUT, DOT_SELF, DOT_SELF_W, DOT_VECTOR };
+struct DotSpec {
+  DotKind            kind = DotKind::DOT_SELF;
+  const PetscScalar *vec  = nullptr; /* DOT_SELF_W: the weight; DOT_VECTOR: the other vector */
+};
+
+/* Work counters (for tests asserting kernels and transfers per iteration) */
+struct BackendCounters {
+  PetscInt64 launches = 0; /* kernel launches (host backend: fused loops run) */
+  PetscInt64 d2h      = 0; /* device->host copies of partial sums or data     */
+  PetscInt64 h2d      = 0; /* host->device copies of data                     */
+};
+
+struct Backend {
+  const char *name; /* "host" or "cuda" */
+
+  /* Memory in the backend's space.  malloc_bytes fails with a PETSc error naming the bytes
+     requested (PETSC_ERR_MEM); copies are complete when the call returns.                  */
+  PetscErrorCode (*malloc_bytes)(size_t bytes, void **ptr);
+  PetscErrorCode (*free_bytes)(void *ptr);
+  PetscErrorCode (*copy_to_backend)(void *dst, const void *hostsrc, size_t bytes);
+  PetscErrorCode (*copy_to_host)(void *hostdst, const void *src, size_t bytes);
+
+  BackendCounters *counters;
+
+  /* CG update (seed 000 Alg. 2 lines 10-12, preconditioned form, see src/ksp/fusedcg.cxx):
+       x += a p;  r -= a q;
+       z := w .* r (w != NULL, z unused) | z -= a u (z != NULL) | z := r (both NULL);
+       p := z + b p;
+     dots[0] = <r,z>, dots[1] = <r,r>, dots[2] = <z,z>                                    */
+  PetscErrorCode (*cg_update)(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar dots[3]);
+
+  /* out = wl .* (A (wr .* in)) for a CSR matrix, fused with ndots <= FUSED_MAX_DOTS dot
+     products of `out` (see DotSpec).  wl, wr may be NULL.  in has A.ncols entries.         */
+  PetscErrorCode (*spmv_dots)(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+  /* The dot products of spmv_dots alone, for an `out` computed elsewhere (MPI or matrix-free
+     operators): dots[k] as in spmv_dots with `in` the operator's input.                     */
+  PetscErrorCode (*dots)(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+  /* y := x + a v;  dots[0] = <y,y>            (BiCGStab: s = r - alpha A p)              */
+  PetscErrorCode (*waxpy_dot)(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar dots[1]);
+
+  /* BiCGStab update (seed 000 Alg. 4 lines 15-20):
+       x += alpha (wr .* p) + omega (wr .* s);  r := s - omega As;  p := r + beta (p - omega Ap);
+     dots[0] = <r, rstar>, dots[1] = <r,r>.  wr may be NULL (no right preconditioner).       */
+  PetscErrorCode (*bcgs_update)(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As, const PetscScalar *rstar, PetscScalar dots[2]);
+
+  /* Multi-dot: dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot.           */
+  PetscErrorCode (*mdot)(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots);
+
+  /* y := scale (y - sum_j coef[j] V[j]);  if selfdot != NULL, *selfdot = <y,y> (new y).     */
+  PetscErrorCode (*maxpy_scale)(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, PetscScalar *selfdot);
+};
+
+/* The backends compiled into the library */
+const Backend *HostBackend();
+#if defined(FUSEDKSP_HAVE_CUDA)
+const Backend *CUDABackend(); /* NULL when no usable GPU is present */
+#endif
+
+} // namespace fusedksp

@@ -1,0 +1,40 @@
+/* Host backend: the BiCGStab vector kernels (seed 000 Alg. 4) */
+#include "backend/host/host_reduce.hpp"
+
+namespace fusedksp
+{
+namespace host
+{
+
+/* See Backend::waxpy_dot */
+PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar dots[1])
+{
+  PetscFunctionBegin;
+  BlockedReduce<1>(n, dots, [=](PetscInt i, PetscScalar *part) {
+    const PetscScalar yi = x[i] + a * v[i];
+    y[i]                 = yi;
+    part[0] += yi * yi;
+  });
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::bcgs_update */
+PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As, const PetscScalar *rstar, PetscScalar dots[2])
+{
+  PetscFunctionBegin;
+  BlockedReduce<2>(n, dots, [=](PetscInt i, PetscScalar *part) {
+    const PetscScalar dx = alpha * p[i] + omega * s[i];
+    const PetscScalar ri = s[i] - omega * As[i];
+    x[i] += wr ? wr[i] * dx : dx;
+    r[i] = ri;
+    p[i] = ri + beta * (p[i] - omega * Ap[i]);
+    part[0] += ri * rstar[i];
+    part[1] += ri * ri;
+  });
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace host
+} // namespace fusedksp

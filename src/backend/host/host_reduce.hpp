@@ -1,0 +1,60 @@
+/* Host backend: the two-stage reduction the device kernels use, as a plain loop */
+#pragma once
+
+#include "backend/backend.hpp"
+#include <algorithm>
+
+namespace fusedksp
+{
+namespace host
+{
+
+/* Runs body(i, partial) for i in [0, n), with the range cut into at most FUSED_REDUCE_BLOCKS
+   contiguous chunks; each chunk accumulates ND partial sums, which are then added in chunk order
+   into dots[] (the second stage).  This is the order of operations of the CUDA kernels up to the
+   thread-level split inside a block, so the two backends agree to rounding.                    */
+template <int ND, class Body>
+inline void BlockedReduce(PetscInt n, PetscScalar *dots, Body &&body)
+{
+  PetscScalar total[ND > 0 ? ND : 1] = {};
+  if (n > 0) {
+    const PetscInt nblocks = std::min<PetscInt>(FUSED_REDUCE_BLOCKS, n);
+    const PetscInt chunk   = (n + nblocks - 1) / nblocks;
+    for (PetscInt start = 0; start < n; start += chunk) {
+      const PetscInt end              = std::min(n, start + chunk);
+      PetscScalar    part[ND > 0 ? ND : 1] = {};
+      for (PetscInt i = start; i < end; ++i) body(i, part);
+      for (int d = 0; d < ND; ++d) total[d] += part[d];
+    }
+  }
+  for (int d = 0; d < ND; ++d) dots[d] = total[d];
+}
+
+/* Runtime-count variant (mdot: the number of dots is the Krylov dimension) */
+template <class Body>
+inline void BlockedReduceN(PetscInt n, int nd, PetscScalar *dots, PetscScalar *part, Body &&body)
+{
+  for (int d = 0; d < nd; ++d) dots[d] = 0;
+  if (n <= 0) return;
+  const PetscInt nblocks = std::min<PetscInt>(FUSED_REDUCE_BLOCKS, n);
+  const PetscInt chunk   = (n + nblocks - 1) / nblocks;
+  for (PetscInt start = 0; start < n; start += chunk) {
+    const PetscInt end = std::min(n, start + chunk);
+    for (int d = 0; d < nd; ++d) part[d] = 0;
+    for (PetscInt i = start; i < end; ++i) body(i, part);
+    for (int d = 0; d < nd; ++d) dots[d] += part[d];
+  }
+}
+
+extern BackendCounters counters;
+
+PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
+PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
+PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[2]);
+PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
+PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar *);
+
+} // namespace host
+} // namespace fusedksp

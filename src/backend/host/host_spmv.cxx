@@ -1,0 +1,56 @@
+/* Host backend: sparse matrix-vector product fused with the first stage of dot products */
+#include "backend/host/host_reduce.hpp"
+
+namespace fusedksp
+{
+namespace host
+{
+
+static inline PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, PetscScalar out_i)
+{
+  switch (s.kind) {
+  case DotKind::DOT_INPUT:
+    return out_i * in_i;
+  case DotKind::DOT_SELF:
+    return out_i * out_i;
+  case DotKind::DOT_SELF_W:
+    return out_i * s.vec[i] * out_i;
+  case DotKind::DOT_VECTOR:
+    return out_i * s.vec[i];
+  }
+  return 0;
+}
+
+/* See Backend::spmv_dots */
+PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  PetscFunctionBegin;
+  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  BlockedReduce<FUSED_MAX_DOTS>(A->nrows, dots, [=](PetscInt i, PetscScalar *part) {
+    PetscScalar sum = 0;
+    for (PetscInt k = A->rowptr[i]; k < A->rowptr[i + 1]; ++k) {
+      const PetscInt c = A->colidx[k];
+      sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
+    }
+    if (wl) sum *= wl[i];
+    out[i] = sum;
+    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
+  });
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::dots */
+PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  PetscFunctionBegin;
+  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  BlockedReduce<FUSED_MAX_DOTS>(n, dots, [=](PetscInt i, PetscScalar *part) {
+    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in ? in[i] : 0, out[i]);
+  });
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace host
+} // namespace fusedksp

@@ -1,0 +1,362 @@
+/* The fused operations: dispatch to the backend kernel or run the same mathematics with PETSc calls */
+#include "ops/fusedops.hpp"
+#include "vec/vecfused.hpp"
+#include "mat/aijfused.hpp"
+#include <petsc/private/vecimpl.h>
+#include <array>
+#include <vector>
+
+namespace fusedksp
+{
+namespace
+{
+
+/* PETSC_TRUE when every non-NULL vector is fused (then the backend kernel runs) */
+PetscErrorCode AllFused(std::initializer_list<Vec> vecs, PetscBool *fused)
+{
+  PetscFunctionBegin;
+  *fused = PETSC_TRUE;
+  for (Vec v : vecs) {
+    PetscBool f;
+    if (!v) continue;
+    PetscCall(VecIsFused(v, &f));
+    if (!f) {
+      *fused = PETSC_FALSE;
+      break;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The local part of <x,y>, without communication */
+PetscErrorCode LocalDot(Vec x, Vec y, PetscScalar *val)
+{
+  PetscFunctionBegin;
+  PetscCheck(x->ops->dot_local, PetscObjectComm((PetscObject)x), PETSC_ERR_SUP, "Vector type %s has no local dot product; the fused solvers need one (use a standard, CUDA or fused vector type)", ((PetscObject)x)->type_name);
+  PetscUseTypeMethod(x, dot_local, y, val);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Holds backend arrays of several fused vectors for one kernel and gives them back */
+class BackendArrays {
+public:
+  PetscErrorCode Get(Vec v, PetscMemoryAccessMode mode, PetscScalar **a)
+  {
+    PetscFunctionBegin;
+    *a = nullptr;
+    if (v) {
+      for (auto &e : held_)
+        if (e.v == v) {
+          if (mode != PETSC_MEMORY_ACCESS_READ) e.mode = PETSC_MEMORY_ACCESS_READ_WRITE;
+          *a = e.a;
+          PetscFunctionReturn(PETSC_SUCCESS);
+        }
+      PetscCall(VecFusedGetArray(v, mode == PETSC_MEMORY_ACCESS_WRITE ? PETSC_MEMORY_ACCESS_READ_WRITE : mode, a));
+      held_.push_back({v, mode, *a});
+    }
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscErrorCode RestoreAll()
+  {
+    PetscFunctionBegin;
+    for (auto &e : held_) PetscCall(VecFusedRestoreArray(e.v, e.mode, &e.a));
+    held_.clear();
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+
+private:
+  struct Entry {
+    Vec                   v;
+    PetscMemoryAccessMode mode;
+    PetscScalar          *a;
+  };
+  std::vector<Entry> held_;
+};
+
+/* Backend DotSpecs for OpDots (arrays fetched read-only) */
+PetscErrorCode BackendSpecs(BackendArrays &arr, int ndots, const OpDot *specs, DotSpec *bspecs)
+{
+  PetscFunctionBegin;
+  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  for (int k = 0; k < ndots; ++k) {
+    PetscScalar *a = nullptr;
+    bspecs[k].kind = specs[k].kind;
+    if (specs[k].kind == DotKind::DOT_SELF_W || specs[k].kind == DotKind::DOT_VECTOR) {
+      PetscCheck(specs[k].vec, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector", k);
+      PetscCall(arr.Get(specs[k].vec, PETSC_MEMORY_ACCESS_READ, &a));
+    }
+    bspecs[k].vec = a;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The dot products of OpDots with PETSc calls (local values) */
+PetscErrorCode DotsUnfused(Vec in, Vec out, int ndots, const OpDot *specs, PetscScalar *dots, Vec work)
+{
+  PetscFunctionBegin;
+  for (int k = 0; k < ndots; ++k) {
+    switch (specs[k].kind) {
+    case DotKind::DOT_INPUT:
+      PetscCall(LocalDot(out, in, &dots[k]));
+      break;
+    case DotKind::DOT_SELF:
+      PetscCall(LocalDot(out, out, &dots[k]));
+      break;
+    case DotKind::DOT_SELF_W:
+      PetscCheck(work, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "A weighted dot product needs a work vector");
+      PetscCall(VecPointwiseMult(work, specs[k].vec, out));
+      PetscCall(LocalDot(out, work, &dots[k]));
+      break;
+    case DotKind::DOT_VECTOR:
+      PetscCall(LocalDot(out, specs[k].vec, &dots[k]));
+      break;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+
+PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w, PetscScalar dots[3])
+{
+  PetscBool fused;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({x, r, z, p, q, u, w}, &fused));
+  if (fused) {
+    BackendArrays arr;
+    PetscScalar  *xa, *ra, *za = nullptr, *pa, *qa, *ua = nullptr, *wa = nullptr;
+    PetscInt      n;
+    PetscCall(VecGetLocalSize(x, &n));
+    PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
+    PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &ra));
+    PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
+    PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ, &qa));
+    if (w) PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
+    else if (u) {
+      PetscCall(arr.Get(z, PETSC_MEMORY_ACCESS_READ_WRITE, &za));
+      PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &ua));
+    }
+    PetscCall(PetscLogEventBegin(events.cg_update, x, r, p, 0));
+    PetscCall(ActiveBackend()->cg_update(n, a, b, xa, ra, za, pa, qa, ua, wa, dots));
+    PetscCall(PetscLogEventEnd(events.cg_update, x, r, p, 0));
+    PetscCall(PetscLogFlops(12.0 * n));
+    PetscCall(arr.RestoreAll());
+  } else {
+    PetscCall(VecAXPY(x, a, p));
+    PetscCall(VecAXPY(r, -a, q));
+    if (w) PetscCall(VecPointwiseMult(z, w, r));
+    else if (u) PetscCall(VecAXPY(z, -a, u));
+    else PetscCall(VecCopy(r, z));
+    PetscCall(VecAYPX(p, b, z));
+    PetscCall(LocalDot(r, z, &dots[0]));
+    PetscCall(LocalDot(r, r, &dots[1]));
+    PetscCall(LocalDot(z, z, &dots[2]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots)
+{
+  PetscBool fusedvecs, fusedmat;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({wl, wr, in, out}, &fusedvecs));
+  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec}, &fusedvecs));
+  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  if (fusedvecs && fusedmat) {
+    BackendArrays arr;
+    DotSpec       bspecs[FUSED_MAX_DOTS];
+    CSRView       csr;
+    PetscScalar  *ina, *outa, *wla, *wra;
+    PetscCall(MatSeqAIJFusedGetCSR(A, &csr));
+    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
+    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
+    PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
+    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+    PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
+    PetscCall(PetscLogEventBegin(events.spmv_dots, A, in, out, 0));
+    PetscCall(ActiveBackend()->spmv_dots(&csr, wla, wra, ina, outa, ndots, bspecs, dots));
+    PetscCall(PetscLogEventEnd(events.spmv_dots, A, in, out, 0));
+    PetscCall(PetscLogFlops(2.0 * csr.nrows * (1 + ndots)));
+    PetscCall(arr.RestoreAll());
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (wr) {
+    PetscCheck(work, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "A right-scaled operator needs a work vector");
+    PetscCall(VecPointwiseMult(work, wr, in));
+    PetscCall(MatMult(A, work, out));
+  } else PetscCall(MatMult(A, in, out));
+  if (wl) PetscCall(VecPointwiseMult(out, wl, out));
+  PetscCall(OpsDots(in, out, ndots, specs, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScalar *dots)
+{
+  PetscBool fused;
+
+  PetscFunctionBegin;
+  if (!ndots) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(AllFused({in, out}, &fused));
+  for (int k = 0; k < ndots && fused; ++k) PetscCall(AllFused({specs[k].vec}, &fused));
+  if (fused) {
+    BackendArrays arr;
+    DotSpec       bspecs[FUSED_MAX_DOTS];
+    PetscScalar  *ina, *outa;
+    PetscInt      n;
+    PetscCall(VecGetLocalSize(out, &n));
+    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
+    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_READ, &outa));
+    PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
+    PetscCall(PetscLogEventBegin(events.dots, in, out, 0, 0));
+    PetscCall(ActiveBackend()->dots(n, ina, outa, ndots, bspecs, dots));
+    PetscCall(PetscLogEventEnd(events.dots, in, out, 0, 0));
+    PetscCall(arr.RestoreAll());
+  } else {
+    Vec work = nullptr;
+    for (int k = 0; k < ndots; ++k)
+      if (specs[k].kind == DotKind::DOT_SELF_W && !work) PetscCall(VecDuplicate(out, &work));
+    PetscCall(DotsUnfused(in, out, ndots, specs, dots, work));
+    PetscCall(VecDestroy(&work));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[1])
+{
+  PetscBool fused;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({x, v, y}, &fused));
+  if (fused) {
+    BackendArrays arr;
+    PetscScalar  *xa, *va, *ya;
+    PetscInt      n;
+    PetscCall(VecGetLocalSize(y, &n));
+    PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
+    PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
+    PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+    PetscCall(PetscLogEventBegin(events.waxpy_dot, x, v, y, 0));
+    PetscCall(ActiveBackend()->waxpy_dot(n, a, xa, va, ya, dots));
+    PetscCall(PetscLogEventEnd(events.waxpy_dot, x, v, y, 0));
+    PetscCall(PetscLogFlops(4.0 * n));
+    PetscCall(arr.RestoreAll());
+  } else {
+    PetscCall(VecWAXPY(y, a, v, x));
+    PetscCall(LocalDot(y, y, &dots[0]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar beta, Vec wr, Vec pt, Vec st, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscScalar dots[2])
+{
+  PetscBool fused;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar}, &fused));
+  if (fused && (wr || !pt)) {
+    BackendArrays arr;
+    PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa;
+    PetscInt      n;
+    PetscCall(VecGetLocalSize(x, &n));
+    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+    PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
+    PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &ra));
+    PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
+    PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_READ, &sa));
+    PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_READ, &Apa));
+    PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &Asa));
+    PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rsa));
+    PetscCall(PetscLogEventBegin(events.bcgs_update, x, r, p, 0));
+    PetscCall(ActiveBackend()->bcgs_update(n, alpha, omega, beta, wra, xa, ra, pa, sa, Apa, Asa, rsa, dots));
+    PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
+    PetscCall(PetscLogFlops(14.0 * n));
+    PetscCall(arr.RestoreAll());
+  } else {
+    if (pt) PetscCall(VecAXPBYPCZ(x, alpha, omega, 1.0, pt, st));
+    else {
+      PetscCheck(!wr, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The unfused right-preconditioned update needs wr.*p and wr.*s");
+      PetscCall(VecAXPBYPCZ(x, alpha, omega, 1.0, p, s));
+    }
+    PetscCall(VecWAXPY(r, -omega, As, s));
+    PetscCall(VecAXPBYPCZ(p, 1.0, -beta * omega, beta, r, Ap));
+    PetscCall(LocalDot(r, rstar, &dots[0]));
+    PetscCall(LocalDot(r, r, &dots[1]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, PetscScalar *dots)
+{
+  PetscBool fused;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({y}, &fused));
+  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
+  if (fused) {
+    BackendArrays              arr;
+    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    PetscScalar               *ya;
+    PetscInt                   n;
+    PetscCall(VecGetLocalSize(y, &n));
+    PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ, &ya));
+    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
+    PetscCall(PetscLogEventBegin(events.mdot, y, 0, 0, 0));
+    PetscCall(ActiveBackend()->mdot(n, nv, va.data(), ya, selfdot, dots));
+    PetscCall(PetscLogEventEnd(events.mdot, y, 0, 0, 0));
+    PetscCall(PetscLogFlops(2.0 * n * (nv + (selfdot ? 1 : 0))));
+    PetscCall(arr.RestoreAll());
+  } else {
+    for (PetscInt j = 0; j < nv; ++j) PetscCall(LocalDot(y, V[j], &dots[j]));
+    if (selfdot) PetscCall(LocalDot(y, y, &dots[nv]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec y, PetscScalar scale, PetscScalar *selfdot)
+{
+  PetscBool fused;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({y}, &fused));
+  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
+  if (fused) {
+    BackendArrays              arr;
+    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    PetscScalar               *ya;
+    PetscInt                   n;
+    PetscCall(VecGetLocalSize(y, &n));
+    PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
+    PetscCall(PetscLogEventBegin(events.maxpy, y, 0, 0, 0));
+    PetscCall(ActiveBackend()->maxpy_scale(n, nv, coef, va.data(), y ? ya : nullptr, scale, selfdot));
+    PetscCall(PetscLogEventEnd(events.maxpy, y, 0, 0, 0));
+    PetscCall(PetscLogFlops(2.0 * n * (nv + 1)));
+    PetscCall(arr.RestoreAll());
+  } else {
+    std::vector<PetscScalar> neg(nv > 0 ? nv : 1);
+    for (PetscInt j = 0; j < nv; ++j) neg[j] = -coef[j];
+    if (nv) PetscCall(VecMAXPY(y, nv, neg.data(), const_cast<Vec *>(V)));
+    if (scale != 1.0) PetscCall(VecScale(y, scale));
+    if (selfdot) PetscCall(LocalDot(y, y, selfdot));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter)
+{
+  PetscMPIInt size, cnt;
+
+  PetscFunctionBegin;
+  if (counter) counter->count++;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  if (size == 1) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscMPIIntCast(n, &cnt));
+  PetscCall(PetscLogEventBegin(events.allreduce, 0, 0, 0, 0));
+  PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, buf, cnt, MPIU_SCALAR, MPIU_SUM, comm));
+  PetscCall(PetscLogEventEnd(events.allreduce, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace fusedksp

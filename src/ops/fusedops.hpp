@@ -1,0 +1,58 @@
+/*
+   The fused operations of the solvers, on PETSc objects.
+
+   Each operation runs as ONE backend kernel when every operand is a fused type (VECSEQFUSED /
+   VECMPIFUSED vectors, a MATSEQAIJFUSED matrix where a matrix is involved), and otherwise as the
+   same mathematics through plain PETSc calls (more passes over memory, same result to rounding).
+   Dot products are returned as LOCAL values; the solver packs all dot products of an iteration
+   and calls OpsAllreduce() once.
+*/
+#pragma once
+
+#include "sys/fusedksp_impl.hpp"
+
+namespace fusedksp
+{
+
+/* One dot product fused into an operator application: see DotKind in backend/backend.hpp */
+struct OpDot {
+  DotKind kind = DotKind::DOT_SELF;
+  Vec     vec  = nullptr; /* DOT_SELF_W: the weight; DOT_VECTOR: the other vector */
+};
+
+/* Counts global reductions of a solve (KSPFusedGetReductionCount) */
+struct ReductionCounter {
+  PetscInt count = 0;
+};
+
+/* x += a p; r -= a q; z = w.*r | z -= a u | z = r; p = z + b p; dots = {<r,z>, <r,r>, <z,z>}.
+   w (Jacobi weights) may be NULL; z and u are used only when w is NULL and u is not NULL.   */
+PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w, PetscScalar dots[3]);
+
+/* out = wl .* (A (wr .* in)) fused with ndots dot products of out.  wl, wr may be NULL; work is
+   a vector like `in`, used by the unfused path when wr is given.                           */
+PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots);
+
+/* The dot products of OpsApplyOperator for an `out` computed elsewhere (e.g. after PCApply) */
+PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScalar *dots);
+
+/* y = x + a v; dots[0] = <y,y> */
+PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[1]);
+
+/* BiCGStab update: x += alpha pt + omega st with pt = wr.*p, st = wr.*s (Jacobi, computed inside the
+   fused kernel; the unfused path reads them from pt, st, the work vectors of OpsApplyOperator),
+   or pt = M^{-1} p, st = M^{-1} s (right preconditioning with a general PC: wr NULL, pt, st given),
+   or pt = p, st = s (no right preconditioner: wr, pt, st NULL);
+   r = s - omega As; p = r + beta (p - omega Ap); dots = {<r, rstar>, <r,r>}.                  */
+PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar beta, Vec wr, Vec pt, Vec st, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscScalar dots[2]);
+
+/* dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot */
+PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, PetscScalar *dots);
+
+/* y = scale (y - sum_j coef[j] V[j]); *selfdot = <y,y> if selfdot is not NULL */
+PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec y, PetscScalar scale, PetscScalar *selfdot);
+
+/* The one global reduction of an iteration: sums buf[0..n) over comm in a single MPI_Allreduce */
+PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter);
+
+} // namespace fusedksp

@@ -1,0 +1,29 @@
+/* FusedKSP private declarations shared by the layers (not installed) */
+#pragma once
+
+#include <fusedksp.h>
+#include "backend/backend.hpp"
+
+namespace fusedksp
+{
+
+/* The backend fused operations run on, chosen at package initialization (-fused_backend) */
+const Backend *ActiveBackend();
+
+/* One logging event per fused kernel family, and the packed global reduction */
+struct Events {
+  PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host;
+};
+extern Events events;
+
+} // namespace fusedksp
+
+PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP);
+PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP);
+PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP);
+PETSC_INTERN PetscErrorCode VecCreate_Fused(Vec);
+PETSC_INTERN PetscErrorCode VecCreate_SeqFused(Vec);
+PETSC_INTERN PetscErrorCode VecCreate_MPIFused(Vec);
+PETSC_INTERN PetscErrorCode MatCreate_AIJFused(Mat);
+PETSC_INTERN PetscErrorCode MatCreate_SeqAIJFused(Mat);
+PETSC_INTERN PetscErrorCode MatCreate_MPIAIJFused(Mat);

@@ -1,0 +1,303 @@
+/*
+   VECSEQFUSED / VECMPIFUSED: PETSc's VECSEQ / VECMPI (the host array is always allocated and every
+   host operation stays PETSc's) plus a mirror of the local array in the backend's memory and
+   PETSc's offload mask (PETSC_OFFLOAD_CPU / GPU / BOTH).
+
+   The fused operations (src/ops) work on the backend array (VecFusedGetArray).  Every other
+   operation runs PETSc's host implementation, which reaches the array through VecGetArray*();
+   those accessors are overridden here to copy the backend data to the host first when it is newer,
+   so every PETSc Vec operation is correct on a fused vector.  With the host backend the "mirror"
+   is the host array itself and no copies happen.
+*/
+#include "vec/vecfused.hpp"
+#include <petsc/private/vecimpl.h>
+#include "sys/objectdata.hpp"
+
+namespace fusedksp
+{
+namespace
+{
+
+struct VecFusedData {
+  const Backend *backend = nullptr;
+  PetscScalar   *barray  = nullptr; /* backend copy of the local array (NULL until first use) */
+  PetscInt       n       = 0;
+  PetscErrorCode (*host_destroy)(Vec)                    = nullptr;
+  PetscErrorCode (*host_placearray)(Vec, const PetscScalar *) = nullptr;
+  PetscErrorCode (*host_replacearray)(Vec, const PetscScalar *) = nullptr;
+  PetscErrorCode (*host_resetarray)(Vec)                 = nullptr;
+  PetscErrorCode (*host_view)(Vec, PetscViewer)          = nullptr;
+};
+
+ObjectData<VecFusedData> registry;
+
+inline VecFusedData *Data(Vec v)
+{
+  return registry.Get(v);
+}
+
+inline PetscScalar *HostArray(Vec v)
+{
+  return *reinterpret_cast<PetscScalar **>(v->data); /* first member of Vec_Seq and Vec_MPI */
+}
+
+inline bool Mirrored(Vec v)
+{
+  return Data(v)->backend != HostBackend();
+}
+
+/* Copies the backend array to the host if the backend holds the only valid copy */
+PetscErrorCode SyncToHost(Vec v)
+{
+  VecFusedData *d = Data(v);
+
+  PetscFunctionBegin;
+  if (Mirrored(v) && v->offloadmask == PETSC_OFFLOAD_GPU) {
+    PetscCall(PetscLogEventBegin(events.to_host, v, 0, 0, 0));
+    PetscCall(d->backend->copy_to_host(HostArray(v), d->barray, (size_t)d->n * sizeof(PetscScalar)));
+    PetscCall(PetscLogEventEnd(events.to_host, v, 0, 0, 0));
+    PetscCall(PetscLogGpuToCpu((PetscLogDouble)d->n * sizeof(PetscScalar)));
+    v->offloadmask = PETSC_OFFLOAD_BOTH;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode SyncToBackend(Vec v, PetscBool copy)
+{
+  VecFusedData *d = Data(v);
+
+  PetscFunctionBegin;
+  if (!d->barray && d->n) PetscCall(d->backend->malloc_bytes((size_t)d->n * sizeof(PetscScalar), (void **)&d->barray));
+  if (copy && v->offloadmask == PETSC_OFFLOAD_CPU) {
+    PetscCall(PetscLogEventBegin(events.to_device, v, 0, 0, 0));
+    PetscCall(d->backend->copy_to_backend(d->barray, HostArray(v), (size_t)d->n * sizeof(PetscScalar)));
+    PetscCall(PetscLogEventEnd(events.to_device, v, 0, 0, 0));
+    PetscCall(PetscLogCpuToGpu((PetscLogDouble)d->n * sizeof(PetscScalar)));
+    v->offloadmask = PETSC_OFFLOAD_BOTH;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecGetArray_Fused(Vec v, PetscScalar **a)
+{
+  PetscFunctionBegin;
+  PetscCall(SyncToHost(v));
+  *a = HostArray(v);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecRestoreArray_Fused(Vec v, PetscScalar **a)
+{
+  PetscFunctionBegin;
+  v->offloadmask = PETSC_OFFLOAD_CPU;
+  if (a) *a = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecGetArrayRead_Fused(Vec v, const PetscScalar **a)
+{
+  PetscFunctionBegin;
+  PetscCall(SyncToHost(v));
+  *a = HostArray(v);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecRestoreArrayRead_Fused(Vec, const PetscScalar **a)
+{
+  PetscFunctionBegin;
+  if (a) *a = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecGetArrayWrite_Fused(Vec v, PetscScalar **a)
+{
+  PetscFunctionBegin;
+  *a = HostArray(v);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecPlaceArray_Fused(Vec v, const PetscScalar *a)
+{
+  PetscFunctionBegin;
+  PetscCall(SyncToHost(v));
+  PetscCall(Data(v)->host_placearray(v, a));
+  v->offloadmask = PETSC_OFFLOAD_CPU;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecReplaceArray_Fused(Vec v, const PetscScalar *a)
+{
+  PetscFunctionBegin;
+  PetscCall(Data(v)->host_replacearray(v, a));
+  v->offloadmask = PETSC_OFFLOAD_CPU;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecResetArray_Fused(Vec v)
+{
+  PetscFunctionBegin;
+  PetscCall(Data(v)->host_resetarray(v));
+  v->offloadmask = PETSC_OFFLOAD_CPU;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecDuplicate_Fused(Vec v, Vec *w)
+{
+  PetscFunctionBegin;
+  PetscCall(VecCreate(PetscObjectComm((PetscObject)v), w));
+  PetscCall(VecSetLayout(*w, v->map));
+  PetscCall(VecSetType(*w, ((PetscObject)v)->type_name));
+  PetscCall(PetscObjectListDuplicate(((PetscObject)v)->olist, &((PetscObject)*w)->olist));
+  PetscCall(PetscFunctionListDuplicate(((PetscObject)v)->qlist, &((PetscObject)*w)->qlist));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecDestroy_Fused(Vec v)
+{
+  VecFusedData *d = Data(v);
+
+  PetscFunctionBegin;
+  if (d->barray && Mirrored(v)) PetscCall(d->backend->free_bytes(d->barray));
+  PetscErrorCode (*host_destroy)(Vec) = d->host_destroy;
+  delete registry.Take(v);
+  PetscCall(host_destroy(v));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecView_Fused(Vec v, PetscViewer viewer)
+{
+  PetscBool         ascii;
+  PetscViewerFormat format;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (ascii) {
+    PetscCall(PetscViewerGetFormat(viewer, &format));
+    if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP vector, backend: %s%s\n", Data(v)->backend->name, Mirrored(v) ? "" : " (no GPU in use)"));
+  }
+  PetscCall(SyncToHost(v));
+  PetscCall(Data(v)->host_view(v, viewer));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Turns a freshly typed VECSEQ/VECMPI into its fused counterpart */
+PetscErrorCode VecConvertToFused(Vec v, const char *name)
+{
+  VecFusedData *d = new VecFusedData;
+
+  PetscFunctionBegin;
+  d->backend              = ActiveBackend();
+  d->n                    = v->map->n;
+  d->host_destroy         = v->ops->destroy;
+  d->host_placearray      = v->ops->placearray;
+  d->host_replacearray    = v->ops->replacearray;
+  d->host_resetarray      = v->ops->resetarray;
+  d->host_view            = v->ops->view;
+  v->ops->view            = VecView_Fused;
+  registry.Set(v, d);
+  v->offloadmask          = PETSC_OFFLOAD_CPU;
+  v->ops->destroy         = VecDestroy_Fused;
+  v->ops->duplicate       = VecDuplicate_Fused;
+  v->ops->getarray        = VecGetArray_Fused;
+  v->ops->restorearray    = VecRestoreArray_Fused;
+  v->ops->getarrayread    = VecGetArrayRead_Fused;
+  v->ops->restorearrayread = VecRestoreArrayRead_Fused;
+  v->ops->getarraywrite   = VecGetArrayWrite_Fused;
+  v->ops->restorearraywrite = VecRestoreArray_Fused;
+  v->ops->placearray      = VecPlaceArray_Fused;
+  v->ops->replacearray    = VecReplaceArray_Fused;
+  v->ops->resetarray      = VecResetArray_Fused;
+  PetscCall(PetscObjectChangeTypeName((PetscObject)v, name));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+
+PetscErrorCode VecIsFused(Vec v, PetscBool *fused)
+{
+  PetscFunctionBegin;
+  *fused = PETSC_FALSE;
+  if (v && Data(v) && (v->ops->destroy == VecDestroy_Fused)) *fused = (Data(v)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecFusedGetArray(Vec v, PetscMemoryAccessMode mode, PetscScalar **a)
+{
+  PetscFunctionBegin;
+  if (!Mirrored(v)) {
+    *a = HostArray(v);
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(SyncToBackend(v, mode == PETSC_MEMORY_ACCESS_WRITE ? PETSC_FALSE : PETSC_TRUE));
+  *a = Data(v)->barray;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecFusedRestoreArray(Vec v, PetscMemoryAccessMode mode, PetscScalar **a)
+{
+  PetscFunctionBegin;
+  if (mode != PETSC_MEMORY_ACCESS_READ) {
+    v->offloadmask = Mirrored(v) ? PETSC_OFFLOAD_GPU : PETSC_OFFLOAD_CPU;
+    PetscCall(PetscObjectStateIncrease((PetscObject)v));
+  }
+  *a = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace fusedksp
+
+/*MC
+   VECSEQFUSED - "seqfused" - A sequential vector whose fused operations (the kernels of the
+   FusedKSP solvers) run on the active backend (a CUDA device when one is usable, else the host).
+   All other operations are those of `VECSEQ`; data moves between host and device when needed.
+
+   Options Database Key:
+.  -vec_type seqfused - sets the vector type in `VecSetFromOptions()`
+
+   Level: beginner
+
+.seealso: `VECFUSED`, `VECMPIFUSED`, `MATAIJFUSED`, `KSPFUSEDCG`
+M*/
+PETSC_INTERN PetscErrorCode VecCreate_SeqFused(Vec v)
+{
+  PetscFunctionBegin;
+  PetscCall(VecSetType(v, VECSEQ));
+  PetscCall(fusedksp::VecConvertToFused(v, VECSEQFUSED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*MC
+   VECMPIFUSED - "mpifused" - The parallel counterpart of `VECSEQFUSED`, built on `VECMPI`.
+
+   Level: beginner
+
+.seealso: `VECFUSED`, `VECSEQFUSED`
+M*/
+PETSC_INTERN PetscErrorCode VecCreate_MPIFused(Vec v)
+{
+  PetscFunctionBegin;
+  PetscCall(VecSetType(v, VECMPI));
+  PetscCall(fusedksp::VecConvertToFused(v, VECMPIFUSED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*MC
+   VECFUSED - "fused" - `VECSEQFUSED` on one process, `VECMPIFUSED` on several.
+
+   Options Database Keys:
++  -vec_type fused - sets the vector type in `VecSetFromOptions()`
+-  -dm_vec_type fused - vectors created by a `DM`
+
+   Level: beginner
+
+.seealso: `VECSEQFUSED`, `VECMPIFUSED`, `MATAIJFUSED`
+M*/
+PETSC_INTERN PetscErrorCode VecCreate_Fused(Vec v)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)v), &size));
+  PetscCall(VecSetType(v, size == 1 ? VECSEQFUSED : VECMPIFUSED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
