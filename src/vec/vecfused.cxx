@@ -152,6 +152,24 @@ PetscErrorCode VecDuplicate_Fused(Vec v, Vec *w)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Groups of vectors are separate fused vectors (PETSc's VECSEQ groups share one allocation,
+   which a fused vector with a backend mirror cannot) */
+PetscErrorCode VecDuplicateVecs_Fused(Vec v, PetscInt m, Vec *V[])
+{
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(m, V));
+  for (PetscInt i = 0; i < m; ++i) PetscCall(VecDuplicate(v, &(*V)[i]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecDestroyVecs_Fused(PetscInt m, Vec V[])
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < m; ++i) PetscCall(VecDestroy(&V[i]));
+  PetscCall(PetscFree(V));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode VecDestroy_Fused(Vec v)
 {
   VecFusedData *d = Data(v);
@@ -198,6 +216,8 @@ PetscErrorCode VecConvertToFused(Vec v, const char *name)
   v->offloadmask          = PETSC_OFFLOAD_CPU;
   v->ops->destroy         = VecDestroy_Fused;
   v->ops->duplicate       = VecDuplicate_Fused;
+  v->ops->duplicatevecs   = VecDuplicateVecs_Fused;
+  v->ops->destroyvecs     = VecDestroyVecs_Fused;
   v->ops->getarray        = VecGetArray_Fused;
   v->ops->restorearray    = VecRestoreArray_Fused;
   v->ops->getarrayread    = VecGetArrayRead_Fused;

@@ -26,7 +26,8 @@ PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScal
 {
   PetscFunctionBegin;
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
-  BlockedReduce<FUSED_MAX_DOTS>(A->nrows, dots, [=](PetscInt i, PetscScalar *part) {
+  PetscScalar all[FUSED_MAX_DOTS];
+  BlockedReduce<FUSED_MAX_DOTS>(A->nrows, all, [=](PetscInt i, PetscScalar *part) {
     PetscScalar sum = 0;
     for (PetscInt k = A->rowptr[i]; k < A->rowptr[i + 1]; ++k) {
       const PetscInt c = A->colidx[k];
@@ -36,6 +37,7 @@ PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScal
     out[i] = sum;
     for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
   });
+  for (int d = 0; d < ndots; ++d) dots[d] = all[d];
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -45,9 +47,11 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
 {
   PetscFunctionBegin;
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
-  BlockedReduce<FUSED_MAX_DOTS>(n, dots, [=](PetscInt i, PetscScalar *part) {
+  PetscScalar all[FUSED_MAX_DOTS];
+  BlockedReduce<FUSED_MAX_DOTS>(n, all, [=](PetscInt i, PetscScalar *part) {
     for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in ? in[i] : 0, out[i]);
   });
+  for (int d = 0; d < ndots; ++d) dots[d] = all[d];
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -1,0 +1,91 @@
+/* CUDA backend: the BiCGStab vector kernels (seed 000 Alg. 4) */
+#include "backend/cuda/cuda_common.cuh"
+
+namespace fusedksp
+{
+namespace cuda
+{
+
+/* y := x + a v and the block's partial of <y,y> */
+__global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar *partials)
+{
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[1] = {0};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    const PetscScalar yi = x[i] + a * v[i];
+    y[i]                 = yi;
+    acc[0] += yi * yi;
+  }
+  WriteBlockPartials(acc, 1, partials);
+}
+
+/* The updates of Backend::bcgs_update and the block's partials of <r,rstar>, <r,r> */
+__global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
+                                 const PetscScalar *As, const PetscScalar *rstar, PetscScalar *partials)
+{
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[2] = {0, 0};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    const PetscScalar pi = p[i];
+    const PetscScalar dx = alpha * pi + omega * s[i];
+    const PetscScalar ri = s[i] - omega * As[i];
+    x[i] += wr ? wr[i] * dx : dx;
+    r[i] = ri;
+    p[i] = ri + beta * (pi - omega * Ap[i]);
+    acc[0] += ri * rstar[i];
+    acc[1] += ri * ri;
+  }
+  WriteBlockPartials(acc, 2, partials);
+}
+
+/*
+   WAXPYDot - Backend::waxpy_dot on the device: one kernel launch, one device->host copy (none of
+   either when n == 0)
+*/
+PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar dots[1])
+{
+  const Partition part = PartitionRange(n);
+  cudaStream_t    stream;
+  PetscScalar    *partials;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetPartials((size_t)part.nblocks, &partials));
+    WAXPYDotKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, x, v, y, partials);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(SumPartials(1, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   BCGSUpdate - Backend::bcgs_update on the device: one kernel launch, one device->host copy of the
+   2 x nblocks partials (none of either when n == 0)
+*/
+PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
+                          const PetscScalar *rstar, PetscScalar dots[2])
+{
+  const Partition part = PartitionRange(n);
+  cudaStream_t    stream;
+  PetscScalar    *partials;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetPartials(2 * (size_t)part.nblocks, &partials));
+    BCGSUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, partials);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(SumPartials(2, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace cuda
+} // namespace fusedksp

@@ -1,0 +1,59 @@
+/* CUDA backend: the CG vector update (seed 000 Alg. 2, lines 10-12, preconditioned) */
+#include "backend/cuda/cuda_common.cuh"
+
+namespace fusedksp
+{
+namespace cuda
+{
+
+/* One thread block per chunk: the updates of Backend::cg_update and the block's partials of
+   <r,z>, <r,r>, <z,z> (the z of the update: w .* r, z - a u or r)                            */
+__global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar *partials)
+{
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[3] = {0, 0, 0};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    const PetscScalar ri = r[i] - a * q[i];
+    PetscScalar       zi;
+    if (w)
+      zi = w[i] * ri;
+    else if (z)
+      zi = z[i] = z[i] - a * u[i];
+    else
+      zi = ri;
+    x[i] += a * p[i];
+    r[i] = ri;
+    p[i] = zi + b * p[i];
+    acc[0] += ri * zi;
+    acc[1] += ri * ri;
+    acc[2] += zi * zi;
+  }
+  WriteBlockPartials(acc, 3, partials);
+}
+
+/*
+   CGUpdate - Backend::cg_update on the device: one kernel launch, one device->host copy of the
+   3 x nblocks partials (none of either when n == 0)
+*/
+PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar dots[3])
+{
+  const Partition part = PartitionRange(n);
+  cudaStream_t    stream;
+  PetscScalar    *partials;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetPartials(3 * (size_t)part.nblocks, &partials));
+    CGUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, b, x, r, z, p, q, u, w, partials);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(SumPartials(3, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace cuda
+} // namespace fusedksp

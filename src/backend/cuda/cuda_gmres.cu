@@ -1,0 +1,179 @@
+/*
+   CUDA backend: the Gram-Schmidt kernels of simpler GMRES (seed 000 Alg. 6).
+
+   The vectors V[j] reach the kernels by value: their device pointers (and, for maxpy_scale, the
+   coefficients) are copied into a kernel parameter table, read through __grid_constant__ so that
+   indexing it does not copy it to local memory.  No host->device copy and no pinned staging
+   buffer are needed, and the table is complete when the launch returns.  A table holds up to
+   MAX_TABLE vectors, the most whose pointers and coefficients fit, with the other arguments, in
+   the 4 KB of kernel parameters every supported toolkit and device accept; each call therefore
+   launches ONE kernel for up to MAX_TABLE vectors (GMRES restarts up to MAX_TABLE - 2), and
+   ceil(nv / MAX_TABLE) above that.  Small calls use smaller tables (8 or 64 entries) so that a
+   launch does not ship 4 KB of unused parameters.  mdot copies the partials of all its dot
+   products back in ONE device->host copy however many launches it took.
+*/
+#include "backend/cuda/cuda_common.cuh"
+#include <climits>
+
+namespace fusedksp
+{
+namespace cuda
+{
+
+constexpr int MAX_TABLE  = 240; /* vectors per launch (see above)                           */
+constexpr int MDOT_GROUP = 8;   /* dot products per thread block of mdot (one y load for 8) */
+
+/* The vectors of one mdot launch */
+template <int CAP> struct VectorTable {
+  const PetscScalar *v[CAP];
+};
+
+/* The vectors and coefficients of one maxpy_scale launch */
+template <int CAP> struct ScaledVectorTable {
+  const PetscScalar *v[CAP];
+  PetscScalar        coef[CAP];
+};
+
+static_assert(sizeof(ScaledVectorTable<MAX_TABLE>) + 64 <= 4096, "a maxpy_scale launch must fit in 4 KB of kernel parameters");
+
+/* Partials of <table.v[k], y> for k < count: the grid is nblocks x ceil(count / MDOT_GROUP);
+   block (b, g) reduces chunk b of dot products g*MDOT_GROUP ... g*MDOT_GROUP + 7, reading y once
+   for all of them, and writes partial k to partials[k * gridDim.x + b].                        */
+template <int CAP> __global__ void MDotKernel(PetscInt n, PetscInt chunk, const __grid_constant__ VectorTable<CAP> table, int count, const PetscScalar *y, PetscScalar *partials)
+{
+  const ChunkRange range           = BlockChunk(n, chunk);
+  const int        first           = blockIdx.y * MDOT_GROUP;
+  const int        group           = min(MDOT_GROUP, count - first);
+  PetscScalar      acc[MDOT_GROUP] = {};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    const PetscScalar yi = y[i];
+#pragma unroll
+    for (int k = 0; k < MDOT_GROUP; ++k)
+      if (k < group) acc[k] += table.v[first + k][i] * yi;
+  }
+  WriteBlockPartials(acc, group, partials + (size_t)first * gridDim.x);
+}
+
+/* y := scale (y - sum_{j < count} table.coef[j] table.v[j]) and, when partials != NULL, the
+   block's partial of <y,y> (new y)                                                            */
+template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *y, PetscScalar scale, PetscScalar *partials)
+{
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[1] = {0};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    PetscScalar yi = y[i];
+    for (int j = 0; j < count; ++j) yi -= table.coef[j] * table.v[j][i];
+    yi *= scale;
+    y[i] = yi;
+    acc[0] += yi * yi;
+  }
+  WriteBlockPartials(acc, partials ? 1 : 0, partials);
+}
+
+/* One MDotKernel launch for the dot products first ... first+count-1 (count <= CAP); dot d is
+   <V[d], y> for d < nv and <y, y> for d == nv                                                  */
+template <int CAP> static PetscErrorCode LaunchMDot(Partition part, PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, int first, int count, PetscScalar *partials, cudaStream_t stream)
+{
+  VectorTable<CAP> table = {};
+  const dim3       grid(part.nblocks, (count + MDOT_GROUP - 1) / MDOT_GROUP);
+
+  PetscFunctionBegin;
+  for (int k = 0; k < count; ++k) table.v[k] = first + k < nv ? V[first + k] : y;
+  MDotKernel<CAP><<<grid, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, partials + (size_t)first * part.nblocks);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One MAXPYScaleKernel launch for the vectors first ... first+count-1 (count <= CAP) */
+template <int CAP> static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscScalar *coef, const PetscScalar *const *V, int first, int count, PetscScalar *y, PetscScalar scale, PetscScalar *partials, cudaStream_t stream)
+{
+  ScaledVectorTable<CAP> table = {};
+
+  PetscFunctionBegin;
+  for (int k = 0; k < count; ++k) {
+    table.v[k]    = V[first + k];
+    table.coef[k] = coef[first + k];
+  }
+  MAXPYScaleKernel<CAP><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, scale, partials);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MDot - Backend::mdot on the device: ceil((nv + selfdot) / MAX_TABLE) kernel launches (one for
+   any GMRES restart up to MAX_TABLE - 2) and ONE device->host copy of all partials; nothing is
+   launched or copied when n == 0 or there is no dot product to compute
+*/
+PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots)
+{
+  const PetscInt64 ndots = (PetscInt64)nv + (selfdot ? 1 : 0);
+  const Partition  part  = PartitionRange(ndots ? n : 0);
+  PetscScalar     *partials;
+  cudaStream_t     stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
+  PetscCheck(ndots <= INT_MAX / FUSED_REDUCE_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Too many vectors for one multi-dot: %" PetscInt_FMT, nv);
+  PetscCheck(nv == 0 || V, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%" PetscInt_FMT " vectors but V is NULL", nv);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetPartials((size_t)ndots * part.nblocks, &partials));
+    for (int first = 0; first < ndots; first += MAX_TABLE) {
+      const int count = (int)PetscMin((PetscInt64)MAX_TABLE, ndots - first);
+
+      if (count <= 8)
+        PetscCall(LaunchMDot<8>(part, n, nv, V, y, first, count, partials, stream));
+      else if (count <= 64)
+        PetscCall(LaunchMDot<64>(part, n, nv, V, y, first, count, partials, stream));
+      else
+        PetscCall(LaunchMDot<MAX_TABLE>(part, n, nv, V, y, first, count, partials, stream));
+    }
+  }
+  PetscCall(SumPartials((int)ndots, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MAXPYScale - Backend::maxpy_scale on the device: ceil(nv / MAX_TABLE) kernel launches (one when
+   nv <= MAX_TABLE, including nv == 0) and, when selfdot != NULL, one device->host copy; nothing
+   when n == 0.  Above MAX_TABLE vectors the first launches subtract their share of the sum and the
+   last one subtracts the rest, scales and computes the partials of <y,y>: the same operations in
+   the same order as one launch.
+*/
+PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, PetscScalar *selfdot)
+{
+  const Partition part     = PartitionRange(n);
+  PetscScalar    *partials = nullptr;
+  cudaStream_t    stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
+  PetscCheck(nv == 0 || (V && coef), PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%" PetscInt_FMT " vectors but V or coef is NULL", nv);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    if (selfdot) PetscCall(GetPartials((size_t)part.nblocks, &partials));
+    for (PetscInt first = 0;; first += MAX_TABLE) {
+      const int         count = (int)PetscMin((PetscInt)MAX_TABLE, nv - first);
+      const bool        last  = first + count == nv;
+      const PetscScalar s     = last ? scale : 1;
+      PetscScalar      *p     = last ? partials : nullptr;
+
+      if (count <= 8)
+        PetscCall(LaunchMAXPYScale<8>(part, n, coef, V, (int)first, count, y, s, p, stream));
+      else if (count <= 64)
+        PetscCall(LaunchMAXPYScale<64>(part, n, coef, V, (int)first, count, y, s, p, stream));
+      else
+        PetscCall(LaunchMAXPYScale<MAX_TABLE>(part, n, coef, V, (int)first, count, y, s, p, stream));
+      if (last) break;
+    }
+  }
+  if (selfdot) PetscCall(SumPartials(1, part.nblocks, selfdot));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace cuda
+} // namespace fusedksp

@@ -1,0 +1,232 @@
+/*
+   KSPFUSEDCG: pipelined conjugate gradients with kernel fusion (seed 000, Algorithm 2), preconditioned.
+
+   Derivation of the preconditioned recurrence.  Classical PCG with z = M^{-1} r:
+       alpha_i = <r_i,z_i>/<p_i,Ap_i>,  x += alpha p,  r -= alpha Ap,  z = M^{-1} r,
+       beta_i = <r_{i+1},z_{i+1}>/<r_i,z_i>,  p = z + beta p.
+   With q_i = A p_i, u_i = M^{-1} q_i and M symmetric,
+       <r_{i+1}, z_{i+1}> = <r_i - alpha q_i, M^{-1}(r_i - alpha q_i)>
+                          = <r_i,z_i> - 2 alpha <q_i,z_i> + alpha^2 <q_i,u_i>.
+   Since z_i = p_i - beta_{i-1} p_{i-1} and <p_{i-1}, A p_i> = 0, <q_i,z_i> = <p_i,q_i>, and
+   alpha <p_i,q_i> = <r_i,z_i>, so
+       beta_i = alpha_i^2 <q_i,u_i> / <r_i,z_i> - 1,
+   which needs only dot products of the SpMV output: beta is known before r_{i+1} exists, and the
+   three vector updates run in one pass.  z is carried by the recurrence z_{i+1} = z_i - alpha u_i
+   (exact: M^{-1} is linear), so each iteration applies M^{-1} once, to q.
+
+   One iteration = two fused operations + one reduction:
+     (1) x += alpha p; r -= alpha q; z -= alpha u (Jacobi: z = w.*r inline); p = z + beta p;
+         partial <r,z>, <r,r>, <z,z>
+     (2) q = A p (+ u = M^{-1} q: inline w.*q for Jacobi, PCApply otherwise);
+         partial <p,q>, <q,u>
+     one reduction of the 5 values (one MPI_Allreduce), then alpha, beta and the residual norm
+     on the host (src/ops/recurrences.hpp).
+   Norms: preconditioned sqrt<z,z> (default), unpreconditioned sqrt<r,r>, natural sqrt<r,z>.
+
+   Pipelined recurrences drift from the true residual at tight tolerances, so when the
+   recurrence residual passes the (default) convergence test, the true residual b - A x is
+   computed; if it does not pass, the residual is replaced by the true one and the iteration
+   restarts from it (p = z), so "converged" always means the true residual met the tolerance.
+*/
+#include "ksp/fusedcommon.hpp"
+
+namespace fusedksp
+{
+namespace
+{
+
+struct KSP_FusedCG {
+  Vec              w = nullptr; /* Jacobi weights */
+  PCMode           mode = PCMode::NONE;
+  ReductionCounter reductions;
+  PetscInt         replacements = 0;
+};
+
+enum { VEC_R, VEC_Z, VEC_P, VEC_Q, VEC_U, VEC_T, NWORK };
+enum { D_RZ, D_RR, D_ZZ, D_PQ, D_QU, NDOTS };
+
+/* q = A p and u = M^{-1} q with their dot products into d[D_PQ], d[D_QU] (local values) */
+PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, PetscScalar *d)
+{
+  PetscFunctionBegin;
+  switch (cg->mode) {
+  case PCMode::JACOBI: {
+    const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF_W, cg->w}};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + D_PQ));
+  } break;
+  case PCMode::NONE: {
+    const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + D_PQ));
+  } break;
+  case PCMode::GENERAL: {
+    const OpDot spec_pq = {DotKind::DOT_INPUT, nullptr}, spec_qu = {DotKind::DOT_VECTOR, u};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 1, &spec_pq, d + D_PQ));
+    PetscCall(KSP_PCApply(ksp, q, u));
+    PetscCall(OpsDots(p, q, 1, &spec_qu, d + D_QU));
+  } break;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Starts (or restarts) the recurrence from the residual in r: z = M^{-1} r, p = z, q = A p,
+   u = M^{-1} q, and the reduced dot products in d                                             */
+PetscErrorCode CGStart(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d)
+{
+  const OpDot rz_rr[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
+  const OpDot zz       = {DotKind::DOT_SELF, nullptr};
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedPCApply(ksp, cg->mode, cg->w, V[VEC_R], V[VEC_Z]));
+  PetscCall(OpsDots(V[VEC_Z], V[VEC_R], 2, rz_rr, d + D_RZ));
+  PetscCall(OpsDots(V[VEC_Z], V[VEC_Z], 1, &zz, d + D_ZZ));
+  PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
+  PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, NDOTS, &cg->reductions));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscReal CGNorm(KSP ksp, const PetscScalar *d)
+{
+  switch (ksp->normtype) {
+  case KSP_NORM_PRECONDITIONED:
+    return PetscSqrtReal(PetscAbsScalar(d[D_ZZ]));
+  case KSP_NORM_UNPRECONDITIONED:
+    return PetscSqrtReal(PetscAbsScalar(d[D_RR]));
+  case KSP_NORM_NATURAL:
+    return PetscSqrtReal(PetscAbsScalar(d[D_RZ]));
+  default:
+    return 0;
+  }
+}
+
+PetscErrorCode KSPSetUp_FusedCG(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPSetWorkVecs(ksp, NWORK));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPSolve_FusedCG(KSP ksp)
+{
+  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
+  Vec         *V  = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
+  Mat          A;
+  PetscScalar  d[NDOTS], alpha = 0, beta = 0;
+  PetscReal    rnorm, rnorm0;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  PetscCall(KSPFusedPCMode(ksp, B, &cg->mode, &cg->w));
+  cg->reductions.count = 0;
+  cg->replacements     = 0;
+  ksp->reason          = KSP_CONVERGED_ITERATING;
+
+  if (ksp->guess_zero) {
+    PetscCall(VecSet(X, 0.0));
+    PetscCall(VecCopy(B, V[VEC_R]));
+  } else {
+    PetscCall(KSP_MatMult(ksp, A, X, V[VEC_R]));
+    PetscCall(VecAYPX(V[VEC_R], -1.0, B));
+  }
+  PetscCall(CGStart(ksp, cg, A, V, d));
+  rnorm0 = rnorm = CGNorm(ksp, d);
+  PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
+
+  for (PetscInt it = 1; !ksp->reason; ++it) {
+    if (it > ksp->max_it) {
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+    if (KSPFusedStatusStops(ksp, CGCoefficients(d[D_RZ], d[D_PQ], d[D_QU], &alpha, &beta))) break;
+    PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + D_RZ));
+    PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
+    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, NDOTS, &cg->reductions));
+    rnorm = CGNorm(ksp, d);
+    PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
+    if (ksp->reason > 0) {
+      PetscBool ok;
+      PetscReal truenorm;
+      PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], rnorm0, &truenorm, &ok));
+      if (!ok) {
+        PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
+        ksp->reason = KSP_CONVERGED_ITERATING;
+        cg->replacements++;
+        PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
+        PetscCall(CGStart(ksp, cg, A, V, d));
+        ksp->rnorm = CGNorm(ksp, d);
+      }
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPView_FusedCG(KSP ksp, PetscViewer viewer)
+{
+  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedViewCommon(ksp, viewer, cg->mode, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 5 values", cg->reductions.count, cg->replacements));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
+{
+  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCall(VecDestroy(&cg->w));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", NULL));
+  delete cg;
+  ksp->data = nullptr;
+  PetscCall(KSPDestroyDefault(ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+} // namespace fusedksp
+
+/*MC
+   KSPFUSEDCG - "fusedcg" - Pipelined preconditioned conjugate gradients with kernel fusion
+   (Rupp et al., Pipelined Iterative Solvers with Kernel Fusion for GPUs, ACM TOMS, Algorithm 2).
+
+   Each iteration runs two fused operations - the three vector updates with the partial sums of
+   <r,z>, <r,r>, <z,z>, and the SpMV q = A p with the partial sums of <p,q>, <q,M^{-1}q> - and one
+   global reduction of the five values (one MPI_Allreduce with several processes), from which
+   alpha and beta are computed (beta = alpha^2 <q,M^{-1}q>/<r,z> - 1).
+
+   Options Database Keys:
+.  -ksp_type fusedcg - selects this solver; all standard KSP options apply
+
+   Level: beginner
+
+   Notes:
+   The matrix and preconditioner must be symmetric positive definite.  `PCNONE` and `PCJACOBI`
+   are fused into the kernels; any other PC is applied with `PCApply()` once per iteration (to A p).
+   Norm types: `KSP_NORM_PRECONDITIONED` (default), `KSP_NORM_UNPRECONDITIONED`, `KSP_NORM_NATURAL`,
+   `KSP_NORM_NONE`.  The fused kernels run when the vectors are `VECFUSED` and the matrix `MATAIJFUSED`
+   (-vec_type fused -mat_type aijfused); otherwise the same algorithm runs with standard PETSc
+   operations.  When the recurrence residual meets the tolerance the true residual is checked; if it
+   does not meet it, the residual is replaced and the iteration continues (see -info).
+
+.seealso: `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPCG`, `KSPPIPECG`, `VECFUSED`, `MATAIJFUSED`
+M*/
+PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
+{
+  auto *cg = new fusedksp::KSP_FusedCG;
+
+  PetscFunctionBegin;
+  ksp->data = cg;
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NATURAL, PC_LEFT, 2));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
+  ksp->ops->setup          = fusedksp::KSPSetUp_FusedCG;
+  ksp->ops->solve          = fusedksp::KSPSolve_FusedCG;
+  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCG;
+  ksp->ops->view           = fusedksp::KSPView_FusedCG;
+  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
+  ksp->ops->buildresidual  = KSPBuildResidualDefault;
+  PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &cg->reductions));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,178 @@
+/* Shared parts of the fused solvers */
+#include "ksp/fusedcommon.hpp"
+
+namespace fusedksp
+{
+
+const char *const PCModeNames[] = {"none", "jacobi (fused into the kernels)", "general (PCApply)"};
+
+PetscErrorCode KSPFusedPCMode(KSP ksp, Vec like, PCMode *mode, Vec *w)
+{
+  PC        pc;
+  PetscBool none, jacobi;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCNONE, &none));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));
+  *mode = none ? PCMode::NONE : (jacobi ? PCMode::JACOBI : PCMode::GENERAL);
+  if (*mode == PCMode::JACOBI) {
+    Vec ones;
+    if (!*w) PetscCall(VecDuplicate(like, w));
+    PetscCall(VecDuplicate(like, &ones));
+    PetscCall(VecSet(ones, 1.0));
+    PetscCall(PCApply(pc, ones, *w));
+    PetscCall(VecDestroy(&ones));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z)
+{
+  PetscFunctionBegin;
+  switch (mode) {
+  case PCMode::NONE:
+    PetscCall(VecCopy(r, z));
+    break;
+  case PCMode::JACOBI:
+    PetscCall(VecPointwiseMult(z, w, r));
+    break;
+  case PCMode::GENERAL:
+    PetscCall(KSP_PCApply(ksp, r, z));
+    break;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscBool KSPFusedStatusStops(KSP ksp, RecurrenceStatus status)
+{
+  switch (status) {
+  case RecurrenceStatus::OK:
+    return PETSC_FALSE;
+  case RecurrenceStatus::INDEFINITE_MAT:
+    ksp->reason = KSP_DIVERGED_INDEFINITE_MAT;
+    break;
+  case RecurrenceStatus::INDEFINITE_PC:
+    ksp->reason = KSP_DIVERGED_INDEFINITE_PC;
+    break;
+  case RecurrenceStatus::BREAKDOWN:
+    ksp->reason = KSP_DIVERGED_BREAKDOWN;
+    break;
+  case RecurrenceStatus::NANORINF:
+    ksp->reason = KSP_DIVERGED_NANORINF;
+    break;
+  }
+  return PETSC_TRUE;
+}
+
+PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectSAWsTakeAccess((PetscObject)ksp));
+  ksp->its   = it;
+  ksp->rnorm = rnorm;
+  PetscCall(PetscObjectSAWsGrantAccess((PetscObject)ksp));
+  PetscCall(KSPLogResidualHistory(ksp, rnorm));
+  PetscCall(KSPMonitor(ksp, it, rnorm));
+  if (PetscIsInfOrNanReal(rnorm)) ksp->reason = KSP_DIVERGED_NANORINF;
+  else PetscCall((*ksp->converged)(ksp, it, rnorm, &ksp->reason, ksp->cnvP));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal rnorm0, PetscReal *truenorm, PetscBool *ok)
+{
+  Mat       A;
+  PetscReal ttol;
+
+  PetscFunctionBegin;
+  *ok = PETSC_TRUE;
+  if (ksp->converged != KSPConvergedDefault || ksp->normtype == KSP_NORM_NONE) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, r));
+  PetscCall(VecAYPX(r, -1.0, ksp->vec_rhs));
+  if (leftpc) PetscCall(KSPFusedPCApply(ksp, mode, w, r, z));
+  switch (ksp->normtype) {
+  case KSP_NORM_PRECONDITIONED:
+    PetscCall(VecNorm(leftpc ? z : r, NORM_2, truenorm));
+    break;
+  case KSP_NORM_NATURAL: {
+    PetscScalar rz;
+    PetscCall(VecDot(r, z, &rz));
+    *truenorm = PetscSqrtReal(PetscAbsScalar(rz));
+  } break;
+  default:
+    PetscCall(VecNorm(r, NORM_2, truenorm));
+  }
+  /* KSPConvergedDefault's tolerance, with the initial norm of this solve */
+  ttol = PetscMax(ksp->rtol * rnorm0, ksp->abstol);
+  if (ksp->reason == KSP_CONVERGED_ATOL || ksp->reason == KSP_CONVERGED_RTOL) *ok = (*truenorm <= 1.01 * ttol) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements)
+{
+  PetscBool   ascii;
+  const char *backend;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (!ascii) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(FusedKSPGetBackendName(&backend));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  FusedKSP backend: %s%s\n", backend, PetscStrcmp(backend, "host", &ascii) == PETSC_SUCCESS && ascii ? " (no GPU in use)" : ""));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  fused kernels: %s\n", kernels));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  preconditioner in the kernels: %s\n", PCModeNames[(int)mode]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " global reductions, %" PetscInt_FMT " residual replacements\n", reductions, replacements));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedGetReductionCount_Fused(KSP ksp, PetscInt *count)
+{
+  PetscContainer    c;
+  ReductionCounter *counter;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPReductionCounter", (PetscObject *)&c));
+  PetscCheck(c, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No reduction counter");
+  PetscCall(PetscContainerGetPointer(c, (void **)&counter));
+  *count = counter->count;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedSetReductionCounter(KSP ksp, ReductionCounter *counter)
+{
+  PetscContainer c;
+
+  PetscFunctionBegin;
+  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
+  PetscCall(PetscContainerSetPointer(c, counter));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", (PetscObject)c));
+  PetscCall(PetscContainerDestroy(&c));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", KSPFusedGetReductionCount_Fused));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace fusedksp
+
+/*@
+  KSPFusedGetReductionCount - The number of global reductions (packed `MPI_Allreduce` calls, or
+  host-side sums on one process) the last `KSPSolve()` of a FusedKSP solver made.
+
+  Not Collective
+
+  Input Parameter:
+. ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
+
+  Output Parameter:
+. count - the number of reductions
+
+  Level: advanced
+
+.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`
+@*/
+PetscErrorCode KSPFusedGetReductionCount(KSP ksp, PetscInt *count)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscUseMethod(ksp, "KSPFusedGetReductionCount_C", (KSP, PetscInt *), (ksp, count));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

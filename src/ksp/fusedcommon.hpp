@@ -1,0 +1,39 @@
+/* What the three fused solvers share: preconditioner mode, norms, true-residual check */
+#pragma once
+
+#include "ops/fusedops.hpp"
+#include "ops/recurrences.hpp"
+#include <petsc/private/kspimpl.h>
+
+namespace fusedksp
+{
+
+/* How the preconditioner enters the kernels */
+enum class PCMode { NONE, JACOBI, GENERAL };
+extern const char *const PCModeNames[];
+
+/* Detects the PC mode; for JACOBI, w receives the weights (the Jacobi PC applied to a vector of
+   ones, so every -pc_jacobi_* option is honoured).  w is created on first use.               */
+PetscErrorCode KSPFusedPCMode(KSP ksp, Vec like, PCMode *mode, Vec *w);
+
+/* Applies the preconditioner of the given mode: z = w .* r | PCApply | z = r */
+PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z);
+
+/* Sets ksp->reason from a recurrence status; returns PETSC_TRUE if the solve must stop */
+PetscBool KSPFusedStatusStops(KSP ksp, RecurrenceStatus status);
+
+/* Logs, monitors and tests convergence of residual norm `rnorm` at iteration `it` */
+PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm);
+
+/* After a converged test with a recurrence residual: is the true residual (norm of the type
+   the solve uses, with left preconditioning by `mode`) within the tolerance too?  `r` and `z`
+   receive b - A x and its preconditioned counterpart.  Only for the default convergence test.  */
+PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal rnorm0, PetscReal *truenorm, PetscBool *ok);
+
+/* Views the parts every fused solver shows in -ksp_view */
+PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements);
+
+/* The counter behind KSPFusedGetReductionCount(), composed on the KSP */
+PetscErrorCode KSPFusedSetReductionCounter(KSP ksp, ReductionCounter *counter);
+
+} // namespace fusedksp

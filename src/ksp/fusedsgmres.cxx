@@ -1,0 +1,438 @@
+/*
+   KSPFUSEDSGMRES: pipelined simpler GMRES(m) with kernel fusion (Walker & Zhou 1994; seed 000,
+   Algorithm 6), right preconditioned.
+
+   Simpler GMRES builds an orthonormal basis W_k = [v_1..v_k] of Op K_k, Op = A M^{-1}, from the
+   vectors Z_k = [v_0..v_{k-1}], v_0 = r_0/rho:  Op Z_k = W_k R_k with R_k upper triangular.  The
+   residual r_k = rho (v_0 - sum_j xi_j v_j), xi_j = <v_0, v_j>, is never formed (seed 000 removes
+   the residual update from the loop), and x_k = x_0 + M^{-1} Z_k y with R_k y = rho xi.
+
+   Step i of a cycle, with ONE global reduction:
+     (1) w = Op v_{i-1}                                   (SpMV; Jacobi fused: A (w .* v))
+     (2) multi-dot  d = [<v_0,w>, <v_1,w> .. <v_{i-1},w>, <w,w>]       -> one reduction
+         R_{j,i} = d_j,  h^2 = <w,w> - sum_j R_{j,i}^2  (Pythagoras: w - sum R v_j is orthogonal to v_j),
+         xi_i = (<v_0,w> - sum_j R_{j,i} xi_j) / h       (host: src/ops/recurrences.hpp)
+     (3) v_i = (w - sum_j R_{j,i} v_j) / h                (one fused kernel)
+   When more than 1 - 1e-8 of <w,w> cancels in h^2, the norm is recomputed explicitly (one extra
+   reduction) instead of trusting the difference.
+
+   Classical Gram-Schmidt loses orthogonality when the basis becomes ill-conditioned (nearly
+   dependent Krylov vectors: hard nonsymmetric problems, large restarts, or results that change
+   with the number of processes).  -ksp_fusedsgmres_cgs2 adds one reorthogonalization pass (CGS2):
+   after (3) without scaling, a second multi-dot and update; it costs one more reduction and two
+   more fused kernels per step and keeps the basis orthogonal to working accuracy.
+
+   Convergence monitor from xi alone: ||r_i|| = ||r_{i-1}|| sqrt(1 - (rho xi_i / ||r_{i-1}||)^2)
+   (a product of sines, no cancellation against rho).  When it meets the tolerance the cycle ends
+   early, x is updated, and the true residual decides; the true residual is also computed at every
+   restart (it starts the next cycle) and compared with the estimate (-info).
+*/
+#include "ksp/fusedcommon.hpp"
+#include <vector>
+
+namespace fusedksp
+{
+namespace
+{
+
+constexpr PetscReal SGMRES_CANCELLATION = 1.0e-8; /* fraction of <w,w> that h^2 must keep */
+
+struct KSP_FusedSGMRES {
+  Vec                      w = nullptr;
+  PCMode                   mode = PCMode::NONE;
+  ReductionCounter         reductions;
+  PetscInt                 replacements = 0;
+  PetscInt                 restart      = 30;
+  PetscBool                cgs2         = PETSC_FALSE;
+  Vec                     *V            = nullptr; /* restart + 1 basis vectors */
+  PetscInt                 nV           = 0;
+  std::vector<PetscScalar> R, xi, d, coef;
+};
+
+enum { VEC_T, VEC_T2, VEC_WORK, NWORK };
+
+inline PetscScalar &Rij(KSP_FusedSGMRES *g, PetscInt i, PetscInt j)
+{
+  return g->R[i * (g->restart + 1) + j];
+}
+
+PetscErrorCode KSPSetUp_FusedSGMRES(KSP ksp)
+{
+  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCall(KSPSetWorkVecs(ksp, NWORK));
+  if (g->nV != g->restart + 1) {
+    if (g->V) PetscCall(VecDestroyVecs(g->nV, &g->V));
+    PetscCall(KSPCreateVecs(ksp, g->restart + 1, &g->V, 0, NULL));
+    g->nV = g->restart + 1;
+  }
+  g->R.assign((size_t)(g->restart + 1) * (g->restart + 1), 0.0);
+  g->xi.assign(g->restart + 1, 0.0);
+  g->d.assign(g->restart + 2, 0.0);
+  g->coef.assign(g->restart + 1, 0.0);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* out = Op in = A M^{-1} in */
+PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec out, Vec work)
+{
+  PetscFunctionBegin;
+  switch (g->mode) {
+  case PCMode::NONE:
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, 0, nullptr, nullptr));
+    break;
+  case PCMode::JACOBI:
+    PetscCall(OpsApplyOperator(A, nullptr, g->w, in, out, work, 0, nullptr, nullptr));
+    break;
+  case PCMode::GENERAL:
+    PetscCall(KSP_PCApply(ksp, in, work));
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
+    break;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One Gram-Schmidt pass of w = V[i] against v_0..v_{i-1}: the multi-dot and its reduction;
+   returns R column increments in g->d[1..i-1], <v0,w> in d[0], <w,w> in d[i]                */
+PetscErrorCode SGMRESMultiDot(KSP ksp, KSP_FusedSGMRES *g, PetscInt i)
+{
+  PetscFunctionBegin;
+  PetscCall(OpsMDot(i, g->V, g->V[i], PETSC_TRUE, g->d.data()));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), g->d.data(), i + 1, &g->reductions));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Step i: V[i] = Op V[i-1] orthonormalized; sets R(:,i), xi[i].  *lucky is set when the new
+   vector is zero (the Krylov space is invariant).                                              */
+PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscBool *lucky, RecurrenceStatus *status)
+{
+  Vec         w = g->V[i];
+  PetscScalar h2, c0;
+
+  PetscFunctionBegin;
+  *lucky  = PETSC_FALSE;
+  *status = RecurrenceStatus::OK;
+  PetscCall(SGMRESOperator(ksp, g, A, g->V[i - 1], w, ksp->work[VEC_WORK]));
+  PetscCall(SGMRESMultiDot(ksp, g, i));
+  for (PetscInt j = 1; j < i; ++j) Rij(g, j, i) = g->d[j];
+  RecurrenceStatus s = SGMRESColumn(i - 1, g->d.data(), g->d[i], g->xi.data(), g->cgs2 ? 2.0 : SGMRES_CANCELLATION, &h2, &c0);
+  if (s == RecurrenceStatus::NANORINF) {
+    *status = s;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (s == RecurrenceStatus::BREAKDOWN) {
+    /* CGS2, or too much cancellation: orthogonalize without scaling, then a second multi-dot */
+    PetscCall(OpsMAXPYScale(i - 1, g->d.data() + 1, g->V + 1, w, 1.0, nullptr));
+    PetscCall(SGMRESMultiDot(ksp, g, i));
+    if (g->cgs2) {
+      for (PetscInt j = 1; j < i; ++j) Rij(g, j, i) += g->d[j];
+      s = SGMRESColumn(i - 1, g->d.data(), g->d[i], g->xi.data(), 0.0, &h2, &c0);
+      if (s == RecurrenceStatus::NANORINF) {
+        *status = s;
+        PetscFunctionReturn(PETSC_SUCCESS);
+      }
+      for (PetscInt j = 1; j < i; ++j) g->coef[j] = g->d[j];
+    } else {
+      for (PetscInt j = 1; j < i; ++j) g->coef[j] = 0;
+      h2 = g->d[i];
+      c0 = g->d[0];
+    }
+  } else {
+    for (PetscInt j = 1; j < i; ++j) g->coef[j] = g->d[j];
+  }
+  if (!(PetscRealPart(h2) > 0)) {
+    *lucky = PETSC_TRUE;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  const PetscScalar h = PetscSqrtScalar(h2);
+  PetscCall(OpsMAXPYScale(i - 1, g->coef.data() + 1, g->V + 1, w, 1.0 / h, nullptr));
+  Rij(g, i, i) = h;
+  g->xi[i]     = c0 / h;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* x += M^{-1} Z_k y with R_k y = rho xi_{1..k} */
+PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho)
+{
+  std::vector<PetscScalar> y(k + 1, 0.0), negy(k + 1, 0.0);
+  Vec                      T = ksp->work[VEC_T], T2 = ksp->work[VEC_T2];
+
+  PetscFunctionBegin;
+  if (k == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt i = k; i >= 1; --i) {
+    PetscScalar s = rho * g->xi[i];
+    for (PetscInt j = i + 1; j <= k; ++j) s -= Rij(g, i, j) * y[j];
+    y[i] = s / Rij(g, i, i);
+  }
+  for (PetscInt j = 1; j <= k; ++j) negy[j - 1] = -y[j];
+  PetscCall(VecSet(T, 0.0));
+  PetscCall(OpsMAXPYScale(k, negy.data(), g->V, T, 1.0, nullptr));
+  PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
+  PetscCall(VecAXPY(ksp->vec_sol, 1.0, T2));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
+{
+  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
+  Mat              A;
+  const OpDot      self = {DotKind::DOT_SELF, nullptr};
+  PetscInt         its  = 0;
+  PetscReal        estimate = -1, rho0 = 0;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  PetscCall(KSPFusedPCMode(ksp, ksp->vec_rhs, &g->mode, &g->w));
+  g->reductions.count = 0;
+  g->replacements     = 0;
+  ksp->reason         = KSP_CONVERGED_ITERATING;
+  if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
+
+  while (PETSC_TRUE) {
+    PetscScalar rr;
+    PetscReal   rho, res;
+    PetscInt    k = 0;
+
+    /* restart: true residual r = b - A x (right preconditioning: unpreconditioned), v0 = r/rho */
+    PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->V[0]));
+    PetscCall(VecAYPX(g->V[0], -1.0, ksp->vec_rhs));
+    PetscCall(OpsDots(nullptr, g->V[0], 1, &self, &rr));
+    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->reductions));
+    rho = PetscSqrtReal(PetscAbsScalar(rr));
+    if (its == 0) rho0 = rho;
+    if (its == 0) PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
+    else {
+      PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
+      ksp->rnorm = rho;
+      if (ksp->normtype != KSP_NORM_NONE) {
+        if (PetscIsInfOrNanReal(rho)) ksp->reason = KSP_DIVERGED_NANORINF;
+        else PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
+      }
+    }
+    if (ksp->reason) break;
+    if (its >= ksp->max_it) {
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+    if (rho == 0) break;
+    PetscCall(VecScale(g->V[0], 1.0 / rho));
+    res = rho;
+
+    for (PetscInt i = 1; i <= g->restart && its < ksp->max_it; ++i) {
+      PetscBool        lucky;
+      RecurrenceStatus status;
+      PetscCall(SGMRESStep(ksp, g, A, i, &lucky, &status));
+      if (KSPFusedStatusStops(ksp, status)) break;
+      if (lucky) break;
+      k = i;
+      its++;
+      const PetscReal c = PetscMin(1.0, PetscAbsScalar(rho * g->xi[i]) / res);
+      res               = res * PetscSqrtReal(PetscMax(0.0, (1.0 - c) * (1.0 + c)));
+      PetscCall(KSPFusedMonitorAndTest(ksp, its, ksp->normtype == KSP_NORM_NONE ? 0.0 : res));
+      if (ksp->reason) break;
+    }
+    estimate = res;
+    PetscCall(SGMRESUpdateSolution(ksp, g, k, rho));
+    if (ksp->reason < 0) break;
+    if (ksp->reason > 0) {
+      PetscBool ok;
+      PetscReal truenorm;
+      PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], rho0, &truenorm, &ok));
+      if (ok) break;
+      PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
+      ksp->reason = KSP_CONVERGED_ITERATING;
+      g->replacements++;
+    }
+    if (k == 0) {
+      ksp->reason = KSP_DIVERGED_BREAKDOWN;
+      break;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
+{
+  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
+  PetscBool        ascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart, g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt"));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode, g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions" : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; none of them a host sync on one GPU", g->reductions.count, g->replacements));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPSetFromOptions_FusedSGMRES(KSP ksp, PetscOptionItems PetscOptionsObject)
+{
+  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
+  PetscInt         restart = g->restart;
+  PetscBool        flg;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused simpler GMRES options");
+  PetscCall(PetscOptionsInt("-ksp_gmres_restart", "Number of Krylov directions before restart", "KSPGMRESSetRestart", restart, &restart, &flg));
+  if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
+  PetscCall(PetscOptionsBool("-ksp_fusedsgmres_cgs2", "One reorthogonalization pass (CGS2)", "KSPFusedSGMRESSetCGS2", g->cgs2, &g->cgs2, NULL));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPGMRESSetRestart_FusedSGMRES(KSP ksp, PetscInt restart)
+{
+  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCheck(restart > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "Restart must be positive, got %" PetscInt_FMT, restart);
+  if (restart != g->restart) {
+    g->restart     = restart;
+    ksp->setupstage = KSP_SETUP_NEW;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPGMRESGetRestart_FusedSGMRES(KSP ksp, PetscInt *restart)
+{
+  PetscFunctionBegin;
+  *restart = static_cast<KSP_FusedSGMRES *>(ksp->data)->restart;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedSGMRESSetCGS2_FusedSGMRES(KSP ksp, PetscBool cgs2)
+{
+  PetscFunctionBegin;
+  static_cast<KSP_FusedSGMRES *>(ksp->data)->cgs2 = cgs2;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedSGMRESGetCGS2_FusedSGMRES(KSP ksp, PetscBool *cgs2)
+{
+  PetscFunctionBegin;
+  *cgs2 = static_cast<KSP_FusedSGMRES *>(ksp->data)->cgs2;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPReset_FusedSGMRES(KSP ksp)
+{
+  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
+
+  PetscFunctionBegin;
+  if (g->V) PetscCall(VecDestroyVecs(g->nV, &g->V));
+  g->nV = 0;
+  PetscCall(VecDestroy(&g->w));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPReset_FusedSGMRES(ksp));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
+  for (const char *name : {"KSPFusedGetReductionCount_C", "KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode (*)(void))NULL));
+  delete static_cast<KSP_FusedSGMRES *>(ksp->data);
+  ksp->data = nullptr;
+  PetscCall(KSPDestroyDefault(ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+} // namespace fusedksp
+
+/*@
+  KSPFusedSGMRESSetCGS2 - Adds one reorthogonalization pass (CGS2) to the classical Gram-Schmidt
+  process of `KSPFUSEDSGMRES`.
+
+  Logically Collective
+
+  Input Parameters:
++ ksp  - the solver
+- cgs2 - `PETSC_TRUE` to reorthogonalize
+
+  Options Database Key:
+. -ksp_fusedsgmres_cgs2 - reorthogonalize
+
+  Level: intermediate
+
+  Note:
+  Use it when GMRES stagnates or its iteration counts change with the number of MPI processes, with
+  large restarts, or for ill-conditioned nonsymmetric problems: classical Gram-Schmidt alone can lose
+  orthogonality there.  Each inner step then costs one more global reduction and two more kernels.
+
+.seealso: `KSPFUSEDSGMRES`, `KSPGMRESSetRestart()`
+@*/
+PetscErrorCode KSPFusedSGMRESSetCGS2(KSP ksp, PetscBool cgs2)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(ksp, cgs2, 2);
+  PetscTryMethod(ksp, "KSPFusedSGMRESSetCGS2_C", (KSP, PetscBool), (ksp, cgs2));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  KSPFusedSGMRESGetCGS2 - Whether `KSPFUSEDSGMRES` reorthogonalizes (see `KSPFusedSGMRESSetCGS2()`).
+
+  Not Collective
+
+  Input Parameter:
+. ksp - the solver
+
+  Output Parameter:
+. cgs2 - `PETSC_TRUE` if it reorthogonalizes
+
+  Level: intermediate
+
+.seealso: `KSPFusedSGMRESSetCGS2()`
+@*/
+PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscUseMethod(ksp, "KSPFusedSGMRESGetCGS2_C", (KSP, PetscBool *), (ksp, cgs2));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*MC
+   KSPFUSEDSGMRES - "fusedsgmres" - Pipelined simpler GMRES(m) with kernel fusion (Walker & Zhou;
+   Rupp et al., ACM TOMS, Algorithm 6), right preconditioned.  Each inner step is an SpMV, one
+   multi-dot of the new vector against the basis (and itself), one global reduction, and one fused
+   "subtract projections and normalize" kernel; the residual norm comes from xi = <v_0, v_i>.
+
+   Options Database Keys:
++  -ksp_type fusedsgmres - selects this solver
+.  -ksp_gmres_restart <m> - restart (default 30); `KSPGMRESSetRestart()` works too
+-  -ksp_fusedsgmres_cgs2 - one reorthogonalization pass (see `KSPFusedSGMRESSetCGS2()` for when to use it)
+
+   Level: beginner
+
+   Notes:
+   Only right preconditioning (the residual norm is the true, unpreconditioned one).  A cycle ends
+   early when the estimated residual meets the tolerance; the true residual is then computed and
+   decides, and it is recomputed at every restart.
+
+.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPGMRES`, `KSPFusedSGMRESSetCGS2()`
+M*/
+PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
+{
+  auto *g = new fusedksp::KSP_FusedSGMRES;
+
+  PetscFunctionBegin;
+  ksp->data = g;
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
+  ksp->ops->setup          = fusedksp::KSPSetUp_FusedSGMRES;
+  ksp->ops->solve          = fusedksp::KSPSolve_FusedSGMRES;
+  ksp->ops->reset          = fusedksp::KSPReset_FusedSGMRES;
+  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedSGMRES;
+  ksp->ops->view           = fusedksp::KSPView_FusedSGMRES;
+  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedSGMRES;
+  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
+  ksp->ops->buildresidual  = KSPBuildResidualDefault;
+  PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &g->reductions));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedSGMRES));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_FusedSGMRES));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESSetCGS2_C", fusedksp::KSPFusedSGMRESSetCGS2_FusedSGMRES));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESGetCGS2_C", fusedksp::KSPFusedSGMRESGetCGS2_FusedSGMRES));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
