@@ -32,3 +32,9 @@ PETSC_EXTERN PetscErrorCode KSPFusedSGMRESGetCGS2(KSP, PetscBool *);
 
 /* Number of global reductions (MPI_Allreduce calls) the last KSPSolve() of a fused solver made */
 PETSC_EXTERN PetscErrorCode KSPFusedGetReductionCount(KSP, PetscInt *);
+
+/* Benchmark floor of the CUDA backend, measured on the active device: time of two empty kernel
+   launches + one 1 KB device->host copy + stream synchronization (minimum and median over `reps`,
+   microseconds), and device-to-device copy bandwidth (GB/s, bytes read + written).
+   PETSC_ERR_SUP when the CUDA backend is not in use. */
+PETSC_EXTERN PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs);
