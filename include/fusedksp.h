@@ -8,15 +8,15 @@
 
 #include <petscksp.h>
 
-#define KSPFUSEDCG     "fusedcg"
-#define KSPFUSEDBCGS   "fusedbcgs"
+#define KSPFUSEDCG "fusedcg"
+#define KSPFUSEDBCGS "fusedbcgs"
 #define KSPFUSEDSGMRES "fusedsgmres"
 
-#define VECFUSED    "fused"
+#define VECFUSED "fused"
 #define VECSEQFUSED "seqfused"
 #define VECMPIFUSED "mpifused"
 
-#define MATAIJFUSED    "aijfused"
+#define MATAIJFUSED "aijfused"
 #define MATSEQAIJFUSED "seqaijfused"
 #define MATMPIAIJFUSED "mpiaijfused"
 

@@ -29,7 +29,7 @@ namespace
 {
 
 struct KSP_FusedBCGS {
-  Vec              w = nullptr;
+  Vec              w    = nullptr;
   PCMode           mode = PCMode::NONE;
   ReductionCounter reductions;
   PetscInt         replacements = 0;
@@ -49,8 +49,10 @@ PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, 
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, ndots, specs, dots));
     break;
   case PCMode::JACOBI:
-    if (right) PetscCall(OpsApplyOperator(A, nullptr, bc->w, in, out, work, ndots, specs, dots));
-    else PetscCall(OpsApplyOperator(A, bc->w, nullptr, in, out, nullptr, ndots, specs, dots));
+    if (right)
+      PetscCall(OpsApplyOperator(A, nullptr, bc->w, in, out, work, ndots, specs, dots));
+    else
+      PetscCall(OpsApplyOperator(A, bc->w, nullptr, in, out, nullptr, ndots, specs, dots));
     break;
   case PCMode::GENERAL:
     if (right) {
@@ -72,8 +74,10 @@ PetscErrorCode BCGSResidual(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec r, Vec scratc
   PetscFunctionBegin;
   PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, scratch));
   PetscCall(VecAYPX(scratch, -1.0, ksp->vec_rhs));
-  if (ksp->pc_side == PC_LEFT) PetscCall(KSPFusedPCApply(ksp, bc->mode, bc->w, scratch, r));
-  else PetscCall(VecCopy(scratch, r));
+  if (ksp->pc_side == PC_LEFT)
+    PetscCall(KSPFusedPCApply(ksp, bc->mode, bc->w, scratch, r));
+  else
+    PetscCall(VecCopy(scratch, r));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -87,13 +91,13 @@ PetscErrorCode KSPSetUp_FusedBCGS(KSP ksp)
 PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
 {
   KSP_FusedBCGS  *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
-  Vec            *V  = ksp->work, X = ksp->vec_sol;
+  Vec            *V = ksp->work, X = ksp->vec_sol;
   Mat             A;
   const PetscBool right = ksp->pc_side == PC_RIGHT ? PETSC_TRUE : PETSC_FALSE;
   const OpDot     self  = {DotKind::DOT_SELF, nullptr};
   const OpDot     k1    = {DotKind::DOT_VECTOR, nullptr};
   PetscScalar     pend[2], red1[3], red2[4], alpha = 0, omega = 0, beta = 0, rrstar;
-  PetscReal       rnorm, rnorm0, rnorm2;
+  PetscReal       rnorm, rnorm0, rnorm2 = 0;
   OpDot           spec_r[2]  = {{DotKind::DOT_VECTOR, nullptr}, self};
   OpDot           spec_ap    = k1;
   OpDot           spec_as[3] = {{DotKind::DOT_INPUT, nullptr}, self, {DotKind::DOT_VECTOR, nullptr}};

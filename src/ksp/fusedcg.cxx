@@ -36,7 +36,7 @@ namespace
 {
 
 struct KSP_FusedCG {
-  Vec              w = nullptr; /* Jacobi weights */
+  Vec              w    = nullptr; /* Jacobi weights */
   PCMode           mode = PCMode::NONE;
   ReductionCounter reductions;
   PetscInt         replacements = 0;
@@ -109,7 +109,7 @@ PetscErrorCode KSPSetUp_FusedCG(KSP ksp)
 PetscErrorCode KSPSolve_FusedCG(KSP ksp)
 {
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
-  Vec         *V  = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
+  Vec         *V = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
   Mat          A;
   PetscScalar  d[NDOTS], alpha = 0, beta = 0;
   PetscReal    rnorm, rnorm0;
@@ -221,12 +221,12 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NATURAL, PC_LEFT, 2));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
-  ksp->ops->setup          = fusedksp::KSPSetUp_FusedCG;
-  ksp->ops->solve          = fusedksp::KSPSolve_FusedCG;
-  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCG;
-  ksp->ops->view           = fusedksp::KSPView_FusedCG;
-  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
-  ksp->ops->buildresidual  = KSPBuildResidualDefault;
+  ksp->ops->setup         = fusedksp::KSPSetUp_FusedCG;
+  ksp->ops->solve         = fusedksp::KSPSolve_FusedCG;
+  ksp->ops->destroy       = fusedksp::KSPDestroy_FusedCG;
+  ksp->ops->view          = fusedksp::KSPView_FusedCG;
+  ksp->ops->buildsolution = KSPBuildSolutionDefault;
+  ksp->ops->buildresidual = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &cg->reductions));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -74,8 +74,10 @@ PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm)
   PetscCall(PetscObjectSAWsGrantAccess((PetscObject)ksp));
   PetscCall(KSPLogResidualHistory(ksp, rnorm));
   PetscCall(KSPMonitor(ksp, it, rnorm));
-  if (PetscIsInfOrNanReal(rnorm)) ksp->reason = KSP_DIVERGED_NANORINF;
-  else PetscCall((*ksp->converged)(ksp, it, rnorm, &ksp->reason, ksp->cnvP));
+  if (PetscIsInfOrNanReal(rnorm))
+    ksp->reason = KSP_DIVERGED_NANORINF;
+  else
+    PetscCall((*ksp->converged)(ksp, it, rnorm, &ksp->reason, ksp->cnvP));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -38,7 +38,7 @@ namespace
 constexpr PetscReal SGMRES_CANCELLATION = 1.0e-8; /* fraction of <w,w> that h^2 must keep */
 
 struct KSP_FusedSGMRES {
-  Vec                      w = nullptr;
+  Vec                      w    = nullptr;
   PCMode                   mode = PCMode::NONE;
   ReductionCounter         reductions;
   PetscInt                 replacements = 0;
@@ -177,8 +177,8 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
 {
   KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
   Mat              A;
-  const OpDot      self = {DotKind::DOT_SELF, nullptr};
-  PetscInt         its  = 0;
+  const OpDot      self     = {DotKind::DOT_SELF, nullptr};
+  PetscInt         its      = 0;
   PetscReal        estimate = -1, rho0 = 0;
 
   PetscFunctionBegin;
@@ -201,13 +201,16 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->reductions));
     rho = PetscSqrtReal(PetscAbsScalar(rr));
     if (its == 0) rho0 = rho;
-    if (its == 0) PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
+    if (its == 0)
+      PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
     else {
       PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
       ksp->rnorm = rho;
       if (ksp->normtype != KSP_NORM_NONE) {
-        if (PetscIsInfOrNanReal(rho)) ksp->reason = KSP_DIVERGED_NANORINF;
-        else PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
+        if (PetscIsInfOrNanReal(rho))
+          ksp->reason = KSP_DIVERGED_NANORINF;
+        else
+          PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
       }
     }
     if (ksp->reason) break;
@@ -260,13 +263,15 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart, g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt"));
-  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode, g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions" : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; none of them a host sync on one GPU", g->reductions.count, g->replacements));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
+                               g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions" : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; none of them a host sync on one GPU",
+                               g->reductions.count, g->replacements));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode KSPSetFromOptions_FusedSGMRES(KSP ksp, PetscOptionItems PetscOptionsObject)
 {
-  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
+  KSP_FusedSGMRES *g       = static_cast<KSP_FusedSGMRES *>(ksp->data);
   PetscInt         restart = g->restart;
   PetscBool        flg;
 
@@ -286,7 +291,7 @@ PetscErrorCode KSPGMRESSetRestart_FusedSGMRES(KSP ksp, PetscInt restart)
   PetscFunctionBegin;
   PetscCheck(restart > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "Restart must be positive, got %" PetscInt_FMT, restart);
   if (restart != g->restart) {
-    g->restart     = restart;
+    g->restart      = restart;
     ksp->setupstage = KSP_SETUP_NEW;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -329,7 +334,8 @@ PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedSGMRES(ksp));
   PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
-  for (const char *name : {"KSPFusedGetReductionCount_C", "KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode (*)(void))NULL));
+  for (const char *name : {"KSPFusedGetReductionCount_C", "KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"})
+    PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
   delete static_cast<KSP_FusedSGMRES *>(ksp->data);
   ksp->data = nullptr;
   PetscCall(KSPDestroyDefault(ksp));

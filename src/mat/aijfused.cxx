@@ -18,13 +18,13 @@ namespace
 
 struct MatFusedData {
   const Backend   *backend = nullptr;
-  CSRView          csr;                    /* backend arrays (mirrored backends) or PETSc's (host) */
+  CSRView          csr; /* backend arrays (mirrored backends) or PETSc's (host) */
   PetscInt        *browptr = nullptr, *bcolidx = nullptr;
-  PetscScalar     *bvals   = nullptr;
-  PetscInt         nnz     = 0;
+  PetscScalar     *bvals = nullptr;
+  PetscInt         nnz   = 0;
   PetscObjectState state = -1, nonzerostate = -1;
-  PetscErrorCode (*host_destroy)(Mat) = nullptr;
-  PetscErrorCode (*host_mult)(Mat, Vec, Vec) = nullptr;
+  PetscErrorCode (*host_destroy)(Mat)           = nullptr;
+  PetscErrorCode (*host_mult)(Mat, Vec, Vec)    = nullptr;
   PetscErrorCode (*host_view)(Mat, PetscViewer) = nullptr;
 };
 
@@ -141,11 +141,11 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused)
 
 PetscErrorCode MatSeqAIJFusedGetCSR(Mat A, CSRView *csr)
 {
-  MatFusedData     *d = Data(A);
-  const PetscInt   *ai, *aj;
-  PetscScalar      *aa;
-  PetscMemType      mtype;
-  PetscObjectState  state;
+  MatFusedData    *d = Data(A);
+  const PetscInt  *ai, *aj;
+  PetscScalar     *aa;
+  PetscMemType     mtype;
+  PetscObjectState state;
 
   PetscFunctionBegin;
   PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");

@@ -132,7 +132,8 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
     PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &ra));
     PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
     PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ, &qa));
-    if (w) PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
+    if (w)
+      PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
     else if (u) {
       PetscCall(arr.Get(z, PETSC_MEMORY_ACCESS_READ_WRITE, &za));
       PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &ua));
@@ -145,9 +146,12 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
   } else {
     PetscCall(VecAXPY(x, a, p));
     PetscCall(VecAXPY(r, -a, q));
-    if (w) PetscCall(VecPointwiseMult(z, w, r));
-    else if (u) PetscCall(VecAXPY(z, -a, u));
-    else PetscCall(VecCopy(r, z));
+    if (w)
+      PetscCall(VecPointwiseMult(z, w, r));
+    else if (u)
+      PetscCall(VecAXPY(z, -a, u));
+    else
+      PetscCall(VecCopy(r, z));
     PetscCall(VecAYPX(p, b, z));
     PetscCall(LocalDot(r, z, &dots[0]));
     PetscCall(LocalDot(r, r, &dots[1]));
@@ -186,7 +190,8 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     PetscCheck(work, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "A right-scaled operator needs a work vector");
     PetscCall(VecPointwiseMult(work, wr, in));
     PetscCall(MatMult(A, work, out));
-  } else PetscCall(MatMult(A, in, out));
+  } else
+    PetscCall(MatMult(A, in, out));
   if (wl) PetscCall(VecPointwiseMult(out, wl, out));
   PetscCall(OpsDots(in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -274,7 +279,8 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
     PetscCall(PetscLogFlops(14.0 * n));
     PetscCall(arr.RestoreAll());
   } else {
-    if (pt) PetscCall(VecAXPBYPCZ(x, alpha, omega, 1.0, pt, st));
+    if (pt)
+      PetscCall(VecAXPBYPCZ(x, alpha, omega, 1.0, pt, st));
     else {
       PetscCheck(!wr, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The unfused right-preconditioned update needs wr.*p and wr.*s");
       PetscCall(VecAXPBYPCZ(x, alpha, omega, 1.0, p, s));

@@ -8,9 +8,9 @@
 #include <petscsys.h>
 
 #if defined(__CUDACC__)
-  #define FUSED_HD __host__ __device__
+#define FUSED_HD __host__ __device__
 #else
-  #define FUSED_HD
+#define FUSED_HD
 #endif
 
 namespace fusedksp

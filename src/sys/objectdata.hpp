@@ -7,16 +7,18 @@
 
 namespace fusedksp
 {
-template <class T>
-class ObjectData {
+template <class T> class ObjectData {
 public:
   T *Get(const void *obj) const
   {
     auto it = map_.find(obj);
     return it == map_.end() ? nullptr : it->second;
   }
-  void Set(const void *obj, T *data) { map_[obj] = data; }
-  T   *Take(const void *obj)
+  void Set(const void *obj, T *data)
+  {
+    map_[obj] = data;
+  }
+  T *Take(const void *obj)
   {
     T *d = Get(obj);
     map_.erase(obj);

@@ -15,10 +15,10 @@ const Backend *ActiveBackend()
 /* Chooses the backend: -fused_backend host|cuda; the default is cuda when a GPU is usable */
 static PetscErrorCode SelectBackend()
 {
-  const char *names[] = {"host", "cuda"};
-  PetscInt    choice  = 0;
-  PetscBool   set     = PETSC_FALSE;
-  const Backend *cuda = nullptr;
+  const char    *names[] = {"host", "cuda"};
+  PetscInt       choice  = 0;
+  PetscBool      set     = PETSC_FALSE;
+  const Backend *cuda    = nullptr;
 
   PetscFunctionBegin;
 #if defined(FUSEDKSP_HAVE_CUDA)
@@ -29,7 +29,7 @@ static PetscErrorCode SelectBackend()
   PetscCall(PetscOptionsEList("-fused_backend", "Backend of the fused operations", "FusedKSPInitializePackage", names, 2, names[choice], &choice, &set));
   PetscOptionsEnd();
   if (choice == 1 && !cuda) {
-    PetscCheck(!set, PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend cuda: %s", 
+    PetscCheck(!set, PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend cuda: %s",
 #if defined(FUSEDKSP_HAVE_CUDA)
                "no usable CUDA device was found"
 #else

@@ -19,14 +19,14 @@ namespace
 {
 
 struct VecFusedData {
-  const Backend *backend = nullptr;
-  PetscScalar   *barray  = nullptr; /* backend copy of the local array (NULL until first use) */
-  PetscInt       n       = 0;
-  PetscErrorCode (*host_destroy)(Vec)                    = nullptr;
-  PetscErrorCode (*host_placearray)(Vec, const PetscScalar *) = nullptr;
+  const Backend *backend                                        = nullptr;
+  PetscScalar   *barray                                         = nullptr; /* backend copy of the local array (NULL until first use) */
+  PetscInt       n                                              = 0;
+  PetscErrorCode (*host_destroy)(Vec)                           = nullptr;
+  PetscErrorCode (*host_placearray)(Vec, const PetscScalar *)   = nullptr;
   PetscErrorCode (*host_replacearray)(Vec, const PetscScalar *) = nullptr;
-  PetscErrorCode (*host_resetarray)(Vec)                 = nullptr;
-  PetscErrorCode (*host_view)(Vec, PetscViewer)          = nullptr;
+  PetscErrorCode (*host_resetarray)(Vec)                        = nullptr;
+  PetscErrorCode (*host_view)(Vec, PetscViewer)                 = nullptr;
 };
 
 ObjectData<VecFusedData> registry;
@@ -204,29 +204,29 @@ PetscErrorCode VecConvertToFused(Vec v, const char *name)
   VecFusedData *d = new VecFusedData;
 
   PetscFunctionBegin;
-  d->backend              = ActiveBackend();
-  d->n                    = v->map->n;
-  d->host_destroy         = v->ops->destroy;
-  d->host_placearray      = v->ops->placearray;
-  d->host_replacearray    = v->ops->replacearray;
-  d->host_resetarray      = v->ops->resetarray;
-  d->host_view            = v->ops->view;
-  v->ops->view            = VecView_Fused;
+  d->backend           = ActiveBackend();
+  d->n                 = v->map->n;
+  d->host_destroy      = v->ops->destroy;
+  d->host_placearray   = v->ops->placearray;
+  d->host_replacearray = v->ops->replacearray;
+  d->host_resetarray   = v->ops->resetarray;
+  d->host_view         = v->ops->view;
+  v->ops->view         = VecView_Fused;
   registry.Set(v, d);
-  v->offloadmask          = PETSC_OFFLOAD_CPU;
-  v->ops->destroy         = VecDestroy_Fused;
-  v->ops->duplicate       = VecDuplicate_Fused;
-  v->ops->duplicatevecs   = VecDuplicateVecs_Fused;
-  v->ops->destroyvecs     = VecDestroyVecs_Fused;
-  v->ops->getarray        = VecGetArray_Fused;
-  v->ops->restorearray    = VecRestoreArray_Fused;
-  v->ops->getarrayread    = VecGetArrayRead_Fused;
-  v->ops->restorearrayread = VecRestoreArrayRead_Fused;
-  v->ops->getarraywrite   = VecGetArrayWrite_Fused;
+  v->offloadmask            = PETSC_OFFLOAD_CPU;
+  v->ops->destroy           = VecDestroy_Fused;
+  v->ops->duplicate         = VecDuplicate_Fused;
+  v->ops->duplicatevecs     = VecDuplicateVecs_Fused;
+  v->ops->destroyvecs       = VecDestroyVecs_Fused;
+  v->ops->getarray          = VecGetArray_Fused;
+  v->ops->restorearray      = VecRestoreArray_Fused;
+  v->ops->getarrayread      = VecGetArrayRead_Fused;
+  v->ops->restorearrayread  = VecRestoreArrayRead_Fused;
+  v->ops->getarraywrite     = VecGetArrayWrite_Fused;
   v->ops->restorearraywrite = VecRestoreArray_Fused;
-  v->ops->placearray      = VecPlaceArray_Fused;
-  v->ops->replacearray    = VecReplaceArray_Fused;
-  v->ops->resetarray      = VecResetArray_Fused;
+  v->ops->placearray        = VecPlaceArray_Fused;
+  v->ops->replacearray      = VecReplaceArray_Fused;
+  v->ops->resetarray        = VecResetArray_Fused;
   PetscCall(PetscObjectChangeTypeName((PetscObject)v, name));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -20,7 +20,8 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 }
 
 /* See Backend::bcgs_update */
-PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As, const PetscScalar *rstar, PetscScalar dots[2])
+PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
+                          const PetscScalar *rstar, PetscScalar dots[2])
 {
   PetscFunctionBegin;
   BlockedReduce<2>(n, dots, [=](PetscInt i, PetscScalar *part) {

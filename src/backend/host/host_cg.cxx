@@ -13,9 +13,12 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
   BlockedReduce<3>(n, dots, [=](PetscInt i, PetscScalar *part) {
     const PetscScalar ri = r[i] - a * q[i];
     PetscScalar       zi;
-    if (w) zi = w[i] * ri;
-    else if (z) zi = z[i] = z[i] - a * u[i];
-    else zi = ri;
+    if (w)
+      zi = w[i] * ri;
+    else if (z)
+      zi = z[i] = z[i] - a * u[i];
+    else
+      zi = ri;
     x[i] += a * p[i];
     r[i] = ri;
     p[i] = zi + b * p[i];

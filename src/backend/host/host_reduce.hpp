@@ -13,15 +13,14 @@ namespace host
    contiguous chunks; each chunk accumulates ND partial sums, which are then added in chunk order
    into dots[] (the second stage).  This is the order of operations of the CUDA kernels up to the
    thread-level split inside a block, so the two backends agree to rounding.                    */
-template <int ND, class Body>
-inline void BlockedReduce(PetscInt n, PetscScalar *dots, Body &&body)
+template <int ND, class Body> inline void BlockedReduce(PetscInt n, PetscScalar *dots, Body &&body)
 {
   PetscScalar total[ND > 0 ? ND : 1] = {};
   if (n > 0) {
     const PetscInt nblocks = std::min<PetscInt>(FUSED_REDUCE_BLOCKS, n);
     const PetscInt chunk   = (n + nblocks - 1) / nblocks;
     for (PetscInt start = 0; start < n; start += chunk) {
-      const PetscInt end              = std::min(n, start + chunk);
+      const PetscInt end                   = std::min(n, start + chunk);
       PetscScalar    part[ND > 0 ? ND : 1] = {};
       for (PetscInt i = start; i < end; ++i) body(i, part);
       for (int d = 0; d < ND; ++d) total[d] += part[d];
@@ -31,8 +30,7 @@ inline void BlockedReduce(PetscInt n, PetscScalar *dots, Body &&body)
 }
 
 /* Runtime-count variant (mdot: the number of dots is the Krylov dimension) */
-template <class Body>
-inline void BlockedReduceN(PetscInt n, int nd, PetscScalar *dots, PetscScalar *part, Body &&body)
+template <class Body> inline void BlockedReduceN(PetscInt n, int nd, PetscScalar *dots, PetscScalar *part, Body &&body)
 {
   for (int d = 0; d < nd; ++d) dots[d] = 0;
   if (n <= 0) return;
