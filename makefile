@@ -8,10 +8,12 @@
 #   make info            PETSc, MPI, compilers, whether the CUDA backend is built
 #   make clean
 #
-# PETSc comes from config/local.mk (written by config/configure) unless PETSC_DIR is set.
+# PETSc comes from config/local.mk (written by config/configure; FUSEDKSP_CONFIG= to read another)
+# unless PETSC_DIR is set.  FK_BUILD= and FK_LIBDIR= place a second build (e.g. for the GPU machine).
 # CUDA backend: built when nvcc is found (NVCC=, CUDA_ARCH=90 by default; NVCC= to disable).
 
--include config/local.mk
+FUSEDKSP_CONFIG ?= config/local.mk
+-include $(FUSEDKSP_CONFIG)
 ifeq ($(strip $(PETSC_DIR)),)
 $(error PETSc not found: run config/configure first, or set PETSC_DIR (and PETSC_ARCH))
 endif
@@ -24,8 +26,9 @@ NVCC      ?= $(shell command -v nvcc 2> /dev/null)
 CUDA_ARCH ?= 90
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 
-FK_BUILD   := build
-FK_LIB     := lib/libfusedksp.so
+FK_BUILD   ?= build
+FK_LIBDIR  ?= lib
+FK_LIB     := $(FK_LIBDIR)/libfusedksp.so
 FK_CXXSRC  := $(sort $(wildcard src/*/*.cxx src/*/*/*.cxx))
 FK_CSRC    := $(wildcard plugins/*.c)
 FK_CUSRC   := $(if $(NVCC),$(sort $(wildcard src/backend/cuda/*.cu)))
@@ -35,7 +38,7 @@ FK_INC     := -Iinclude -Isrc -Itutorials $(PETSC_CC_INCLUDES)
 FK_MPIINC  := $(filter -I%,$(shell $(CC) -show 2> /dev/null || $(CC) --showme:compile 2> /dev/null))
 comma      := ,
 FK_CUDALIB := $(if $(NVCC),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcusparse -lcudart)
-FK_RPATH   := -Wl,-rpath,$(abspath lib) -Wl,-rpath,$(PETSC_DIR)/$(PETSC_ARCH)/lib
+FK_RPATH   := -Wl,-rpath,$(abspath $(FK_LIBDIR)) -Wl,-rpath,$(PETSC_DIR)/$(PETSC_ARCH)/lib
 FK_CFLAGS  := -O2 -g -fPIC -Wall -Wno-unknown-pragmas $(FK_DEFS) $(FK_INC)
 FK_NVFLAGS := -O3 -std=c++17 -Xcompiler -fPIC,-Wall -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
               -gencode arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) $(FK_DEFS) $(FK_INC) $(FK_MPIINC)
@@ -61,18 +64,18 @@ $(FK_BUILD)/%.cu.o: %.cu $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/ba
 	$(NVCC) $(FK_NVFLAGS) -c $< -o $@
 
 $(FK_LIB): $(FK_OBJ)
-	@mkdir -p lib
+	@mkdir -p $(FK_LIBDIR)
 	$(CXX) -shared -o $@ $^ $(FK_CUDALIB) $(FK_RPATH) $(PETSC_KSP_LIB)
 
 $(FK_BUILD)/bin/%: $(FK_BUILD)/tutorials/%.c.o $(FK_PROBLEMS) $(FK_LIB)
 	@mkdir -p $(dir $@)
-	$(CLINKER) -o $@ $< $(FK_PROBLEMS) -Llib -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
+	$(CLINKER) -o $@ $< $(FK_PROBLEMS) -L$(FK_LIBDIR) -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
 $(FK_BUILD)/bin/%: $(FK_BUILD)/tests/%.c.o $(FK_PROBLEMS) $(FK_LIB)
 	@mkdir -p $(dir $@)
-	$(CLINKER) -o $@ $< $(FK_PROBLEMS) -Llib -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
+	$(CLINKER) -o $@ $< $(FK_PROBLEMS) -L$(FK_LIBDIR) -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
 $(FK_BUILD)/bin/%: $(FK_BUILD)/tests/%.cxx.o $(FK_LIB)
 	@mkdir -p $(dir $@)
-	$(CXX) -o $@ $< -Llib -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
+	$(CXX) -o $@ $< -L$(FK_LIBDIR) -lfusedksp $(FK_RPATH) $(PETSC_KSP_LIB)
 
 test: all
 	@MPIEXEC="$(FK_MPIEXEC)" PETSC_DIR="$(PETSC_DIR)" PETSC_ARCH="$(PETSC_ARCH)" PETSC_SRC="$(PETSC_SRC)" tests/run

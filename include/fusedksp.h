@@ -38,3 +38,7 @@ PETSC_EXTERN PetscErrorCode KSPFusedGetReductionCount(KSP, PetscInt *);
    microseconds), and device-to-device copy bandwidth (GB/s, bytes read + written).
    PETSC_ERR_SUP when the CUDA backend is not in use. */
 PETSC_EXTERN PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs);
+
+/* Work done by the active backend since the program started: fused kernel launches (host backend:
+   fused loops), device->host and host->device copies.  For tests of kernels per iteration. */
+PETSC_EXTERN PetscErrorCode FusedKSPGetBackendCounters(PetscInt64 *launches, PetscInt64 *device_to_host, PetscInt64 *host_to_device);

@@ -126,3 +126,31 @@ PetscErrorCode FusedKSPGetBackendName(const char *name[])
   *name = fusedksp::ActiveBackend()->name;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/*@C
+  FusedKSPGetBackendCounters - Work done by the active backend since the program started.
+
+  Not Collective
+
+  Output Parameters:
++ launches       - fused kernel launches (on the host backend: fused loops run)
+. device_to_host - device->host copies (partial sums and data)
+- host_to_device - host->device copies
+
+  Level: developer
+
+  Note:
+  Tests use differences of these counts to check the kernels and transfers per iteration of a solver.
+
+.seealso: `FusedKSPGetBackendName()`
+@*/
+PetscErrorCode FusedKSPGetBackendCounters(PetscInt64 *launches, PetscInt64 *device_to_host, PetscInt64 *host_to_device)
+{
+  const fusedksp::BackendCounters *c = fusedksp::ActiveBackend()->counters;
+
+  PetscFunctionBegin;
+  if (launches) *launches = c->launches;
+  if (device_to_host) *device_to_host = c->d2h;
+  if (host_to_device) *host_to_device = c->h2d;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

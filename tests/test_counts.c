@@ -1,0 +1,87 @@
+static char help[] = "Fused kernels and device->host copies per iteration of each fused solver.\n"
+                     "Runs -its iterations (convergence test skipped) of -ksp_type on a 2D Poisson problem with fused types,\n"
+                     "counts the backend's launches and copies, and checks them against the design:\n"
+                     "  fusedcg: 2 kernels/iteration; fusedbcgs: 4; fusedsgmres: 3 per inner step (no CGS2).\n"
+                     "  Device->host copies (CUDA backend): one per fused operation with dot products.\n"
+                     "Options: -n <grid points per direction> -its <iterations>\n";
+
+#include <fusedksp.h>
+
+int main(int argc, char **argv)
+{
+  Mat         A;
+  Vec         x, b;
+  KSP         ksp;
+  PetscInt    n = 64, its = 30, done, rs, re;
+  PetscInt64  l0, l1, d0, d1;
+  KSPType     type;
+  const char *backend;
+  PetscBool   cg, bcgs, sgmres, host;
+  PetscReal   launches, copies, want_launches, want_copies;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(FusedKSPInitializePackage());
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-its", &its, NULL));
+  PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
+  PetscCall(MatSetSizes(A, PETSC_DECIDE, PETSC_DECIDE, n * n, n * n));
+  PetscCall(MatSetType(A, MATAIJFUSED));
+  PetscCall(MatSeqAIJSetPreallocation(A, 5, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(A, 5, NULL, 2, NULL));
+  PetscCall(MatGetOwnershipRange(A, &rs, &re));
+  for (PetscInt r = rs; r < re; ++r) {
+    const PetscInt i = r / n, j = r % n;
+    PetscCall(MatSetValue(A, r, r, 4.0, INSERT_VALUES));
+    if (i > 0) PetscCall(MatSetValue(A, r, r - n, -1.0, INSERT_VALUES));
+    if (i < n - 1) PetscCall(MatSetValue(A, r, r + n, -1.0, INSERT_VALUES));
+    if (j > 0) PetscCall(MatSetValue(A, r, r - 1, -1.0, INSERT_VALUES));
+    if (j < n - 1) PetscCall(MatSetValue(A, r, r + 1, -1.0, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatCreateVecs(A, &x, &b));
+  PetscCall(VecSetRandom(b, NULL));
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetOperators(ksp, A, A));
+  PetscCall(KSPSetType(ksp, KSPFUSEDCG));
+  {
+    PC pc;
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCNONE)); /* the design's counts are for PCNONE and PCJACOBI (-pc_type jacobi) */
+  }
+  PetscCall(KSPSetFromOptions(ksp));
+  PetscCall(KSPSetConvergenceTest(ksp, KSPConvergedSkip, NULL, NULL));
+  PetscCall(KSPSetTolerances(ksp, 0.0, 0.0, PETSC_CURRENT, its));
+  PetscCall(KSPSetUp(ksp));
+  PetscCall(KSPGetType(ksp, &type));
+  PetscCall(PetscStrcmp(type, KSPFUSEDCG, &cg));
+  PetscCall(PetscStrcmp(type, KSPFUSEDBCGS, &bcgs));
+  PetscCall(PetscStrcmp(type, KSPFUSEDSGMRES, &sgmres));
+  PetscCheck(cg || bcgs || sgmres, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "test_counts needs a fused solver, got %s", type);
+  PetscCall(KSPSolve(ksp, b, x)); /* warm-up: device copies of the matrix and vectors */
+
+  PetscCall(FusedKSPGetBackendCounters(&l0, &d0, NULL));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(FusedKSPGetBackendCounters(&l1, &d1, NULL));
+  PetscCall(KSPGetIterationNumber(ksp, &done));
+  PetscCheck(done == its, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Expected %" PetscInt_FMT " iterations, got %" PetscInt_FMT, its, done);
+
+  /* Per iteration, excluding the setup of the solve (initial residual and first SpMV, at most one restart cycle for GMRES) */
+  PetscCall(FusedKSPGetBackendName(&backend));
+  launches      = (PetscReal)(l1 - l0) / its;
+  copies        = (PetscReal)(d1 - d0) / its;
+  want_launches = cg ? 2 : (bcgs ? 4 : 3);
+  want_copies   = cg ? 2 : (bcgs ? 4 : 1);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on the %s backend: %.3f fused kernels and %.3f device->host copies per iteration (design: %g and %g)\n", type, backend, (double)launches, (double)copies, (double)want_launches, (double)want_copies));
+  PetscCheck(launches >= want_launches && launches <= want_launches + 6.0 / its, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f fused kernels per iteration, expected %g (+ setup)", type, (double)launches, (double)want_launches);
+  PetscCall(PetscStrcmp(backend, "host", &host));
+  if (!host) PetscCheck(copies >= want_copies && copies <= want_copies + 6.0 / its, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f device->host copies per iteration, expected %g (+ setup)", type, (double)copies, (double)want_copies);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PASS test_counts %s\n", type));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&b));
+  PetscCall(MatDestroy(&A));
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(PetscFinalize());
+  return 0;
+}
