@@ -1,0 +1,145 @@
+static char help[] = "Counts the global reductions of one solve (run on 2 or more ranks) and checks\n\
+  its <= count <= k its + c + r (its / restart)\n\
+with k = 1 for fusedcg and fusedsgmres, 2 for fusedbcgs and for fusedsgmres with CGS2 (the design's one reduction per\n\
+iteration, two for BiCGStab), c = -reduction_slack (setup and the final true-residual check), and for fusedsgmres\n\
+r = 2 per restart (the true residual computed at each restart); count >= its shows that a counter counts at all.\n\
+Two counters:\n\
+  KSPFusedGetReductionCount() (fused solvers only): the library's own count;\n\
+  MPI_Allreduce/MPI_Iallreduce (and their MPI-4 _c variants) calls on communicators of more than one rank, from any\n\
+  library, counted by wrappers in this program through the MPI profiling interface (PMPI).\n\
+Options:\n\
+  -ksp_type <fusedcg> -pc_type <jacobi> ...: the solver\n\
+  -reductions_per_iteration <k>: k (default from the solver type; required for other types)\n\
+  -reduction_slack <4>: c\n\
+  -problem ... -n ... -mat_type aijfused: the problem (tutorials/problems.h)\n\n";
+
+#include <fusedksp.h>
+#include "problems.h"
+
+/* Why not PETSc's own counter: petsc_allreduce_ct is declared PETSC_EXTERN in petsclog.h and exported by libpetsc 3.26,
+   but it is incremented only by petsclog.h's MPI_Allreduce macro.  PETSc 3.26 built with an MPI-4 MPI (MPICH 4 here)
+   reduces through MPIU_Allreduce -> MPI_Allreduce_c, which has no logging macro, so VecDot/VecNorm reductions are not
+   counted (-log_view reports 0 reductions for VecTDot): the counter is not usable.  The MPI profiling interface sees
+   every call whoever makes it.  These definitions (public, so exported even with -fvisibility=hidden) take the place
+   of the MPI library's for every shared library (symbol interposition). */
+#undef MPI_Allreduce
+#undef MPI_Iallreduce
+static PetscInt64 mpi_reductions = 0;
+
+static void CountReduction(MPI_Comm comm)
+{
+  int size;
+
+  PMPI_Comm_size(comm, &size);
+  if (size > 1) mpi_reductions++;
+}
+
+PETSC_EXTERN int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+  CountReduction(comm);
+  return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+PETSC_EXTERN int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+  CountReduction(comm);
+  return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+#if MPI_VERSION >= 4
+PETSC_EXTERN int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+  CountReduction(comm);
+  return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+PETSC_EXTERN int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+  CountReduction(comm);
+  return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+#endif
+
+static PetscInt nfail = 0;
+
+static PetscErrorCode Check(PetscBool ok, const char fmt[], ...)
+{
+  char    msg[1024];
+  va_list ap;
+  size_t  len;
+
+  PetscFunctionBeginUser;
+  va_start(ap, fmt);
+  PetscCall(PetscVSNPrintf(msg, sizeof(msg), fmt, &len, ap));
+  va_end(ap);
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s %s\n", ok ? "PASS" : "FAIL", msg));
+  if (!ok) nfail++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+  Problem            prob;
+  KSP                ksp;
+  PC                 pc;
+  Vec                x;
+  KSPConvergedReason reason;
+  PetscMPIInt        size;
+  PetscInt           its, k = 0, slack = 4, restart = 30, restarts = 0, bound, count;
+  PetscBool          iscg, isbcgs, issgmres, cgs2 = PETSC_FALSE;
+  PetscInt64         ct0, ct1;
+  KSPType            type;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(FusedKSPInitializePackage());
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCheck(size > 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "Run on 2 or more ranks: on one rank there are no global reductions to count");
+
+  PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
+  PetscCall(MatCreateVecs(prob.A, &x, NULL));
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetOperators(ksp, prob.A, prob.A));
+  PetscCall(KSPSetType(ksp, KSPFUSEDCG));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, PCJACOBI));
+  PetscCall(KSPSetFromOptions(ksp));
+  PetscCall(KSPSetUp(ksp));
+  PetscCall(KSPGetType(ksp, &type));
+  PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDCG, &iscg));
+  PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDBCGS, &isbcgs));
+  PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDSGMRES, &issgmres));
+  if (issgmres) {
+    PetscCall(KSPFusedSGMRESGetCGS2(ksp, &cgs2));
+    PetscCall(PetscOptionsGetInt(NULL, NULL, "-ksp_gmres_restart", &restart, NULL));
+  }
+  if (iscg || issgmres) k = cgs2 ? 2 : 1;
+  if (isbcgs) k = 2;
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-reductions_per_iteration", &k, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-reduction_slack", &slack, NULL));
+  PetscCheck(k > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "KSP type %s: give -reductions_per_iteration", type);
+
+  ct0 = mpi_reductions;
+  PetscCall(KSPSolve(ksp, prob.b, x));
+  ct1 = mpi_reductions;
+  PetscCall(KSPGetIterationNumber(ksp, &its));
+  PetscCall(KSPGetConvergedReason(ksp, &reason));
+  if (issgmres) restarts = its / restart;
+  bound = k * its + slack + 2 * restarts;
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on %s, %d ranks: %s after %" PetscInt_FMT " iterations; bound %" PetscInt_FMT " x %" PetscInt_FMT " + %" PetscInt_FMT " + 2 x %" PetscInt_FMT " restarts = %" PetscInt_FMT "\n", type, prob.name, size,
+                        KSPConvergedReasons[reason], its, k, its, slack, restarts, bound));
+  PetscCall(Check((PetscBool)(reason > 0), "converged (%s)", KSPConvergedReasons[reason]));
+  if (iscg || isbcgs || issgmres) {
+    PetscCall(KSPFusedGetReductionCount(ksp, &count));
+    PetscCall(Check((PetscBool)(count >= its && count <= bound), "KSPFusedGetReductionCount() %" PetscInt_FMT " in [its, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", count, its, bound, its ? (double)count / its : 0.0));
+  }
+  PetscCall(
+      Check((PetscBool)(ct1 - ct0 >= its && ct1 - ct0 <= bound), "MPI (PMPI) count %" PetscInt64_FMT " in [its, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", ct1 - ct0, its, bound, its ? (double)(ct1 - ct0) / its : 0.0));
+
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(VecDestroy(&x));
+  PetscCall(ProblemDestroy(&prob));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_reductions: %s\n", nfail ? "FAIL" : "PASS"));
+  PetscCall(PetscFinalize());
+  return nfail ? 1 : 0;
+}
