@@ -47,9 +47,11 @@ struct KSP_FusedSGMRES {
   Vec                     *V            = nullptr; /* restart + 1 basis vectors */
   PetscInt                 nV           = 0;
   std::vector<PetscScalar> R, xi, d, coef;
+  PetscInt                 cycle_k   = 0; /* steps of the current cycle not yet added to x */
+  PetscReal                cycle_rho = 0;
 };
 
-enum { VEC_T, VEC_T2, VEC_WORK, NWORK };
+enum { VEC_T, VEC_T2, VEC_WORK, VEC_SOL, NWORK };
 
 inline PetscScalar &Rij(KSP_FusedSGMRES *g, PetscInt i, PetscInt j)
 {
@@ -153,7 +155,7 @@ PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscB
 }
 
 /* x += M^{-1} Z_k y with R_k y = rho xi_{1..k} */
-PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho)
+PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho, Vec x)
 {
   std::vector<PetscScalar> y(k + 1, 0.0), negy(k + 1, 0.0);
   Vec                      T = ksp->work[VEC_T], T2 = ksp->work[VEC_T2];
@@ -169,7 +171,7 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
   PetscCall(VecSet(T, 0.0));
   PetscCall(OpsMAXPYScale(k, negy.data(), g->V, T, 1.0, nullptr));
   PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
-  PetscCall(VecAXPY(ksp->vec_sol, 1.0, T2));
+  PetscCall(VecAXPY(x, 1.0, T2));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -186,6 +188,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   PetscCall(KSPFusedPCMode(ksp, ksp->vec_rhs, &g->mode, &g->w));
   g->reductions.count = 0;
   g->replacements     = 0;
+  g->cycle_k          = 0;
   ksp->reason         = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
 
@@ -220,6 +223,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     }
     if (rho == 0) break;
     PetscCall(VecScale(g->V[0], 1.0 / rho));
+    g->cycle_rho = rho;
     res = rho;
 
     for (PetscInt i = 1; i <= g->restart && its < ksp->max_it; ++i) {
@@ -228,7 +232,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       PetscCall(SGMRESStep(ksp, g, A, i, &lucky, &status));
       if (KSPFusedStatusStops(ksp, status)) break;
       if (lucky) break;
-      k = i;
+      k = g->cycle_k = i;
       its++;
       const PetscReal c = PetscMin(1.0, PetscAbsScalar(rho * g->xi[i]) / res);
       res               = res * PetscSqrtReal(PetscMax(0.0, (1.0 - c) * (1.0 + c)));
@@ -236,7 +240,8 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       if (ksp->reason) break;
     }
     estimate = res;
-    PetscCall(SGMRESUpdateSolution(ksp, g, k, rho));
+    PetscCall(SGMRESUpdateSolution(ksp, g, k, rho, ksp->vec_sol));
+    g->cycle_k = 0;
     if (ksp->reason < 0) break;
     if (ksp->reason > 0) {
       PetscBool ok;
@@ -252,6 +257,19 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       break;
     }
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The current iterate: x plus the part of the cycle not yet added to it (for -ksp_monitor_true_residual) */
+PetscErrorCode KSPBuildSolution_FusedSGMRES(KSP ksp, Vec v, Vec *V)
+{
+  KSP_FusedSGMRES *g      = static_cast<KSP_FusedSGMRES *>(ksp->data);
+  Vec              target = v ? v : ksp->work[VEC_SOL];
+
+  PetscFunctionBegin;
+  PetscCall(VecCopy(ksp->vec_sol, target));
+  PetscCall(SGMRESUpdateSolution(ksp, g, g->cycle_k, g->cycle_rho, target));
+  if (V) *V = target;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -433,7 +451,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
   ksp->ops->destroy        = fusedksp::KSPDestroy_FusedSGMRES;
   ksp->ops->view           = fusedksp::KSPView_FusedSGMRES;
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedSGMRES;
-  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
+  ksp->ops->buildsolution  = fusedksp::KSPBuildSolution_FusedSGMRES;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &g->reductions));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedSGMRES));
