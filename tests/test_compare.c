@@ -10,6 +10,7 @@ several rank counts, and ends with 'test_compare: PASS' or 'test_compare: FAIL' 
 Options:\n\
   -fused_ksp_type <fusedcg> -ref_ksp_type <cg> ... : the two solvers (any KSP option with these prefixes)\n\
   -fused_mat_type <aijfused>: type of the fused solver's copy of the matrix\n\
+  -ref_mat_type <type>: convert the classical solver's matrix too (default: the problem's matrix as created)\n\
   -pc_type <type>: PC of both solvers (-fused_pc_type / -ref_pc_type override)\n\
   -rtol <1e-8>, -max_it <10000>: tolerances of both solvers (-fused_ksp_rtol / -ref_ksp_rtol override)\n\
   -sol_tol <tol>: tolerance on the solution difference (default: derived, see the comment in main)\n\
@@ -184,10 +185,10 @@ static PetscErrorCode History(Solve *s, PetscInt k, PetscReal hist[], PetscInt *
 int main(int argc, char **argv)
 {
   Problem   prob;
-  Mat       Af;
+  Mat       Af, Ar;
   Vec       diff;
   Solve     fused, ref;
-  char      fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, pctype[64] = "";
+  char      fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, refmattype[64] = "", pctype[64] = "";
   PetscReal rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10;
   PetscInt  maxit = 10000, itsabs, histits = 0, N;
   PetscBool isbcgs;
@@ -206,6 +207,7 @@ int main(int argc, char **argv)
   itsabs = isbcgs ? 3 : 2;
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Fused vs classical solver comparison", "test_compare");
   PetscCall(PetscOptionsString("-fused_mat_type", "Matrix type of the fused solver's copy", "MatConvert", mattype, mattype, sizeof(mattype), NULL));
+  PetscCall(PetscOptionsString("-ref_mat_type", "Matrix type of the classical solver's copy (default: no copy)", "MatConvert", refmattype, refmattype, sizeof(refmattype), NULL));
   PetscCall(PetscOptionsString("-pc_type", "PC of both solvers", "PCSetType", pctype, pctype, sizeof(pctype), NULL));
   PetscCall(PetscOptionsReal("-rtol", "Relative tolerance of both solvers", "KSPSetTolerances", rtol, &rtol, NULL));
   PetscCall(PetscOptionsInt("-max_it", "Iteration limit of both solvers", "KSPSetTolerances", maxit, &maxit, NULL));
@@ -218,7 +220,13 @@ int main(int argc, char **argv)
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
   PetscCall(MatConvert(prob.A, mattype, MAT_INITIAL_MATRIX, &Af));
-  PetscCall(SolveCreate(prob.A, prob.b, "ref_", reftype, pctype, rtol, maxit, &ref));
+  if (refmattype[0])
+    PetscCall(MatConvert(prob.A, refmattype, MAT_INITIAL_MATRIX, &Ar));
+  else {
+    PetscCall(PetscObjectReference((PetscObject)prob.A));
+    Ar = prob.A;
+  }
+  PetscCall(SolveCreate(Ar, prob.b, "ref_", reftype, pctype, rtol, maxit, &ref));
   PetscCall(SolveCreate(Af, prob.b, "fused_", fusedtype, pctype, rtol, maxit, &fused));
   PetscCall(SolveRun(&ref));
   PetscCall(SolveRun(&fused));
@@ -236,7 +244,7 @@ int main(int argc, char **argv)
      with the true relative residuals measured above (both about rtol, up to the preconditioner's scaling when the
      solvers test the preconditioned norm).  kappa(A) is a Krylov lower estimate: allow a factor 10 for it. */
   if (soltol < 0.0) {
-    PetscReal kappa;
+    PetscReal kappa = 0.0;
 
     PetscCall(EstimateCondition(prob.A, prob.symmetric, &kappa));
     soltol = 10.0 * kappa * (fused.resid + ref.resid);
@@ -277,6 +285,7 @@ int main(int argc, char **argv)
   PetscCall(SolveDestroy(&fused));
   PetscCall(SolveDestroy(&ref));
   PetscCall(MatDestroy(&Af));
+  PetscCall(MatDestroy(&Ar));
   PetscCall(ProblemDestroy(&prob));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_compare: %s\n", nfail ? "FAIL" : "PASS"));
   PetscCall(PetscFinalize());

@@ -39,7 +39,8 @@ int main(int argc, char **argv)
   PetscCheck(repeat >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-repeat must be at least 1, got %" PetscInt_FMT, repeat);
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
-  PetscCall(MatCreateVecs(prob.A, &x, &r));
+  PetscCall(VecDuplicate(prob.b, &x));
+  PetscCall(VecDuplicate(prob.b, &r));
   PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
   PetscCall(KSPSetOperators(ksp, prob.A, prob.A));
   PetscCall(KSPSetFromOptions(ksp));

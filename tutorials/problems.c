@@ -531,7 +531,9 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   }
   if (p->symmetric) PetscCall(MatSetOption(p->A, MAT_SYMMETRIC, PETSC_TRUE));
 
-  PetscCall(MatCreateVecs(p->A, NULL, &p->b));
+  PetscCall(MatCreateVecs(p->A, NULL, &p->b)); /* the matrix's vector type, or -vec_type if given */
+  if (prefix) PetscCall(VecSetOptionsPrefix(p->b, prefix));
+  PetscCall(VecSetFromOptions(p->b));
   if (rhs == RHS_ONES)
     PetscCall(VecSet(p->b, 1.0));
   else {

@@ -2,7 +2,8 @@
    Test and benchmark problems for FusedKSP (tutorial support code, public PETSc API only).
 
    ProblemCreate() builds the matrix with MatSetFromOptions(), so -mat_type aijfused (and a prefix)
-   apply, and the vectors with MatCreateVecs().  Options (with the given prefix):
+   apply, and the vectors with MatCreateVecs() (then VecSetFromOptions(): -vec_type overrides the matrix's
+   vector type).  Options (with the given prefix):
      -problem <poisson2d|fem2d|laplace3d|elasticity3d|convdiff3d|randdd|skew|indefinite|file>
        poisson2d     5-point Laplacian (diagonal 4), n x n grid, SPD
        fem2d         linear FEM on triangles of an (n+1)^2-cell sheared mesh, Dirichlet nodes eliminated, n^2 rows, 7 nnz/row, SPD
