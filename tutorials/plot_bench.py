@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Plots the CSV of tutorials/bench.c: time per iteration versus number of unknowns, log-log.
+
+One panel per problem, one line per solver and type set (fused types solid, PETSc's native CUDA
+types dotted), and the device floor of the run (two empty kernels + one small device->host copy +
+synchronization, the CSV row with solver "floor") as a dashed horizontal line.  Seed 000, Fig. 4.
+
+    python3 tutorials/plot_bench.py bench.csv -o bench.png
+"""
+import argparse
+import csv
+import math
+import sys
+from collections import defaultdict
+
+SOLVER_ORDER = ["fusedcg", "cg", "pipecg", "fusedbcgs", "bcgs", "pipebcgs", "fusedsgmres", "gmres"]
+LINESTYLES = {"fused": "-", "native": ":"}
+
+
+def read_csv(path):
+    """Returns (rows of the solver runs, floor median in us or None, title)."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        sys.exit(f"plot_bench.py: cannot read {path}: {e.strerror}")
+    need = {"date", "gpu", "problem", "N", "solver", "types", "us_per_it_median"}
+    if not rows or not need.issubset(rows[0].keys()):
+        sys.exit(f"plot_bench.py: {path} is not a CSV of tutorials/bench.c (columns {', '.join(sorted(need))} expected)")
+    floor = next((float(r["us_per_it_median"]) for r in rows if r["solver"] == "floor"), None)
+    runs = [r for r in rows if r["solver"] not in ("floor", "bandwidth")]
+    if not runs:
+        sys.exit(f"plot_bench.py: {path} holds no solver rows")
+    title = f"FusedKSP benchmark, GPU: {rows[0]['gpu']}, {rows[0]['date']}"
+    return runs, floor, title
+
+
+def plot(runs, floor, title, output):
+    try:
+        import matplotlib
+    except ImportError:
+        sys.exit("plot_bench.py needs matplotlib, which is not installed: python3 -m pip install matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    problems = list(dict.fromkeys(r["problem"] for r in runs))
+    ncols = min(2, len(problems))
+    nrows = math.ceil(len(problems) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 4.8 * nrows), squeeze=False)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    solvers = sorted({r["solver"] for r in runs}, key=lambda s: (SOLVER_ORDER.index(s) if s in SOLVER_ORDER else len(SOLVER_ORDER), s))
+    color = {s: colors[k % len(colors)] for k, s in enumerate(solvers)}
+
+    for ax, problem in zip(axes.flat, problems):
+        lines = defaultdict(list)
+        for r in runs:
+            if r["problem"] == problem:
+                lines[(r["solver"], r["types"])].append((int(r["N"]), float(r["us_per_it_median"])))
+        for (solver, types), points in sorted(lines.items(), key=lambda kv: (solvers.index(kv[0][0]), kv[0][1])):
+            points.sort()
+            ax.plot([p[0] for p in points], [p[1] for p in points], LINESTYLES.get(types, "--"), marker="o", markersize=3, color=color[solver], label=f"{solver} ({types})")
+        if floor is not None:
+            ax.axhline(floor, linestyle="--", color="black", linewidth=1, label=f"floor {floor:.1f} us")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(problem)
+        ax.set_xlabel("unknowns N")
+        ax.set_ylabel("time per iteration (us)")
+        ax.grid(True, which="both", linewidth=0.3)
+        ax.legend(fontsize=7)
+    for ax in axes.flat[len(problems):]:
+        ax.set_visible(False)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    print(f"plot_bench.py: wrote {output}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Plot time per iteration versus N from the CSV of tutorials/bench.c")
+    parser.add_argument("csv", nargs="?", default="bench.csv", help="CSV written by bench (default: bench.csv)")
+    parser.add_argument("-o", "--output", help="PNG file (default: the CSV name with .png)")
+    args = parser.parse_args()
+    output = args.output or (args.csv[:-4] if args.csv.endswith(".csv") else args.csv) + ".png"
+    runs, floor, title = read_csv(args.csv)
+    plot(runs, floor, title, output)
+
+
+if __name__ == "__main__":
+    main()
