@@ -101,7 +101,7 @@ static PetscErrorCode TestIndefinite(PetscReal rtol)
   Vec                x;
   KSPConvergedReason reason;
   PetscErrorCode     ierr;
-  char               msg[1024];
+  char               msg[1024], lower[1024];
 
   PetscFunctionBeginUser;
   PetscCall(CreateProblem("indefinite", &p));
@@ -112,8 +112,9 @@ static PetscErrorCode TestIndefinite(PetscReal rtol)
   PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_INDEFINITE_MAT || reason == KSP_DIVERGED_INDEFINITE_PC), "indefinite: %s", KSPConvergedReasons[reason]));
   PetscCall(KSPSetErrorIfNotConverged(ksp, PETSC_TRUE));
   PetscCall(SolveCatch(ksp, p.b, x, &ierr, msg, sizeof(msg)));
-  for (char *s = msg; *s; s++) *s = (char)tolower((unsigned char)*s);
-  PetscCall(Check((PetscBool)(ierr == PETSC_ERR_NOT_CONVERGED && strstr(msg, "indefinite")), "indefinite with error_if_not_converged: error %d, message names the indefinite matrix (%s)", (int)ierr, msg));
+  PetscCall(PetscStrncpy(lower, msg, sizeof(lower)));
+  for (char *s = lower; *s; s++) *s = (char)tolower((unsigned char)*s);
+  PetscCall(Check((PetscBool)(ierr == PETSC_ERR_NOT_CONVERGED && strstr(lower, "indefinite")), "indefinite with error_if_not_converged: error %d, message names the indefinite matrix (%s)", (int)ierr, msg));
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));
   PetscCall(ProblemDestroy(&p));
