@@ -1,7 +1,7 @@
 static char help[] = "Compares a fused solver with its classical PETSc counterpart on one problem (tutorials/problems.h).\n\
 The fused solver (options prefix fused_) solves on a copy of the matrix converted to -fused_mat_type, with vectors\n\
 from MatCreateVecs() of that copy; the classical one (prefix ref_) on the original matrix.  Checks:\n\
-  both converged; the fused true residual is at most 10 times the classical one;\n\
+  both converged; the fused true residual is at most 10 times the classical one (or than rtol);\n\
   ||x_fused - x_ref|| / ||x_ref|| <= -sol_tol (derived from the residuals and the condition number, see below);\n\
   |its_fused - its_ref| <= its_tol its_ref + its_abs;\n\
   with -hist_its k: both rerun for exactly k iterations, residual norm histories agree to -hist_tol (relative).\n\
@@ -237,7 +237,8 @@ int main(int argc, char **argv)
 
   PetscCall(Check((PetscBool)(ref.reason > 0), "classical solver converged (%s)", KSPConvergedReasons[ref.reason]));
   PetscCall(Check((PetscBool)(fused.reason > 0), "fused solver converged (%s)", KSPConvergedReasons[fused.reason]));
-  PetscCall(Check((PetscBool)(fused.resid <= 10.0 * ref.resid), "fused true residual %.3e <= 10 x classical %.3e", (double)fused.resid, (double)ref.resid));
+  /* both met rtol in their norm; a classical solve that happens to land far below rtol does not tighten the check */
+  PetscCall(Check((PetscBool)(fused.resid <= 10.0 * PetscMax(ref.resid, rtol)), "fused true residual %.3e <= 10 x max(classical %.3e, rtol)", (double)fused.resid, (double)ref.resid));
 
   /* Solution tolerance.  For any x~, ||x~ - x*|| / ||x*|| <= kappa(A) ||b - A x~|| / ||b||, so
        ||x_fused - x_ref|| / ||x_ref|| <~ kappa(A) (resid_fused + resid_ref)
