@@ -16,6 +16,7 @@ Options:\n\
   -sol_tol <tol>: tolerance on the solution difference (default: derived, see the comment in main)\n\
   -its_tol <0.1> -its_abs <2>: iteration count tolerance (fusedbcgs: 0.2 and 3)\n\
   -hist_its <0> -hist_tol <1e-10>: residual history comparison\n\
+  -hist_true_tol <1e-10>: true residual norms after -hist_its iterations (seed 000's stability comparison)\n\
   -problem ... -n ... -rhs ... : the problem (tutorials/problems.h)\n\n";
 
 #include <fusedksp.h>
@@ -168,10 +169,12 @@ static PetscErrorCode EstimateCondition(Mat A, PetscBool symmetric, PetscReal *k
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* reruns a solver for exactly k iterations and returns its residual history (k+1 norms when nothing broke down) */
-static PetscErrorCode History(Solve *s, PetscInt k, PetscReal hist[], PetscInt *nh)
+/* reruns a solver for exactly k iterations and returns its residual history (k+1 norms when nothing broke down)
+   and the true residual norm ||b - A x_k|| after those k iterations */
+static PetscErrorCode History(Solve *s, PetscInt k, PetscReal hist[], PetscInt *nh, PetscReal *truenorm)
 {
   const PetscReal *h;
+  Vec              r;
 
   PetscFunctionBeginUser;
   PetscCall(KSPSetTolerances(s->ksp, 1e-50, 0.0, PETSC_CURRENT, k));
@@ -179,6 +182,11 @@ static PetscErrorCode History(Solve *s, PetscInt k, PetscReal hist[], PetscInt *
   PetscCall(VecZeroEntries(s->x));
   PetscCall(KSPSolve(s->ksp, s->b, s->x));
   PetscCall(KSPGetResidualHistory(s->ksp, &h, nh));
+  PetscCall(VecDuplicate(s->b, &r));
+  PetscCall(MatMult(s->A, s->x, r));
+  PetscCall(VecAYPX(r, -1.0, s->b));
+  PetscCall(VecNorm(r, NORM_2, truenorm));
+  PetscCall(VecDestroy(&r));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -189,7 +197,7 @@ int main(int argc, char **argv)
   Vec       diff;
   Solve     fused, ref;
   char      fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, refmattype[64] = "", pctype[64] = "";
-  PetscReal rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10;
+  PetscReal rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10, histtruetol = 1e-10;
   PetscInt  maxit = 10000, itsabs, histits = 0, N;
   PetscBool isbcgs;
 
@@ -216,6 +224,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-its_abs", "Absolute slack on the iteration counts", "", itsabs, &itsabs, NULL));
   PetscCall(PetscOptionsInt("-hist_its", "Compare the residual histories of this many iterations (0: no)", "", histits, &histits, NULL));
   PetscCall(PetscOptionsReal("-hist_tol", "Relative tolerance on the residual histories", "", histtol, &histtol, NULL));
+  PetscCall(PetscOptionsReal("-hist_true_tol", "Relative tolerance on the true residual norms after -hist_its iterations", "", histtruetol, &histtruetol, NULL));
   PetscOptionsEnd();
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
@@ -263,12 +272,13 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fused: its=%" PetscInt_FMT " checksum=%.12e\n", fused.its, (double)checksum));
 
   if (histits > 0) {
-    PetscReal *hf, *hr, maxrel = 0.0;
+    PetscReal *hf, *hr, maxrel = 0.0, tf, tr;
     PetscInt   nf, nr, imax    = 0;
 
     PetscCall(PetscMalloc2(histits + 1, &hf, histits + 1, &hr));
-    PetscCall(History(&ref, histits, hr, &nr));
-    PetscCall(History(&fused, histits, hf, &nf));
+    PetscCall(History(&ref, histits, hr, &nr, &tr));
+    PetscCall(History(&fused, histits, hf, &nf, &tf));
+    PetscCall(Check((PetscBool)(PetscAbsReal(tf - tr) <= histtruetol * tr), "true residual norms after %" PetscInt_FMT " iterations: relative difference %.3e <= %.3e (fused %.12e, classical %.12e)", histits, (double)(PetscAbsReal(tf - tr) / tr), (double)histtruetol, (double)tf, (double)tr));
     PetscCall(Check((PetscBool)(nf == histits + 1 && nr == histits + 1), "history lengths fused %" PetscInt_FMT ", classical %" PetscInt_FMT " == %" PetscInt_FMT, nf, nr, histits + 1));
     for (PetscInt i = 0; i < PetscMin(nf, nr); i++) {
       const PetscReal rel = PetscAbsReal(hf[i] - hr[i]) / hr[i];

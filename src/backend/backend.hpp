@@ -7,7 +7,7 @@
    the host backend, device memory for the CUDA backend).
 
    Every dot product is computed the way the device does it: the index range is cut into
-   FUSED_REDUCE_BLOCKS contiguous chunks (one per thread block on the device), each chunk writes one
+   ReduceChunks() contiguous chunks (one per thread block on the device), each chunk writes one
    partial sum, and the partials are then summed in chunk order (the "second stage").  The result
    returned in dots[] is the LOCAL (this MPI rank's) value; the ops layer packs the dots of one
    iteration into a single MPI_Allreduce.
@@ -22,8 +22,19 @@
 namespace fusedksp
 {
 
-constexpr PetscInt FUSED_REDUCE_BLOCKS = 256; // partial sums per dot product (first stage)
-constexpr int      FUSED_MAX_DOTS      = 4;   // dot products fused into one SpMV
+constexpr PetscInt FUSED_REDUCE_BLOCKS = 2048; // most partial sums of one dot product (first stage)
+constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  // most partial sums of each dot of a multi-dot
+constexpr PetscInt FUSED_MIN_CHUNK     = 1024; // fewest entries a block reduces (small vectors: few partials)
+constexpr int      FUSED_MAX_DOTS      = 4;    // dot products fused into one SpMV
+
+/* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
+   for large n, one block per FUSED_MIN_CHUNK entries for small n, at most maxblocks            */
+inline PetscInt ReduceChunks(PetscInt n, PetscInt maxblocks)
+{
+  if (n <= 0) return 0;
+  const PetscInt want = (n + FUSED_MIN_CHUNK - 1) / FUSED_MIN_CHUNK;
+  return want < maxblocks ? want : maxblocks;
+}
 
 /* CSR view of the local rows of a matrix (arrays in the backend's memory space) */
 struct CSRView {
@@ -90,8 +101,21 @@ struct Backend {
   /* Multi-dot: dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot.           */
   PetscErrorCode (*mdot)(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots);
 
-  /* y := scale (y - sum_j coef[j] V[j]);  if selfdot != NULL, *selfdot = <y,y> (new y).     */
-  PetscErrorCode (*maxpy_scale)(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, PetscScalar *selfdot);
+  /* y := scale (y - sum_j coef[j] V[j]);  if dot != NULL, *dot = <y, dotvec> (new y; dotvec NULL: <y,y>) */
+  PetscErrorCode (*maxpy_scale)(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *dot);
+
+  /* Residual-based simpler GMRES update:  w := scale (w - sum_j coef[j] V[j])  (the new basis
+     vector), then znew := zold - eta w  (the next scaled residual);  dots[0] = <znew, znew>.  */
+  PetscErrorCode (*sgmres_update)(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1]);
+
+  /* Deferred second stages.  Between batch_begin() and batch_end(), an operation called while
+     batch_defer(PETSC_TRUE) is in effect may return before its dots[] are filled: batch_end()
+     fills all of them after ONE device->host copy and ONE wait.  Operations called with
+     batch_defer(PETSC_FALSE) inside a batch complete as usual.  The host backend completes
+     everything at once (no-ops).                                                              */
+  PetscErrorCode (*batch_begin)(void);
+  PetscErrorCode (*batch_defer)(PetscBool);
+  PetscErrorCode (*batch_end)(void);
 };
 
 /* The backends compiled into the library */

@@ -106,7 +106,8 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
-  PetscCall(KSPFusedPCMode(ksp, ksp->vec_rhs, &bc->mode, &bc->w));
+  PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bc->mode, &bc->w));
+  const PetscBool defer = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
   bc->reductions.count = 0;
   bc->replacements     = 0;
   ksp->reason          = KSP_CONVERGED_ITERATING;
@@ -133,8 +134,10 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    /* (1) Ap = Op p, <Ap, r*>; with the pending <r,r*>, <r,r> of the previous update */
+    /* (1) Ap = Op p, <Ap, r*>; with the pending <r,r*>, <r,r> of the previous update (same batch) */
+    if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(defer));
     PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], 1, &spec_ap, red1));
+    PetscCall(OpsBatchEnd());
     if (pending) {
       red1[1] = pend[0];
       red1[2] = pend[1];
@@ -149,12 +152,15 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     }
     if (KSPFusedStatusStops(ksp, BCGSAlpha(rrstar, red1[0], &alpha))) break;
     /* (2) s = r - alpha Ap, <s,s> */
+    PetscCall(OpsBatchBegin(defer));
     PetscCall(OpsWAXPYDot(-alpha, V[VEC_R], V[VEC_AP], V[VEC_S], red2));
     /* (3) As = Op s, <As,s>, <As,As>, <As,r*>; one reduction of the four values */
     PetscCall(BCGSOperator(ksp, bc, A, V[VEC_S], V[VEC_AS], st ? st : V[VEC_T], V[VEC_T2], 3, spec_as, red2 + 1));
+    PetscCall(OpsBatchEnd());
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), red2, 4, &bc->reductions));
     if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(red2[1], red2[2], red2[3], red1[0], red2[0], &omega, &beta, &rnorm2))) break;
-    /* (4) x, r, p updates with <r,r*>, <r,r> */
+    /* (4) x, r, p updates with <r,r*>, <r,r>: left pending in a batch that the next (1) completes */
+    PetscCall(OpsBatchBegin(defer));
     PetscCall(OpsBCGSUpdate(alpha, omega, beta, wr, pt, st, X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], pend));
     pending = PETSC_TRUE;
     rnorm   = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
@@ -173,6 +179,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
       }
     }
   }
+  if (OpsBatchIsOpen()) PetscCall(OpsBatchEnd());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -77,10 +77,12 @@ PetscErrorCode CGStart(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d)
 
   PetscFunctionBegin;
   PetscCall(KSPFusedPCApply(ksp, cg->mode, cg->w, V[VEC_R], V[VEC_Z]));
+  PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
+  PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
   PetscCall(OpsDots(V[VEC_Z], V[VEC_R], 2, rz_rr, d + D_RZ));
   PetscCall(OpsDots(V[VEC_Z], V[VEC_Z], 1, &zz, d + D_ZZ));
-  PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
   PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
+  PetscCall(OpsBatchEnd());
   PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, NDOTS, &cg->reductions));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -116,7 +118,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
-  PetscCall(KSPFusedPCMode(ksp, B, &cg->mode, &cg->w));
+  PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &cg->mode, &cg->w));
   cg->reductions.count = 0;
   cg->replacements     = 0;
   ksp->reason          = KSP_CONVERGED_ITERATING;
@@ -138,8 +140,11 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
       break;
     }
     if (KSPFusedStatusStops(ksp, CGCoefficients(d[D_RZ], d[D_PQ], d[D_QU], &alpha, &beta))) break;
+    /* the two fused kernels; their dot products come back together (one copy, one wait) */
+    PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
     PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + D_RZ));
     PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
+    PetscCall(OpsBatchEnd());
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, NDOTS, &cg->reductions));
     rnorm = CGNorm(ksp, d);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));

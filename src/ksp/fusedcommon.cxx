@@ -6,7 +6,7 @@ namespace fusedksp
 
 const char *const PCModeNames[] = {"none", "jacobi (fused into the kernels)", "general (PCApply)"};
 
-PetscErrorCode KSPFusedPCMode(KSP ksp, Vec like, PCMode *mode, Vec *w)
+PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w)
 {
   PC        pc;
   PetscBool none, jacobi;
@@ -17,12 +17,15 @@ PetscErrorCode KSPFusedPCMode(KSP ksp, Vec like, PCMode *mode, Vec *w)
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));
   *mode = none ? PCMode::NONE : (jacobi ? PCMode::JACOBI : PCMode::GENERAL);
   if (*mode == PCMode::JACOBI) {
-    Vec ones;
-    if (!*w) PetscCall(VecDuplicate(like, w));
-    PetscCall(VecDuplicate(like, &ones));
-    PetscCall(VecSet(ones, 1.0));
-    PetscCall(PCApply(pc, ones, *w));
-    PetscCall(VecDestroy(&ones));
+    PetscInt n = -1, nw = -1;
+    PetscCall(VecGetLocalSize(scratch, &n));
+    if (*w) PetscCall(VecGetLocalSize(*w, &nw));
+    if (n != nw) {
+      PetscCall(VecDestroy(w));
+      PetscCall(VecDuplicate(scratch, w));
+    }
+    PetscCall(VecSet(scratch, 1.0));
+    PetscCall(PCApply(pc, scratch, *w));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -13,8 +13,9 @@ enum class PCMode { NONE, JACOBI, GENERAL };
 extern const char *const PCModeNames[];
 
 /* Detects the PC mode; for JACOBI, w receives the weights (the Jacobi PC applied to a vector of
-   ones, so every -pc_jacobi_* option is honoured).  w is created on first use.               */
-PetscErrorCode KSPFusedPCMode(KSP ksp, Vec like, PCMode *mode, Vec *w);
+   ones, so every -pc_jacobi_* option is honoured).  scratch is an operator-sized work vector
+   (overwritten); w is (re)created like it when missing or of another size.                   */
+PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w);
 
 /* Applies the preconditioner of the given mode: z = w .* r | PCApply | z = r */
 PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z);

@@ -1,28 +1,33 @@
 /*
    KSPFUSEDSGMRES: pipelined simpler GMRES(m) with kernel fusion (Walker & Zhou 1994; seed 000,
-   Algorithm 6), right preconditioned.
+   Algorithm 6), in its residual-based form (RB-SGMRES, Jiranek, Rozloznik & Gutknecht 2008),
+   right preconditioned.
 
-   Simpler GMRES builds an orthonormal basis W_k = [v_1..v_k] of Op K_k, Op = A M^{-1}, from the
-   vectors Z_k = [v_0..v_{k-1}], v_0 = r_0/rho:  Op Z_k = W_k R_k with R_k upper triangular.  The
-   residual r_k = rho (v_0 - sum_j xi_j v_j), xi_j = <v_0, v_j>, is never formed (seed 000 removes
-   the residual update from the loop), and x_k = x_0 + M^{-1} Z_k y with R_k y = rho xi.
+   Simpler GMRES builds an orthonormal basis V_k = [v_1..v_k] of Op K_k, Op = A M^{-1}, from the
+   vectors Z_k = [z_1..z_k]:  Op Z_k = V_k R_k with R_k upper triangular, and x_k = x_0 + M^{-1} Z_k y
+   with R_k y = (xi_1..xi_k), xi_j = <r_{j-1}, v_j>, r_j = r_{j-1} - xi_j v_j.  Seed 000 (and Walker &
+   Zhou) take Z = [r_0/rho, v_1, .., v_{k-1}], which becomes ill-conditioned as the residual drops
+   (r_0 nearly lies in span(v_1..v_k)): the residual estimate drifts from the true one and the true
+   residual can stall.  The residual-based form takes z_j = r_{j-1}/rho instead, whose conditioning
+   stays bounded, and gets xi from a direct dot product of small vectors.  Both forms need the same
+   kernels and reductions.
 
    Step i of a cycle, with ONE global reduction:
-     (1) w = Op v_{i-1}                                   (SpMV; Jacobi fused: A (w .* v))
-     (2) multi-dot  d = [<v_0,w>, <v_1,w> .. <v_{i-1},w>, <w,w>]       -> one reduction
-         R_{j,i} = d_j,  h^2 = <w,w> - sum_j R_{j,i}^2  (Pythagoras: w - sum R v_j is orthogonal to v_j),
-         xi_i = (<v_0,w> - sum_j R_{j,i} xi_j) / h       (host: src/ops/recurrences.hpp)
-     (3) v_i = (w - sum_j R_{j,i} v_j) / h                (one fused kernel)
+     (1) w = Op z_i                                            (SpMV; Jacobi fused: A (w .* z))
+     (2) multi-dot  d = [<v_1,w> .. <v_{i-1},w>, <z_i,w>, <w,w>]            -> one reduction
+         R_{j,i} = d_j,  h^2 = <w,w> - sum_j R_{j,i}^2  (Pythagoras),
+         eta_i = <z_i, v_i> = <z_i, w>/h  (z_i is orthogonal to v_1..v_{i-1}),  xi_i = rho eta_i
+     (3) v_i = (w - sum_j R_{j,i} v_j)/h  and  z_{i+1} = z_i - eta_i v_i   (one fused kernel)
    When more than 1 - 1e-8 of <w,w> cancels in h^2, the norm is recomputed explicitly (one extra
    reduction) instead of trusting the difference.
 
    Classical Gram-Schmidt loses orthogonality when the basis becomes ill-conditioned (nearly
    dependent Krylov vectors: hard nonsymmetric problems, large restarts, or results that change
    with the number of processes).  -ksp_fusedsgmres_cgs2 adds one reorthogonalization pass (CGS2):
-   after (3) without scaling, a second multi-dot and update; it costs one more reduction and two
-   more fused kernels per step and keeps the basis orthogonal to working accuracy.
+   a second multi-dot and update; it costs one more reduction per step and keeps the basis
+   orthogonal to working accuracy.
 
-   Convergence monitor from xi alone: ||r_i|| = ||r_{i-1}|| sqrt(1 - (rho xi_i / ||r_{i-1}||)^2)
+   Convergence monitor from xi alone: ||r_i|| = ||r_{i-1}|| sqrt(1 - (xi_i / ||r_{i-1}||)^2)
    (a product of sines, no cancellation against rho).  When it meets the tolerance the cycle ends
    early, x is updated, and the true residual decides; the true residual is also computed at every
    restart (it starts the next cycle) and compared with the estimate (-info).
@@ -44,9 +49,12 @@ struct KSP_FusedSGMRES {
   PetscInt                 replacements = 0;
   PetscInt                 restart      = 30;
   PetscBool                cgs2         = PETSC_FALSE;
-  Vec                     *V            = nullptr; /* restart + 1 basis vectors */
+  Vec                     *V            = nullptr; /* v_1..v_m (V[0] unused) */
+  Vec                     *Z            = nullptr; /* z_1..z_{m+1}: scaled residuals (Z[0] unused) */
   PetscInt                 nV           = 0;
   std::vector<PetscScalar> R, xi, d, coef;
+  std::vector<Vec>         Vz; /* v_1..v_{i-1}, z_i: the multi-dot's vectors */
+  PetscScalar              zz_local = 0, zz = 1; /* <z_i, z_i>: local partial (pending) and reduced */
   PetscInt                 cycle_k   = 0; /* steps of the current cycle not yet added to x */
   PetscReal                cycle_rho = 0;
 };
@@ -66,13 +74,16 @@ PetscErrorCode KSPSetUp_FusedSGMRES(KSP ksp)
   PetscCall(KSPSetWorkVecs(ksp, NWORK));
   if (g->nV != g->restart + 1) {
     if (g->V) PetscCall(VecDestroyVecs(g->nV, &g->V));
+    if (g->Z) PetscCall(VecDestroyVecs(g->nV + 1, &g->Z));
     PetscCall(KSPCreateVecs(ksp, g->restart + 1, &g->V, 0, NULL));
+    PetscCall(KSPCreateVecs(ksp, g->restart + 2, &g->Z, 0, NULL));
     g->nV = g->restart + 1;
   }
   g->R.assign((size_t)(g->restart + 1) * (g->restart + 1), 0.0);
   g->xi.assign(g->restart + 1, 0.0);
   g->d.assign(g->restart + 2, 0.0);
   g->coef.assign(g->restart + 1, 0.0);
+  g->Vz.assign(g->restart + 1, nullptr);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -95,62 +106,67 @@ PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec ou
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* One Gram-Schmidt pass of w = V[i] against v_0..v_{i-1}: the multi-dot and its reduction;
-   returns R column increments in g->d[1..i-1], <v0,w> in d[0], <w,w> in d[i]                */
-PetscErrorCode SGMRESMultiDot(KSP ksp, KSP_FusedSGMRES *g, PetscInt i)
+/* One Gram-Schmidt pass of w = V[i] against v_1..v_{i-1}, with <z_i, w>: the multi-dot and its
+   reduction; d[0..i-2] = <v_j, w>, d[i-1] = <z_i, w>, d[i] = <w, w>, and d[i+1] = <z_i, z_i> from
+   the previous step's update kernel when `withzz` (it completes in the same batch)              */
+PetscErrorCode SGMRESMultiDot(KSP ksp, KSP_FusedSGMRES *g, PetscInt i, PetscBool withzz)
 {
   PetscFunctionBegin;
-  PetscCall(OpsMDot(i, g->V, g->V[i], PETSC_TRUE, g->d.data()));
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), g->d.data(), i + 1, &g->reductions));
+  for (PetscInt j = 1; j < i; ++j) g->Vz[j - 1] = g->V[j];
+  g->Vz[i - 1] = g->Z[i];
+  PetscCall(OpsMDot(i, g->Vz.data(), g->V[i], PETSC_TRUE, g->d.data()));
+  if (OpsBatchIsOpen()) PetscCall(OpsBatchEnd());
+  if (withzz) g->d[i + 1] = g->zz_local;
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), g->d.data(), i + (withzz ? 2 : 1), &g->reductions));
+  if (withzz) g->zz = g->d[i + 1];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Step i: V[i] = Op V[i-1] orthonormalized; sets R(:,i), xi[i].  *lucky is set when the new
-   vector is zero (the Krylov space is invariant).                                              */
+/* Step i: V[i] = Op z_i orthonormalized, Z[i+1] = z_i - eta_i v_i; sets R(:,i) and xi[i] = eta_i
+   (xi_i in units of rho).  *lucky is set when the new vector is zero (the Krylov space is invariant). */
 PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscBool *lucky, RecurrenceStatus *status)
 {
-  Vec         w = g->V[i];
-  PetscScalar h2, c0;
+  Vec          w = g->V[i];
+  PetscScalar *d = g->d.data(), h2;
 
   PetscFunctionBegin;
-  *lucky  = PETSC_FALSE;
-  *status = RecurrenceStatus::OK;
-  PetscCall(SGMRESOperator(ksp, g, A, g->V[i - 1], w, ksp->work[VEC_WORK]));
-  PetscCall(SGMRESMultiDot(ksp, g, i));
-  for (PetscInt j = 1; j < i; ++j) Rij(g, j, i) = g->d[j];
-  RecurrenceStatus s = SGMRESColumn(i - 1, g->d.data(), g->d[i], g->xi.data(), g->cgs2 ? 2.0 : SGMRES_CANCELLATION, &h2, &c0);
-  if (s == RecurrenceStatus::NANORINF) {
-    *status = s;
+  *lucky = PETSC_FALSE;
+  if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
+  PetscCall(SGMRESOperator(ksp, g, A, g->Z[i], w, ksp->work[VEC_WORK]));
+  PetscCall(SGMRESMultiDot(ksp, g, i, i > 1 ? PETSC_TRUE : PETSC_FALSE));
+  *status = SGMRESColumn(i - 1, d, d[i], g->cgs2 ? 2.0 : SGMRES_CANCELLATION, &h2);
+  if (*status == RecurrenceStatus::NANORINF || NotFinite(d[i - 1])) {
+    *status = RecurrenceStatus::NANORINF;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  if (s == RecurrenceStatus::BREAKDOWN) {
+  for (PetscInt j = 1; j < i; ++j) Rij(g, j, i) = g->coef[j] = d[j - 1];
+  if (*status == RecurrenceStatus::BREAKDOWN) {
     /* CGS2, or too much cancellation: orthogonalize without scaling, then a second multi-dot */
-    PetscCall(OpsMAXPYScale(i - 1, g->d.data() + 1, g->V + 1, w, 1.0, nullptr));
-    PetscCall(SGMRESMultiDot(ksp, g, i));
+    PetscCall(OpsMAXPYScale(i - 1, g->coef.data() + 1, g->V + 1, w, 1.0, nullptr, nullptr));
+    PetscCall(SGMRESMultiDot(ksp, g, i, PETSC_FALSE));
     if (g->cgs2) {
-      for (PetscInt j = 1; j < i; ++j) Rij(g, j, i) += g->d[j];
-      s = SGMRESColumn(i - 1, g->d.data(), g->d[i], g->xi.data(), 0.0, &h2, &c0);
-      if (s == RecurrenceStatus::NANORINF) {
-        *status = s;
-        PetscFunctionReturn(PETSC_SUCCESS);
+      *status = SGMRESColumn(i - 1, d, d[i], 0.0, &h2);
+      for (PetscInt j = 1; j < i; ++j) {
+        Rij(g, j, i) += d[j - 1];
+        g->coef[j] = d[j - 1];
       }
-      for (PetscInt j = 1; j < i; ++j) g->coef[j] = g->d[j];
     } else {
       for (PetscInt j = 1; j < i; ++j) g->coef[j] = 0;
-      h2 = g->d[i];
-      c0 = g->d[0];
+      h2 = d[i];
     }
-  } else {
-    for (PetscInt j = 1; j < i; ++j) g->coef[j] = g->d[j];
+    if (*status == RecurrenceStatus::NANORINF) PetscFunctionReturn(PETSC_SUCCESS);
+    *status = RecurrenceStatus::OK;
   }
   if (!(PetscRealPart(h2) > 0)) {
     *lucky = PETSC_TRUE;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   const PetscScalar h = PetscSqrtScalar(h2);
-  PetscCall(OpsMAXPYScale(i - 1, g->coef.data() + 1, g->V + 1, w, 1.0 / h, nullptr));
-  Rij(g, i, i) = h;
-  g->xi[i]     = c0 / h;
+  Rij(g, i, i)        = h;
+  g->xi[i]            = d[i - 1] / h; /* eta_i = <z_i, w>/h = <z_i, v_i> */
+  /* the update's <z_{i+1}, z_{i+1}> completes with the next step's multi-dot (same batch) */
+  PetscCall(OpsBatchBegin(g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
+  PetscCall(OpsSGMRESUpdate(i - 1, g->coef.data() + 1, g->V + 1, w, 1.0 / h, g->xi[i], g->Z[i], g->Z[i + 1], &g->zz_local));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -163,13 +179,13 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
   PetscFunctionBegin;
   if (k == 0) PetscFunctionReturn(PETSC_SUCCESS);
   for (PetscInt i = k; i >= 1; --i) {
-    PetscScalar s = rho * g->xi[i];
+    PetscScalar s = rho * g->xi[i]; /* xi_i = rho eta_i */
     for (PetscInt j = i + 1; j <= k; ++j) s -= Rij(g, i, j) * y[j];
     y[i] = s / Rij(g, i, i);
   }
   for (PetscInt j = 1; j <= k; ++j) negy[j - 1] = -y[j];
   PetscCall(VecSet(T, 0.0));
-  PetscCall(OpsMAXPYScale(k, negy.data(), g->V, T, 1.0, nullptr));
+  PetscCall(OpsMAXPYScale(k, negy.data(), g->Z + 1, T, 1.0, nullptr, nullptr));
   PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
   PetscCall(VecAXPY(x, 1.0, T2));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -185,7 +201,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
-  PetscCall(KSPFusedPCMode(ksp, ksp->vec_rhs, &g->mode, &g->w));
+  PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
   g->reductions.count = 0;
   g->replacements     = 0;
   g->cycle_k          = 0;
@@ -198,9 +214,9 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     PetscInt    k = 0;
 
     /* restart: true residual r = b - A x (right preconditioning: unpreconditioned), v0 = r/rho */
-    PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->V[0]));
-    PetscCall(VecAYPX(g->V[0], -1.0, ksp->vec_rhs));
-    PetscCall(OpsDots(nullptr, g->V[0], 1, &self, &rr));
+    PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Z[1]));
+    PetscCall(VecAYPX(g->Z[1], -1.0, ksp->vec_rhs));
+    PetscCall(OpsDots(nullptr, g->Z[1], 1, &self, &rr));
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->reductions));
     rho = PetscSqrtReal(PetscAbsScalar(rr));
     if (its == 0) rho0 = rho;
@@ -222,23 +238,27 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       break;
     }
     if (rho == 0) break;
-    PetscCall(VecScale(g->V[0], 1.0 / rho));
+    PetscCall(VecScale(g->Z[1], 1.0 / rho));
+    g->zz = 1;
     g->cycle_rho = rho;
     res = rho;
 
     for (PetscInt i = 1; i <= g->restart && its < ksp->max_it; ++i) {
       PetscBool        lucky;
-      RecurrenceStatus status;
+      RecurrenceStatus status = RecurrenceStatus::OK;
       PetscCall(SGMRESStep(ksp, g, A, i, &lucky, &status));
       if (KSPFusedStatusStops(ksp, status)) break;
       if (lucky) break;
       k = g->cycle_k = i;
       its++;
-      const PetscReal c = PetscMin(1.0, PetscAbsScalar(rho * g->xi[i]) / res);
-      res               = res * PetscSqrtReal(PetscMax(0.0, (1.0 - c) * (1.0 + c)));
+      /* ||r_{i-1}|| = rho ||z_i|| (explicit, from the multi-dot), then one factor sqrt(1 - c^2) */
+      const PetscReal prev = i > 1 ? rho * PetscSqrtReal(PetscAbsScalar(g->zz)) : rho;
+      const PetscReal c    = prev > 0 ? PetscMin(1.0, PetscAbsScalar(rho * g->xi[i]) / prev) : 1.0;
+      res                  = prev * PetscSqrtReal(PetscMax(0.0, (1.0 - c) * (1.0 + c)));
       PetscCall(KSPFusedMonitorAndTest(ksp, its, ksp->normtype == KSP_NORM_NONE ? 0.0 : res));
       if (ksp->reason) break;
     }
+    if (OpsBatchIsOpen()) PetscCall(OpsBatchEnd());
     estimate = res;
     PetscCall(SGMRESUpdateSolution(ksp, g, k, rho, ksp->vec_sol));
     g->cycle_k = 0;
@@ -342,6 +362,7 @@ PetscErrorCode KSPReset_FusedSGMRES(KSP ksp)
 
   PetscFunctionBegin;
   if (g->V) PetscCall(VecDestroyVecs(g->nV, &g->V));
+  if (g->Z) PetscCall(VecDestroyVecs(g->nV + 1, &g->Z));
   g->nV = 0;
   PetscCall(VecDestroy(&g->w));
   PetscFunctionReturn(PETSC_SUCCESS);

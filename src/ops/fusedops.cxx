@@ -11,6 +11,24 @@ namespace fusedksp
 namespace
 {
 
+bool batch_open  = false; /* an OpsBatchBegin() without its OpsBatchEnd() */
+bool batch_defer = false; /* ... that defers (not a general PC)           */
+
+/* Switches deferral on around one fused kernel inside a deferring batch */
+PetscErrorCode DeferBegin()
+{
+  PetscFunctionBegin;
+  if (batch_open && batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_TRUE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode DeferEnd()
+{
+  PetscFunctionBegin;
+  if (batch_open && batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_FALSE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* PETSC_TRUE when every non-NULL vector is fused (then the backend kernel runs) */
 PetscErrorCode AllFused(std::initializer_list<Vec> vecs, PetscBool *fused)
 {
@@ -139,7 +157,9 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
       PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &ua));
     }
     PetscCall(PetscLogEventBegin(events.cg_update, x, r, p, 0));
+    PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->cg_update(n, a, b, xa, ra, za, pa, qa, ua, wa, dots));
+    PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.cg_update, x, r, p, 0));
     PetscCall(PetscLogFlops(12.0 * n));
     PetscCall(arr.RestoreAll());
@@ -180,7 +200,9 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     PetscCall(PetscLogEventBegin(events.spmv_dots, A, in, out, 0));
+    PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->spmv_dots(&csr, wla, wra, ina, outa, ndots, bspecs, dots));
+    PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.spmv_dots, A, in, out, 0));
     PetscCall(PetscLogFlops(2.0 * csr.nrows * (1 + ndots)));
     PetscCall(arr.RestoreAll());
@@ -215,7 +237,9 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
     PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_READ, &outa));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     PetscCall(PetscLogEventBegin(events.dots, in, out, 0, 0));
+    PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->dots(n, ina, outa, ndots, bspecs, dots));
+    PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.dots, in, out, 0, 0));
     PetscCall(arr.RestoreAll());
   } else {
@@ -243,7 +267,9 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
     PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
     PetscCall(PetscLogEventBegin(events.waxpy_dot, x, v, y, 0));
+    PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->waxpy_dot(n, a, xa, va, ya, dots));
+    PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.waxpy_dot, x, v, y, 0));
     PetscCall(PetscLogFlops(4.0 * n));
     PetscCall(arr.RestoreAll());
@@ -274,7 +300,9 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
     PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &Asa));
     PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rsa));
     PetscCall(PetscLogEventBegin(events.bcgs_update, x, r, p, 0));
+    PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->bcgs_update(n, alpha, omega, beta, wra, xa, ra, pa, sa, Apa, Asa, rsa, dots));
+    PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
     PetscCall(PetscLogFlops(14.0 * n));
     PetscCall(arr.RestoreAll());
@@ -309,7 +337,9 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ, &ya));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
     PetscCall(PetscLogEventBegin(events.mdot, y, 0, 0, 0));
+    PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->mdot(n, nv, va.data(), ya, selfdot, dots));
+    PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.mdot, y, 0, 0, 0));
     PetscCall(PetscLogFlops(2.0 * n * (nv + (selfdot ? 1 : 0))));
     PetscCall(arr.RestoreAll());
@@ -320,23 +350,26 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec y, PetscScalar scale, PetscScalar *selfdot)
+PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec y, PetscScalar scale, Vec dotvec, PetscScalar *dot)
 {
   PetscBool fused;
 
   PetscFunctionBegin;
-  PetscCall(AllFused({y}, &fused));
+  PetscCall(AllFused({y, dotvec}, &fused));
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
     std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
-    PetscScalar               *ya;
+    PetscScalar               *ya, *da;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(y, &n));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+    PetscCall(arr.Get(dotvec, PETSC_MEMORY_ACCESS_READ, &da));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
     PetscCall(PetscLogEventBegin(events.maxpy, y, 0, 0, 0));
-    PetscCall(ActiveBackend()->maxpy_scale(n, nv, coef, va.data(), y ? ya : nullptr, scale, selfdot));
+    PetscCall(DeferBegin());
+    PetscCall(ActiveBackend()->maxpy_scale(n, nv, coef, va.data(), ya, scale, da, dot));
+    PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.maxpy, y, 0, 0, 0));
     PetscCall(PetscLogFlops(2.0 * n * (nv + 1)));
     PetscCall(arr.RestoreAll());
@@ -345,9 +378,66 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
     for (PetscInt j = 0; j < nv; ++j) neg[j] = -coef[j];
     if (nv) PetscCall(VecMAXPY(y, nv, neg.data(), const_cast<Vec *>(V)));
     if (scale != 1.0) PetscCall(VecScale(y, scale));
-    if (selfdot) PetscCall(LocalDot(y, y, selfdot));
+    if (dot) PetscCall(LocalDot(y, dotvec ? dotvec : y, dot));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec w, PetscScalar scale, PetscScalar eta, Vec zold, Vec znew, PetscScalar dots[1])
+{
+  PetscBool fused;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({w, zold, znew}, &fused));
+  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
+  if (fused) {
+    BackendArrays              arr;
+    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    PetscScalar               *wa, *zo, *zn;
+    PetscInt                   n;
+    PetscCall(VecGetLocalSize(w, &n));
+    PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
+    PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zo));
+    PetscCall(arr.Get(znew, PETSC_MEMORY_ACCESS_WRITE, &zn));
+    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
+    PetscCall(PetscLogEventBegin(events.maxpy, w, 0, 0, 0));
+    PetscCall(DeferBegin());
+    PetscCall(ActiveBackend()->sgmres_update(n, nv, coef, va.data(), wa, scale, eta, zo, zn, dots));
+    PetscCall(DeferEnd());
+    PetscCall(PetscLogEventEnd(events.maxpy, w, 0, 0, 0));
+    PetscCall(PetscLogFlops(2.0 * n * (nv + 2)));
+    PetscCall(arr.RestoreAll());
+  } else {
+    PetscCall(OpsMAXPYScale(nv, coef, V, w, scale, nullptr, nullptr));
+    PetscCall(VecWAXPY(znew, -eta, w, zold));
+    PetscCall(LocalDot(znew, znew, dots));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBatchBegin(PetscBool enable)
+{
+  PetscFunctionBegin;
+  PetscCheck(!batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of fused operations is already open");
+  batch_open  = true;
+  batch_defer = enable ? true : false;
+  if (batch_defer) PetscCall(ActiveBackend()->batch_begin());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBatchEnd(void)
+{
+  PetscFunctionBegin;
+  PetscCheck(batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of fused operations is open");
+  if (batch_defer) PetscCall(ActiveBackend()->batch_end());
+  batch_open  = false;
+  batch_defer = false;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscBool OpsBatchIsOpen(void)
+{
+  return batch_open ? PETSC_TRUE : PETSC_FALSE;
 }
 
 PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter)

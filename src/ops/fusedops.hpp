@@ -49,8 +49,20 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
 /* dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot */
 PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, PetscScalar *dots);
 
-/* y = scale (y - sum_j coef[j] V[j]); *selfdot = <y,y> if selfdot is not NULL */
-PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec y, PetscScalar scale, PetscScalar *selfdot);
+/* y = scale (y - sum_j coef[j] V[j]); *dot = <y, dotvec> (dotvec NULL: <y,y>) if dot is not NULL */
+PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec y, PetscScalar scale, Vec dotvec, PetscScalar *dot);
+
+/* Residual-based simpler GMRES: w = scale (w - sum_j coef[j] V[j]); znew = zold - eta w; dots[0] = <znew,znew> */
+PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec V[], Vec w, PetscScalar scale, PetscScalar eta, Vec zold, Vec znew, PetscScalar dots[1]);
+
+/* A batch of fused operations whose dot products are needed together: inside it, the dots[] of the
+   Ops* operations are filled only by OpsBatchEnd(), after ONE device->host copy and ONE wait (on
+   the CUDA backend; the host backend fills them at once).  Only Ops* calls defer; any other
+   reduction inside a batch (a user monitor's VecNorm, say) completes as usual.  With enable
+   PETSC_FALSE (a general PC, whose PCApply may need its own results) nothing is deferred.      */
+PetscErrorCode OpsBatchBegin(PetscBool enable);
+PetscErrorCode OpsBatchEnd(void);
+PetscBool      OpsBatchIsOpen(void);
 
 /* The one global reduction of an iteration: sums buf[0..n) over comm in a single MPI_Allreduce */
 PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter);

@@ -62,23 +62,20 @@ FUSED_HD inline RecurrenceStatus BCGSOmegaBeta(PetscScalar Ass, PetscScalar AsAs
   return RecurrenceStatus::OK;
 }
 
-/* Simpler GMRES, one column of R from one multi-dot (see src/ksp/fusedsgmres.cxx):
-     given d[0] = <v0, w>, d[1..k] = <v_j, w> (j = 1..k), dww = <w,w>, and xi[1..k]:
-     R[j] = d[j];  h^2 = <w,w> - sum R[j]^2;  xi_new = (d[0] - sum_j R[j] xi[j]) / h.
-   Returns BREAKDOWN when h^2 lost more than `cancel` of <w,w> to cancellation (the caller then
-   computes the norm explicitly), NANORINF on NaN/Inf.                                          */
-FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *d, PetscScalar dww, const PetscScalar *xi, PetscReal cancel, PetscScalar *h2, PetscScalar *v0w_minus)
+/* Simpler GMRES, one column of R from one multi-dot (see src/ksp/fusedsgmres.cxx): given the
+   projections R[j] = <v_{j+1}, w> (j < k) and dww = <w,w>: h^2 = <w,w> - sum_j R[j]^2.
+   Returns BREAKDOWN when h^2 kept less than `keep` of <w,w> (cancellation: the caller computes the
+   norm explicitly), NANORINF on NaN/Inf.                                                       */
+FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *R, PetscScalar dww, PetscReal keep, PetscScalar *h2)
 {
-  PetscScalar s2 = 0, sx = 0;
-  if (NotFinite(dww) || NotFinite(d[0])) return RecurrenceStatus::NANORINF;
-  for (PetscInt j = 1; j <= k; ++j) {
-    if (NotFinite(d[j])) return RecurrenceStatus::NANORINF;
-    s2 += d[j] * d[j];
-    sx += d[j] * xi[j];
+  PetscScalar s2 = 0;
+  if (NotFinite(dww)) return RecurrenceStatus::NANORINF;
+  for (PetscInt j = 0; j < k; ++j) {
+    if (NotFinite(R[j])) return RecurrenceStatus::NANORINF;
+    s2 += R[j] * R[j];
   }
-  *h2        = dww - s2;
-  *v0w_minus = d[0] - sx;
-  if (!(*h2 > cancel * dww)) return RecurrenceStatus::BREAKDOWN;
+  *h2 = dww - s2;
+  if (!(*h2 > keep * dww)) return RecurrenceStatus::BREAKDOWN;
   return RecurrenceStatus::OK;
 }
 

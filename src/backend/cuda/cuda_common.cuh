@@ -2,8 +2,8 @@
    CUDA backend: what the kernel families share.
 
    Reduction scheme (the contract's, see backend/backend.hpp): the index range [0, n) is cut into
-   at most FUSED_REDUCE_BLOCKS contiguous chunks, exactly as the host backend cuts it
-   (nchunks = min(FUSED_REDUCE_BLOCKS, n), chunk = ceil(n / nchunks)); thread block b of a fused
+   ReduceChunks(n) contiguous chunks, exactly as the host backend cuts it
+   (chunk = ceil(n / nchunks)); thread block b of a fused
    kernel owns chunk b, its threads stride through the chunk, and the block writes ONE partial sum
    per dot product (cub::BlockReduce) to a device buffer laid out dot-major,
    partials[d * nblocks + b].  The host then copies all partials of the call in ONE
@@ -51,8 +51,12 @@ PetscErrorCode GetPartials(size_t count, PetscScalar **partials);
 
 /* The second stage: copies the ndots * nblocks partials to the pinned host buffer (one copy, one
    wait) and sets dots[d] to the sum of partials[d * nblocks + b] over b in block order.  With
-   nblocks == 0 (empty range) the dots are 0 and nothing is copied.                            */
+   nblocks == 0 (empty range) the dots are 0 and nothing is copied.  Inside a deferring batch
+   (BatchBegin/BatchDefer) it only records the request; BatchEnd completes all of them.       */
 PetscErrorCode SumPartials(int ndots, int nblocks, PetscScalar *dots);
+PetscErrorCode BatchBegin(void);
+PetscErrorCode BatchDefer(PetscBool);
+PetscErrorCode BatchEnd(void);
 
 /* The backend's operations (see Backend in backend/backend.hpp), one kernel family per file */
 PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
@@ -61,7 +65,8 @@ PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, con
 PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[2]);
 PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
-PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar *);
+PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
+PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 
 /* How a range of n entries (or rows) is cut into thread blocks: the host backend's chunks */
 struct Partition {
@@ -69,11 +74,11 @@ struct Partition {
   PetscInt chunk   = 0; /* entries per chunk (the last one may be shorter)                    */
 };
 
-inline Partition PartitionRange(PetscInt n)
+inline Partition PartitionRange(PetscInt n, PetscInt maxblocks = FUSED_REDUCE_BLOCKS)
 {
   Partition part;
   if (n > 0) {
-    const PetscInt64 nchunks = PetscMin((PetscInt64)FUSED_REDUCE_BLOCKS, (PetscInt64)n);
+    const PetscInt64 nchunks = ReduceChunks(n, maxblocks);
     part.chunk               = (PetscInt)(((PetscInt64)n + nchunks - 1) / nchunks);
     part.nblocks             = (int)(((PetscInt64)n + part.chunk - 1) / part.chunk);
   }

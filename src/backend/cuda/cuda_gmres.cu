@@ -56,8 +56,8 @@ template <int CAP> __global__ void MDotKernel(PetscInt n, PetscInt chunk, const 
 }
 
 /* y := scale (y - sum_{j < count} table.coef[j] table.v[j]) and, when partials != NULL, the
-   block's partial of <y,y> (new y)                                                            */
-template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *y, PetscScalar scale, PetscScalar *partials)
+   block's partial of <y, dotvec> (new y; dotvec NULL: <y,y>)                                   */
+template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *partials)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
@@ -67,9 +67,28 @@ template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, 
     for (int j = 0; j < count; ++j) yi -= table.coef[j] * table.v[j][i];
     yi *= scale;
     y[i] = yi;
-    acc[0] += yi * yi;
+    acc[0] += yi * (dotvec ? dotvec[i] : yi);
   }
   WriteBlockPartials(acc, partials ? 1 : 0, partials);
+}
+
+/* w := scale (w - sum_{j < count} table.coef[j] table.v[j]); znew := zold - eta w (residual-based
+   SGMRES), with the block's partial of <znew, znew>                                             */
+template <int CAP> __global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar *partials)
+{
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[1] = {0};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    PetscScalar wi = w[i];
+    for (int j = 0; j < count; ++j) wi -= table.coef[j] * table.v[j][i];
+    wi *= scale;
+    w[i]                 = wi;
+    const PetscScalar zi = zold[i] - eta * wi;
+    znew[i]              = zi;
+    acc[0] += zi * zi;
+  }
+  WriteBlockPartials(acc, 1, partials);
 }
 
 /* One MDotKernel launch for the dot products first ... first+count-1 (count <= CAP); dot d is
@@ -88,7 +107,8 @@ template <int CAP> static PetscErrorCode LaunchMDot(Partition part, PetscInt n, 
 }
 
 /* One MAXPYScaleKernel launch for the vectors first ... first+count-1 (count <= CAP) */
-template <int CAP> static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscScalar *coef, const PetscScalar *const *V, int first, int count, PetscScalar *y, PetscScalar scale, PetscScalar *partials, cudaStream_t stream)
+template <int CAP>
+static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscScalar *coef, const PetscScalar *const *V, int first, int count, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *partials, cudaStream_t stream)
 {
   ScaledVectorTable<CAP> table = {};
 
@@ -97,7 +117,7 @@ template <int CAP> static PetscErrorCode LaunchMAXPYScale(Partition part, PetscI
     table.v[k]    = V[first + k];
     table.coef[k] = coef[first + k];
   }
-  MAXPYScaleKernel<CAP><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, scale, partials);
+  MAXPYScaleKernel<CAP><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, scale, dotvec, partials);
   FusedKSPCheckLaunch();
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -111,13 +131,13 @@ template <int CAP> static PetscErrorCode LaunchMAXPYScale(Partition part, PetscI
 PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots)
 {
   const PetscInt64 ndots = (PetscInt64)nv + (selfdot ? 1 : 0);
-  const Partition  part  = PartitionRange(ndots ? n : 0);
+  const Partition  part  = PartitionRange(ndots ? n : 0, FUSED_MDOT_BLOCKS);
   PetscScalar     *partials;
   cudaStream_t     stream;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
-  PetscCheck(ndots <= INT_MAX / FUSED_REDUCE_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Too many vectors for one multi-dot: %" PetscInt_FMT, nv);
+  PetscCheck(ndots <= INT_MAX / FUSED_MDOT_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Too many vectors for one multi-dot: %" PetscInt_FMT, nv);
   PetscCheck(nv == 0 || V, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%" PetscInt_FMT " vectors but V is NULL", nv);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
@@ -144,7 +164,7 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
    last one subtracts the rest, scales and computes the partials of <y,y>: the same operations in
    the same order as one launch.
 */
-PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, PetscScalar *selfdot)
+PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *selfdot)
 {
   const Partition part     = PartitionRange(n);
   PetscScalar    *partials = nullptr;
@@ -163,15 +183,47 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
       PetscScalar      *p     = last ? partials : nullptr;
 
       if (count <= 8)
-        PetscCall(LaunchMAXPYScale<8>(part, n, coef, V, (int)first, count, y, s, p, stream));
+        PetscCall(LaunchMAXPYScale<8>(part, n, coef, V, (int)first, count, y, s, dotvec, p, stream));
       else if (count <= 64)
-        PetscCall(LaunchMAXPYScale<64>(part, n, coef, V, (int)first, count, y, s, p, stream));
+        PetscCall(LaunchMAXPYScale<64>(part, n, coef, V, (int)first, count, y, s, dotvec, p, stream));
       else
-        PetscCall(LaunchMAXPYScale<MAX_TABLE>(part, n, coef, V, (int)first, count, y, s, p, stream));
+        PetscCall(LaunchMAXPYScale<MAX_TABLE>(part, n, coef, V, (int)first, count, y, s, dotvec, p, stream));
       if (last) break;
     }
   }
   if (selfdot) PetscCall(SumPartials(1, part.nblocks, selfdot));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SGMRESUpdate - Backend::sgmres_update on the device: one launch and one device->host copy when
+   nv <= MAX_TABLE; above it the first launches subtract their share of the projections (as
+   MAXPYScale does) and the last one also scales, updates the residual and reduces its norm
+*/
+PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1])
+{
+  const Partition part     = PartitionRange(n);
+  PetscScalar    *partials = nullptr;
+  cudaStream_t    stream;
+  PetscInt        first = 0;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    for (; nv - first > MAX_TABLE; first += MAX_TABLE) PetscCall(MAXPYScale(n, MAX_TABLE, coef + first, V + first, w, 1.0, nullptr, nullptr));
+    PetscCall(GetPartials((size_t)part.nblocks, &partials));
+    ScaledVectorTable<MAX_TABLE> table = {};
+    const int                    count = (int)(nv - first);
+    for (int k = 0; k < count; ++k) {
+      table.v[k]    = V[first + k];
+      table.coef[k] = coef[first + k];
+    }
+    SGMRESUpdateKernel<MAX_TABLE><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, w, scale, eta, zold, znew, partials);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(SumPartials(1, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -1,5 +1,6 @@
 /* CUDA backend: device memory, copies, the stream, the partial-sum buffers and the Backend table */
 #include "backend/cuda/cuda_common.cuh"
+#include <vector>
 
 namespace fusedksp
 {
@@ -13,6 +14,18 @@ static PetscScalar *partials_device    = nullptr; /* first stage of the reductio
 static PetscScalar *partials_host      = nullptr; /* pinned mirror of partials_device         */
 static size_t       partials_capacity  = 0;       /* entries of each of the two buffers       */
 static PetscBool    finalize_scheduled = PETSC_FALSE;
+
+/* A batch of deferred second stages: partials of the deferred calls lie one after the other in
+   partials_device[0, batch_used); calls that complete at once use the space after them.       */
+struct PendingSum {
+  int          ndots, nblocks;
+  size_t       offset;
+  PetscScalar *dots;
+};
+static bool                    batch_open  = false;
+static bool                    batch_defer = false;
+static size_t                  batch_used  = 0;
+static std::vector<PendingSum> batch_pending;
 
 /* Releases the stream and the partial-sum buffers; registered with PetscRegisterFinalize() */
 static PetscErrorCode Finalize(void)
@@ -48,8 +61,10 @@ PetscErrorCode GetStream(cudaStream_t *s)
 }
 
 /*
-   GetPartials - a device buffer of at least count partial sums, with a pinned host mirror of the
-   same size; grown geometrically, so after the first iterations of a solve it is never reallocated
+   GetPartials - a device buffer of at least count partial sums (after those of the deferred calls
+   of an open batch), with a pinned host mirror of the same size; grown geometrically, so after the
+   first iterations of a solve it is never reallocated.  Growing inside a batch moves the pending
+   partials to the new buffer (a device-to-device copy ordered after the kernels that wrote them).
 */
 PetscErrorCode GetPartials(size_t count, PetscScalar **partials)
 {
@@ -57,20 +72,21 @@ PetscErrorCode GetPartials(size_t count, PetscScalar **partials)
 
   PetscFunctionBegin;
   PetscCall(GetStream(&s));
-  if (count > partials_capacity) {
-    const size_t capacity = PetscMax(count, 2 * partials_capacity);
+  if (batch_used + count > partials_capacity) {
+    const size_t capacity = PetscMax(batch_used + count, 2 * partials_capacity);
+    PetscScalar *device, *host;
 
+    FusedKSPCallCUDA(cudaMalloc((void **)&device, capacity * sizeof(PetscScalar)));
+    FusedKSPCallCUDA(cudaMallocHost((void **)&host, capacity * sizeof(PetscScalar)));
+    if (batch_used) FusedKSPCallCUDA(cudaMemcpyAsync(device, partials_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToDevice, s));
     FusedKSPCallCUDA(cudaStreamSynchronize(s)); /* the old buffers may still be in use */
     FusedKSPCallCUDA(cudaFree(partials_device));
     FusedKSPCallCUDA(cudaFreeHost(partials_host));
-    partials_device   = nullptr;
-    partials_host     = nullptr;
-    partials_capacity = 0;
-    FusedKSPCallCUDA(cudaMalloc((void **)&partials_device, capacity * sizeof(PetscScalar)));
-    FusedKSPCallCUDA(cudaMallocHost((void **)&partials_host, capacity * sizeof(PetscScalar)));
+    partials_device   = device;
+    partials_host     = host;
     partials_capacity = capacity;
   }
-  *partials = partials_device;
+  *partials = partials_device + batch_used;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -84,18 +100,71 @@ PetscErrorCode SumPartials(int ndots, int nblocks, PetscScalar *dots)
   cudaStream_t s;
 
   PetscFunctionBegin;
+  if (count && batch_open && batch_defer) {
+    batch_pending.push_back({ndots, nblocks, batch_used, dots});
+    batch_used += count;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if (count) {
     PetscCall(GetStream(&s));
-    PetscCheck(count <= partials_capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%zu partial sums requested, the buffer holds %zu", count, partials_capacity);
-    FusedKSPCallCUDA(cudaMemcpyAsync(partials_host, partials_device, count * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
+    PetscCheck(batch_used + count <= partials_capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%zu partial sums requested, the buffer holds %zu", count, partials_capacity);
+    FusedKSPCallCUDA(cudaMemcpyAsync(partials_host + batch_used, partials_device + batch_used, count * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
     counters.d2h++;
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
   }
   for (int d = 0; d < ndots; ++d) {
     PetscScalar sum = 0;
-    for (int b = 0; b < nblocks; ++b) sum += partials_host[(size_t)d * nblocks + b];
+    for (int b = 0; b < nblocks; ++b) sum += partials_host[batch_used + (size_t)d * nblocks + b];
     dots[d] = sum;
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   BatchBegin - opens a batch; BatchDefer(PETSC_TRUE) then makes SumPartials() defer
+*/
+PetscErrorCode BatchBegin(void)
+{
+  PetscFunctionBegin;
+  PetscCheck(!batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of reductions is already open");
+  batch_open  = true;
+  batch_defer = false;
+  batch_used  = 0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode BatchDefer(PetscBool defer)
+{
+  PetscFunctionBegin;
+  batch_defer = defer ? true : false;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   BatchEnd - completes the deferred second stages: ONE copy of all their partials, ONE wait
+*/
+PetscErrorCode BatchEnd(void)
+{
+  cudaStream_t s;
+
+  PetscFunctionBegin;
+  PetscCheck(batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
+  if (batch_used) {
+    PetscCall(GetStream(&s));
+    FusedKSPCallCUDA(cudaMemcpyAsync(partials_host, partials_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
+    counters.d2h++;
+    FusedKSPCallCUDA(cudaStreamSynchronize(s));
+  }
+  for (const PendingSum &p : batch_pending)
+    for (int d = 0; d < p.ndots; ++d) {
+      PetscScalar sum = 0;
+      for (int b = 0; b < p.nblocks; ++b) sum += partials_host[p.offset + (size_t)d * p.nblocks + b];
+      p.dots[d] = sum;
+    }
+  batch_pending.clear();
+  batch_open  = false;
+  batch_defer = false;
+  batch_used  = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -174,7 +243,8 @@ static PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes)
 */
 const Backend *CUDABackend()
 {
-  static const Backend backend = {"cuda", cuda::MallocBytes, cuda::FreeBytes, cuda::CopyToBackend, cuda::CopyToHost, &cuda::counters, cuda::CGUpdate, cuda::SpMVDots, cuda::Dots, cuda::WAXPYDot, cuda::BCGSUpdate, cuda::MDot, cuda::MAXPYScale};
+  static const Backend backend = {"cuda",     cuda::MallocBytes, cuda::FreeBytes,  cuda::CopyToBackend, cuda::CopyToHost, &cuda::counters,  cuda::CGUpdate,   cuda::SpMVDots,
+                                  cuda::Dots, cuda::WAXPYDot,    cuda::BCGSUpdate, cuda::MDot,          cuda::MAXPYScale, cuda::SGMRESUpdate, cuda::BatchBegin, cuda::BatchDefer, cuda::BatchEnd};
   static int           usable  = -1;
 
   if (usable < 0) {

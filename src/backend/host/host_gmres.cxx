@@ -25,19 +25,36 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
 }
 
 /* See Backend::maxpy_scale */
-PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, PetscScalar *selfdot)
+PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *dot)
 {
-  PetscScalar dot;
+  PetscScalar sum;
 
   PetscFunctionBegin;
-  BlockedReduce<1>(n, &dot, [=](PetscInt i, PetscScalar *part) {
+  BlockedReduce<1>(n, &sum, [=](PetscInt i, PetscScalar *part) {
     PetscScalar yi = y[i];
     for (PetscInt j = 0; j < nv; ++j) yi -= coef[j] * V[j][i];
     yi *= scale;
     y[i] = yi;
-    part[0] += yi * yi;
+    part[0] += yi * (dotvec ? dotvec[i] : yi);
   });
-  if (selfdot) *selfdot = dot;
+  if (dot) *dot = sum;
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::sgmres_update */
+PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1])
+{
+  PetscFunctionBegin;
+  BlockedReduce<1>(n, dots, [=](PetscInt i, PetscScalar *part) {
+    PetscScalar wi = w[i];
+    for (PetscInt j = 0; j < nv; ++j) wi -= coef[j] * V[j][i];
+    wi *= scale;
+    w[i]                 = wi;
+    const PetscScalar zi = zold[i] - eta * wi;
+    znew[i]              = zi;
+    part[0] += zi * zi;
+  });
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

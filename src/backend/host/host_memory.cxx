@@ -39,6 +39,21 @@ static PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode BatchBegin(void)
+{
+  return PETSC_SUCCESS;
+}
+
+static PetscErrorCode BatchDefer(PetscBool)
+{
+  return PETSC_SUCCESS;
+}
+
+static PetscErrorCode BatchEnd(void)
+{
+  return PETSC_SUCCESS;
+}
+
 } // namespace host
 
 /*
@@ -47,7 +62,7 @@ static PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
 */
 const Backend *HostBackend()
 {
-  static const Backend backend = {"host", host::MallocBytes, host::FreeBytes, host::CopyToBackend, host::CopyToHost, &host::counters, host::CGUpdate, host::SpMVDots, host::Dots, host::WAXPYDot, host::BCGSUpdate, host::MDot, host::MAXPYScale};
+  static const Backend backend = {"host", host::MallocBytes, host::FreeBytes, host::CopyToBackend, host::CopyToHost, &host::counters, host::CGUpdate, host::SpMVDots, host::Dots, host::WAXPYDot, host::BCGSUpdate, host::MDot, host::MAXPYScale, host::SGMRESUpdate, host::BatchBegin, host::BatchDefer, host::BatchEnd};
   return &backend;
 }
 

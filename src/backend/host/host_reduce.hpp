@@ -9,7 +9,7 @@ namespace fusedksp
 namespace host
 {
 
-/* Runs body(i, partial) for i in [0, n), with the range cut into at most FUSED_REDUCE_BLOCKS
+/* Runs body(i, partial) for i in [0, n), with the range cut into ReduceChunks(n, maxblocks)
    contiguous chunks; each chunk accumulates ND partial sums, which are then added in chunk order
    into dots[] (the second stage).  This is the order of operations of the CUDA kernels up to the
    thread-level split inside a block, so the two backends agree to rounding.                    */
@@ -34,7 +34,7 @@ template <class Body> inline void BlockedReduceN(PetscInt n, int nd, PetscScalar
 {
   for (int d = 0; d < nd; ++d) dots[d] = 0;
   if (n <= 0) return;
-  const PetscInt nblocks = std::min<PetscInt>(FUSED_REDUCE_BLOCKS, n);
+  const PetscInt nblocks = ReduceChunks(n, FUSED_MDOT_BLOCKS);
   const PetscInt chunk   = (n + nblocks - 1) / nblocks;
   for (PetscInt start = 0; start < n; start += chunk) {
     const PetscInt end = std::min(n, start + chunk);
@@ -52,7 +52,8 @@ PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, con
 PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[2]);
 PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
-PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar *);
+PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
+PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 
 } // namespace host
 } // namespace fusedksp
