@@ -53,7 +53,8 @@ __device__ inline void SpMVRows(const PetscInt *rowptr, const PetscInt *colidx, 
     PetscScalar      sum = 0;
 
     if (row < end) {
-      for (PetscInt k = rowptr[row] + lane; k < rowptr[row + 1]; k += LANES) {
+      const PetscInt row_end = rowptr[row + 1];
+      for (PetscInt k = rowptr[row] + lane; k < row_end; k += LANES) {
         const PetscInt c = colidx[k];
         sum += vals[k] * (wr ? wr[c] * in[c] : in[c]);
       }

@@ -1,0 +1,775 @@
+/*
+   test_backend: every operation of the CUDA backend checked against the host backend (the
+   reference implementation of the contract in src/backend/backend.hpp).
+
+   Random data in [-1, 1] (never 0) from a fixed seed, lengths 0, 1, 31, 32, 33, 1000, 4099, 1000003;
+   pure outputs are filled with NaN before each call; random CSR matrices (row lengths 0..12 with
+   empty rows, 0..2, 0..30, 16..64, a rectangular one) and a 7-point-like banded one, with and
+   without the weights wl/wr; every DotSpec kind; mdot/maxpy_scale with 1, 5, 40 (and 300)
+   vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); a batch of deferred
+   second stages.
+   Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
+   inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
+   values of their terms.  The CUDA backend's counters must show exactly one kernel launch and one
+   device->host copy per fused call (none for empty ranges, no copy without dot products, one copy
+   for all deferred calls of a batch) and no host->device copy.
+
+   Without the CUDA backend (not compiled in, or no GPU) the test prints one SKIP line and exits 0.
+   On the GPU machine:   make build/bin/test_backend && build/bin/test_backend
+   and under the sanitizer (the out-of-memory check makes one deliberate failing cudaMalloc):
+     compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 1 build/bin/test_backend
+*/
+#include <petscsys.h>
+#include "backend/backend.hpp"
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace fusedksp;
+
+namespace
+{
+
+using Array = std::vector<PetscScalar>;
+
+constexpr PetscReal VEC_RTOL = 1e-12;
+constexpr PetscReal DOT_RTOL = 1e-10;
+constexpr int       NONE     = -1; /* expected counter increment that is not checked */
+
+const PetscInt SIZES[] = {0, 1, 31, 32, 33, 1000, 4099, 1000003};
+constexpr int  NSIZES  = sizeof(SIZES) / sizeof(SIZES[0]);
+
+const PetscScalar NaN = std::numeric_limits<PetscScalar>::quiet_NaN();
+
+/* Test state: the two backends, the random generator and the check tallies */
+struct Tester {
+  const Backend                              *host = nullptr, *dev = nullptr;
+  std::mt19937_64                             rng{20240601};
+  std::uniform_real_distribution<PetscScalar> uniform{-1.0, 1.0};
+  PetscInt                                    checks = 0, failures = 0;
+
+  PetscScalar Random()
+  {
+    PetscScalar v;
+    do v = uniform(rng);
+    while (v == 0);
+    return v;
+  }
+
+  Array RandomArray(PetscInt n)
+  {
+    Array a(n);
+    for (auto &v : a) v = Random();
+    return a;
+  }
+
+  PetscInt RandomInt(PetscInt lo, PetscInt hi) /* uniform in [lo, hi] */
+  {
+    return std::uniform_int_distribution<PetscInt>(lo, hi)(rng);
+  }
+};
+
+/* Records one check; prints the failure (which op, n, what, the difference) */
+PetscErrorCode Record(Tester &t, bool ok, const std::string &label, const char *what, PetscReal diff, PetscReal tol)
+{
+  PetscFunctionBegin;
+  t.checks++;
+  if (!ok) {
+    t.failures++;
+    PetscCall(PetscPrintf(PETSC_COMM_SELF, "FAILED %s: %s: max difference %g (tolerance %g)\n", label.c_str(), what, (double)diff, (double)tol));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Vector check: max_i |a_i - ref_i| <= VEC_RTOL max_i |ref_i| (NaN anywhere fails) */
+PetscErrorCode CheckVector(Tester &t, const std::string &label, const char *name, const Array &a, const Array &ref)
+{
+  PetscReal diff = 0, size = 0;
+  bool      finite = a.size() == ref.size();
+
+  PetscFunctionBegin;
+  for (size_t i = 0; finite && i < ref.size(); ++i) {
+    finite = std::isfinite(a[i]) && std::isfinite(ref[i]);
+    diff   = std::max(diff, (PetscReal)std::abs(a[i] - ref[i]));
+    size   = std::max(size, (PetscReal)std::abs(ref[i]));
+  }
+  if (!finite) diff = std::numeric_limits<PetscReal>::infinity();
+  PetscCall(Record(t, diff <= VEC_RTOL * size, label, name, size > 0 ? diff / size : diff, VEC_RTOL));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Dot check: |a - ref| <= DOT_RTOL * scale, scale = sum of the absolute values of the terms */
+PetscErrorCode CheckDots(Tester &t, const std::string &label, int nd, const PetscScalar *a, const PetscScalar *ref, const PetscReal *scale)
+{
+  PetscFunctionBegin;
+  for (int d = 0; d < nd; ++d) {
+    const PetscReal diff = std::abs(a[d] - ref[d]);
+    const bool      ok   = std::isfinite(a[d]) && std::isfinite(ref[d]) && diff <= DOT_RTOL * scale[d];
+    char            what[96];
+
+    PetscCall(PetscSNPrintf(what, sizeof(what), "dots[%d] = %.16g, reference %.16g", d, (double)a[d], (double)ref[d]));
+    PetscCall(Record(t, ok, label, what, scale[d] > 0 ? diff / scale[d] : diff, DOT_RTOL));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Counter check: the CUDA backend's counters moved by exactly the expected launches/copies */
+PetscErrorCode CheckCounters(Tester &t, const std::string &label, const BackendCounters &before, PetscInt64 launches, PetscInt64 d2h)
+{
+  const BackendCounters &after = *t.dev->counters;
+
+  PetscFunctionBegin;
+  if (launches != NONE)
+    PetscCall(Record(t, after.launches - before.launches == launches, label, "kernel launches (counter) differ from the expected count", (PetscReal)(after.launches - before.launches - launches), 0));
+  else
+    PetscCall(Record(t, after.launches - before.launches >= 1, label, "no kernel launch counted", 0, 0));
+  if (d2h != NONE) PetscCall(Record(t, after.d2h - before.d2h == d2h, label, "device->host copies (counter) differ from the expected count", (PetscReal)(after.d2h - before.d2h - d2h), 0));
+  PetscCall(Record(t, after.h2d == before.h2d, label, "unexpected host->device copies (counter)", (PetscReal)(after.h2d - before.h2d), 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* sum_i |a_i b_i (w_i)| : the scale of a dot product's rounding error */
+PetscReal AbsDot(const Array &a, const Array &b, const Array *w = nullptr)
+{
+  PetscReal s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += std::abs(a[i] * b[i] * (w ? (*w)[i] : 1));
+  return s;
+}
+
+/* The operands of one call: each a host array (the reference operand, updated by the host
+   backend) and a device copy (updated by the CUDA backend) with the same initial values */
+class Operands {
+public:
+  explicit Operands(Tester &t) : t_(t) {}
+
+  /* Adds an operand with the given initial values (NaN for a pure output); returns its index */
+  int Add(std::string name, Array values)
+  {
+    list_.push_back({std::move(name), std::move(values), nullptr});
+    return (int)list_.size() - 1;
+  }
+  PetscScalar *Ref(int k)
+  {
+    return list_[k].ref.data();
+  }
+  PetscScalar *Dev(int k)
+  {
+    return list_[k].dev;
+  }
+  const Array &RefArray(int k) const
+  {
+    return list_[k].ref;
+  }
+
+  PetscErrorCode Upload()
+  {
+    PetscFunctionBegin;
+    for (auto &op : list_) {
+      PetscCall(t_.dev->malloc_bytes(std::max<size_t>(op.ref.size(), 1) * sizeof(PetscScalar), (void **)&op.dev));
+      PetscCall(t_.dev->copy_to_backend(op.dev, op.ref.data(), op.ref.size() * sizeof(PetscScalar)));
+    }
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+
+  /* Compares every operand's device copy with its reference, then frees the device copies */
+  PetscErrorCode CompareAndFree(const std::string &label)
+  {
+    PetscFunctionBegin;
+    for (auto &op : list_) {
+      Array back(op.ref.size());
+      PetscCall(t_.dev->copy_to_host(back.data(), op.dev, back.size() * sizeof(PetscScalar)));
+      PetscCall(CheckVector(t_, label, op.name.c_str(), back, op.ref));
+      PetscCall(t_.dev->free_bytes(op.dev));
+      op.dev = nullptr;
+    }
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+
+private:
+  struct Operand {
+    std::string  name;
+    Array        ref;
+    PetscScalar *dev;
+  };
+  Tester              &t_;
+  std::vector<Operand> list_;
+};
+
+std::string Label(const char *op, const char *variant, PetscInt n)
+{
+  char buf[256];
+  PetscCallAbort(PETSC_COMM_SELF, PetscSNPrintf(buf, sizeof(buf), "%s[%s] n=%" PetscInt_FMT, op, variant, n));
+  return buf;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+enum class CGVariant { JACOBI, Z_UPDATE, UNPRECONDITIONED };
+
+PetscErrorCode TestCGUpdate(Tester &t, PetscInt n, CGVariant variant)
+{
+  const char       *names[] = {"w .* r", "z -= a u", "z = r"};
+  Operands          ops(t);
+  const int         x = ops.Add("x", t.RandomArray(n)), r = ops.Add("r", t.RandomArray(n)), p = ops.Add("p", t.RandomArray(n)), q = ops.Add("q", t.RandomArray(n));
+  const int         z = variant == CGVariant::Z_UPDATE ? ops.Add("z", t.RandomArray(n)) : NONE;
+  const int         u = variant == CGVariant::Z_UPDATE ? ops.Add("u", t.RandomArray(n)) : NONE;
+  const int         w = variant == CGVariant::JACOBI ? ops.Add("w", t.RandomArray(n)) : NONE;
+  const PetscScalar a = t.Random(), b = t.Random();
+  PetscScalar       ref[3] = {NaN, NaN, NaN}, dots[3] = {NaN, NaN, NaN};
+  PetscReal         scale[3];
+  BackendCounters   before;
+  const std::string label = Label("cg_update", names[(int)variant], n);
+
+  PetscFunctionBegin;
+  PetscCall(ops.Upload());
+  PetscCall(t.host->cg_update(n, a, b, ops.Ref(x), ops.Ref(r), z != NONE ? ops.Ref(z) : nullptr, ops.Ref(p), ops.Ref(q), u != NONE ? ops.Ref(u) : nullptr, w != NONE ? ops.Ref(w) : nullptr, ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->cg_update(n, a, b, ops.Dev(x), ops.Dev(r), z != NONE ? ops.Dev(z) : nullptr, ops.Dev(p), ops.Dev(q), u != NONE ? ops.Dev(u) : nullptr, w != NONE ? ops.Dev(w) : nullptr, dots));
+  PetscCall(CheckCounters(t, label, before, n > 0, n > 0));
+  {
+    const Array &rr = ops.RefArray(r);
+    Array        zz = z != NONE ? ops.RefArray(z) : rr;
+    if (w != NONE)
+      for (PetscInt i = 0; i < n; ++i) zz[i] = ops.RefArray(w)[i] * rr[i];
+    scale[0] = AbsDot(rr, zz);
+    scale[1] = AbsDot(rr, rr);
+    scale[2] = AbsDot(zz, zz);
+  }
+  PetscCall(CheckDots(t, label, 3, dots, ref, scale));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TestWAXPYDot(Tester &t, PetscInt n)
+{
+  Operands          ops(t);
+  const int         x = ops.Add("x", t.RandomArray(n)), v = ops.Add("v", t.RandomArray(n)), y = ops.Add("y", Array(n, NaN));
+  const PetscScalar a      = t.Random();
+  PetscScalar       ref[1] = {NaN}, dots[1] = {NaN};
+  PetscReal         scale[1];
+  BackendCounters   before;
+  const std::string label = Label("waxpy_dot", "", n);
+
+  PetscFunctionBegin;
+  PetscCall(ops.Upload());
+  PetscCall(t.host->waxpy_dot(n, a, ops.Ref(x), ops.Ref(v), ops.Ref(y), ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->waxpy_dot(n, a, ops.Dev(x), ops.Dev(v), ops.Dev(y), dots));
+  PetscCall(CheckCounters(t, label, before, n > 0, n > 0));
+  scale[0] = AbsDot(ops.RefArray(y), ops.RefArray(y));
+  PetscCall(CheckDots(t, label, 1, dots, ref, scale));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TestBCGSUpdate(Tester &t, PetscInt n, bool with_wr)
+{
+  Operands          ops(t);
+  const int         x = ops.Add("x", t.RandomArray(n)), r = ops.Add("r", Array(n, NaN)), p = ops.Add("p", t.RandomArray(n)), s = ops.Add("s", t.RandomArray(n));
+  const int         Ap = ops.Add("Ap", t.RandomArray(n)), As = ops.Add("As", t.RandomArray(n)), rstar = ops.Add("rstar", t.RandomArray(n));
+  const int         wr    = with_wr ? ops.Add("wr", t.RandomArray(n)) : NONE;
+  const PetscScalar alpha = t.Random(), omega = t.Random(), beta = t.Random();
+  PetscScalar       ref[2] = {NaN, NaN}, dots[2] = {NaN, NaN};
+  PetscReal         scale[2];
+  BackendCounters   before;
+  const std::string label = Label("bcgs_update", with_wr ? "wr" : "no wr", n);
+
+  PetscFunctionBegin;
+  PetscCall(ops.Upload());
+  PetscCall(t.host->bcgs_update(n, alpha, omega, beta, wr != NONE ? ops.Ref(wr) : nullptr, ops.Ref(x), ops.Ref(r), ops.Ref(p), ops.Ref(s), ops.Ref(Ap), ops.Ref(As), ops.Ref(rstar), ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->bcgs_update(n, alpha, omega, beta, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(x), ops.Dev(r), ops.Dev(p), ops.Dev(s), ops.Dev(Ap), ops.Dev(As), ops.Dev(rstar), dots));
+  PetscCall(CheckCounters(t, label, before, n > 0, n > 0));
+  scale[0] = AbsDot(ops.RefArray(r), ops.RefArray(rstar));
+  scale[1] = AbsDot(ops.RefArray(r), ops.RefArray(r));
+  PetscCall(CheckDots(t, label, 2, dots, ref, scale));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* The dot products of one spmv_dots/dots call: kinds, and for each its vector operand (if any) */
+struct DotSet {
+  std::vector<DotKind> kinds;
+  std::string          Name() const
+  {
+    const char *letters = "ISWV"; /* INPUT, SELF, SELF_W, VECTOR */
+    std::string s;
+    for (DotKind k : kinds) s += letters[(int)k];
+    return s.empty() ? "no dots" : s;
+  }
+};
+
+const DotSet DOT_SETS[] = {
+    {{}},
+    {{DotKind::DOT_INPUT}},
+    {{DotKind::DOT_SELF}},
+    {{DotKind::DOT_SELF_W}},
+    {{DotKind::DOT_VECTOR}},
+    {{DotKind::DOT_INPUT, DotKind::DOT_SELF, DotKind::DOT_SELF_W, DotKind::DOT_VECTOR}},
+    {{DotKind::DOT_VECTOR, DotKind::DOT_SELF_W, DotKind::DOT_SELF, DotKind::DOT_INPUT}},
+};
+const DotSet &ALL_DOTS = DOT_SETS[5];
+
+/* Adds the vector operands of a dot set (length n) and fills the host and device DotSpecs */
+struct DotOperands {
+  std::vector<int> vec; /* operand index per dot, NONE when the kind has no vector */
+
+  void Add(Tester &t, Operands &ops, const DotSet &set, PetscInt n)
+  {
+    for (DotKind k : set.kinds) vec.push_back(k == DotKind::DOT_SELF_W ? ops.Add("dot weight", t.RandomArray(n)) : k == DotKind::DOT_VECTOR ? ops.Add("dot vector", t.RandomArray(n)) : NONE);
+  }
+  void Specs(Operands &ops, const DotSet &set, std::vector<DotSpec> &ref, std::vector<DotSpec> &dev)
+  {
+    for (size_t d = 0; d < set.kinds.size(); ++d) {
+      ref.push_back({set.kinds[d], vec[d] != NONE ? ops.Ref(vec[d]) : nullptr});
+      dev.push_back({set.kinds[d], vec[d] != NONE ? ops.Dev(vec[d]) : nullptr});
+    }
+  }
+  /* sum_i |term_i| of each dot, from the reference operands */
+  void Scales(const Operands &ops, const DotSet &set, const Array &in, const Array &out, PetscReal *scale) const
+  {
+    for (size_t d = 0; d < set.kinds.size(); ++d) {
+      switch (set.kinds[d]) {
+      case DotKind::DOT_INPUT:
+        scale[d] = AbsDot(out, Array(in.begin(), in.begin() + out.size()));
+        break;
+      case DotKind::DOT_SELF:
+        scale[d] = AbsDot(out, out);
+        break;
+      case DotKind::DOT_SELF_W:
+        scale[d] = AbsDot(out, out, &ops.RefArray(vec[d]));
+        break;
+      case DotKind::DOT_VECTOR:
+        scale[d] = AbsDot(out, ops.RefArray(vec[d]));
+        break;
+      }
+    }
+  }
+};
+
+PetscErrorCode TestDots(Tester &t, PetscInt n, const DotSet &set)
+{
+  Operands             ops(t);
+  const int            in = ops.Add("in", t.RandomArray(n)), out = ops.Add("out", t.RandomArray(n));
+  DotOperands          dotops;
+  std::vector<DotSpec> rspecs, dspecs;
+  const int            nd = (int)set.kinds.size();
+  PetscScalar          ref[FUSED_MAX_DOTS], dots[FUSED_MAX_DOTS];
+  PetscReal            scale[FUSED_MAX_DOTS];
+  BackendCounters      before;
+  const std::string    label = Label("dots", set.Name().c_str(), n);
+
+  PetscFunctionBegin;
+  dotops.Add(t, ops, set, n);
+  PetscCall(ops.Upload());
+  dotops.Specs(ops, set, rspecs, dspecs);
+  std::fill(ref, ref + FUSED_MAX_DOTS, NaN);
+  std::fill(dots, dots + FUSED_MAX_DOTS, NaN);
+  PetscCall(t.host->dots(n, ops.Ref(in), ops.Ref(out), nd, rspecs.data(), ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->dots(n, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  PetscCall(CheckCounters(t, label, before, n > 0 && nd > 0, n > 0 && nd > 0));
+  dotops.Scales(ops, set, ops.RefArray(in), ops.RefArray(out), scale);
+  PetscCall(CheckDots(t, label, nd, dots, ref, scale));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+enum class MatrixKind { RANDOM_0_12, BANDED_7, SHORT_0_2, MEDIUM_0_30, LONG_16_64, RECTANGULAR_0_12 };
+const char *MATRIX_NAMES[] = {"random 0..12", "banded 7-point", "random 0..2", "random 0..30", "random 16..64", "rectangular random 0..12"};
+
+/* A CSR matrix on the host and its arrays on the device */
+struct Matrix {
+  PetscInt              nrows = 0, ncols = 0;
+  std::vector<PetscInt> rowptr{0}, colidx;
+  Array                 vals;
+  CSRView               ref, dev;
+};
+
+void GenerateMatrix(Tester &t, MatrixKind kind, PetscInt n, Matrix &A)
+{
+  A.nrows = n;
+  A.ncols = kind == MatrixKind::RECTANGULAR_0_12 ? 2 * n + 3 : n;
+  if (kind == MatrixKind::BANDED_7) {
+    const PetscInt nx        = std::max<PetscInt>(1, (PetscInt)std::lround(std::cbrt((double)n)));
+    const PetscInt offsets[] = {-nx * nx, -nx, -1, 0, 1, nx, nx * nx};
+    for (PetscInt i = 0; i < n; ++i) {
+      for (PetscInt off : offsets)
+        if (i + off >= 0 && i + off < n) {
+          A.colidx.push_back(i + off);
+          A.vals.push_back(t.Random());
+        }
+      A.rowptr.push_back((PetscInt)A.colidx.size());
+    }
+    return;
+  }
+  const PetscInt lo = kind == MatrixKind::LONG_16_64 ? 16 : 0;
+  const PetscInt hi = kind == MatrixKind::SHORT_0_2 ? 2 : kind == MatrixKind::MEDIUM_0_30 ? 30 : kind == MatrixKind::LONG_16_64 ? 64 : 12;
+  for (PetscInt i = 0; i < n; ++i) {
+    const PetscInt len = t.RandomInt(lo, hi);
+    for (PetscInt k = 0; k < len; ++k) {
+      A.colidx.push_back(t.RandomInt(0, A.ncols - 1));
+      A.vals.push_back(t.Random());
+    }
+    A.rowptr.push_back((PetscInt)A.colidx.size());
+  }
+}
+
+PetscErrorCode UploadMatrix(Tester &t, Matrix &A)
+{
+  PetscInt    *rowptr, *colidx;
+  PetscScalar *vals;
+  const size_t nnz = A.colidx.size();
+
+  PetscFunctionBegin;
+  PetscCall(t.dev->malloc_bytes(A.rowptr.size() * sizeof(PetscInt), (void **)&rowptr));
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(nnz, 1) * sizeof(PetscInt), (void **)&colidx));
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(nnz, 1) * sizeof(PetscScalar), (void **)&vals));
+  PetscCall(t.dev->copy_to_backend(rowptr, A.rowptr.data(), A.rowptr.size() * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_backend(colidx, A.colidx.data(), nnz * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_backend(vals, A.vals.data(), nnz * sizeof(PetscScalar)));
+  A.ref.nrows = A.dev.nrows = A.nrows;
+  A.ref.ncols = A.dev.ncols = A.ncols;
+  A.ref.rowptr              = A.rowptr.data();
+  A.ref.colidx              = A.colidx.data();
+  A.ref.vals                = A.vals.data();
+  A.dev.rowptr              = rowptr;
+  A.dev.colidx              = colidx;
+  A.dev.vals                = vals;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode FreeMatrix(Tester &t, Matrix &A)
+{
+  PetscFunctionBegin;
+  PetscCall(t.dev->free_bytes((void *)A.dev.rowptr));
+  PetscCall(t.dev->free_bytes((void *)A.dev.colidx));
+  PetscCall(t.dev->free_bytes((void *)A.dev.vals));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TestSpMVDots(Tester &t, const Matrix &A, const char *matrix, bool with_wl, bool with_wr, const DotSet &set)
+{
+  Operands             ops(t);
+  const int            in = ops.Add("in", t.RandomArray(A.ncols)), out = ops.Add("out", Array(A.nrows, NaN));
+  const int            wl = with_wl ? ops.Add("wl", t.RandomArray(A.nrows)) : NONE;
+  const int            wr = with_wr ? ops.Add("wr", t.RandomArray(A.ncols)) : NONE;
+  DotOperands          dotops;
+  std::vector<DotSpec> rspecs, dspecs;
+  const int            nd = (int)set.kinds.size();
+  PetscScalar          ref[FUSED_MAX_DOTS], dots[FUSED_MAX_DOTS];
+  PetscReal            scale[FUSED_MAX_DOTS];
+  BackendCounters      before;
+  char                 variant[160];
+  std::string          label;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s%s, %s", matrix, with_wl ? ", wl" : "", with_wr ? ", wr" : "", set.Name().c_str()));
+  label = Label("spmv_dots", variant, A.nrows);
+  dotops.Add(t, ops, set, A.nrows);
+  PetscCall(ops.Upload());
+  dotops.Specs(ops, set, rspecs, dspecs);
+  std::fill(ref, ref + FUSED_MAX_DOTS, NaN);
+  std::fill(dots, dots + FUSED_MAX_DOTS, NaN);
+  PetscCall(t.host->spmv_dots(&A.ref, wl != NONE ? ops.Ref(wl) : nullptr, wr != NONE ? ops.Ref(wr) : nullptr, ops.Ref(in), ops.Ref(out), nd, rspecs.data(), ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->spmv_dots(&A.dev, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  PetscCall(CheckCounters(t, label, before, A.nrows > 0, A.nrows > 0 && nd > 0));
+  dotops.Scales(ops, set, ops.RefArray(in), ops.RefArray(out), scale);
+  PetscCall(CheckDots(t, label, nd, dots, ref, scale));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Every weight combination with all dot kinds and with none, every single kind without weights */
+PetscErrorCode TestSpMVMatrix(Tester &t, MatrixKind kind, PetscInt n)
+{
+  Matrix A;
+
+  PetscFunctionBegin;
+  GenerateMatrix(t, kind, n, A);
+  PetscCall(UploadMatrix(t, A));
+  for (const DotSet &set : DOT_SETS) {
+    const bool all_weights = set.kinds.empty() || &set == &ALL_DOTS;
+    for (int weights = 0; weights < (all_weights ? 4 : 1); ++weights) PetscCall(TestSpMVDots(t, A, MATRIX_NAMES[(int)kind], weights & 1, weights & 2, set));
+  }
+  PetscCall(FreeMatrix(t, A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* A call against nv vectors uses one launch in the CUDA backend up to this many dot products
+   (the GMRES restarts the solvers use); above it only the single copy is asserted */
+constexpr PetscInt ONE_LAUNCH_VECTORS = 200;
+
+PetscErrorCode TestMDot(Tester &t, PetscInt n, PetscInt nv, PetscBool selfdot)
+{
+  Operands                         ops(t);
+  std::vector<int>                 v;
+  const int                        y  = ops.Add("y", t.RandomArray(n));
+  const int                        nd = (int)nv + (selfdot ? 1 : 0);
+  std::vector<const PetscScalar *> Vref, Vdev;
+  Array                            ref(nd, NaN), dots(nd, NaN);
+  std::vector<PetscReal>           scale(nd);
+  BackendCounters                  before;
+  char                             variant[64];
+  std::string                      label;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "nv=%" PetscInt_FMT "%s", nv, selfdot ? ", selfdot" : ""));
+  label = Label("mdot", variant, n);
+  for (PetscInt j = 0; j < nv; ++j) v.push_back(ops.Add("V[" + std::to_string(j) + "]", t.RandomArray(n)));
+  PetscCall(ops.Upload());
+  for (int k : v) {
+    Vref.push_back(ops.Ref(k));
+    Vdev.push_back(ops.Dev(k));
+  }
+  PetscCall(t.host->mdot(n, nv, Vref.data(), ops.Ref(y), selfdot, ref.data()));
+  before = *t.dev->counters;
+  PetscCall(t.dev->mdot(n, nv, Vdev.data(), ops.Dev(y), selfdot, dots.data()));
+  PetscCall(CheckCounters(t, label, before, n == 0 || nd == 0 ? 0 : nd <= ONE_LAUNCH_VECTORS ? 1 : NONE, n > 0 && nd > 0));
+  for (PetscInt j = 0; j < nv; ++j) scale[j] = AbsDot(ops.RefArray(v[j]), ops.RefArray(y));
+  if (selfdot) scale[nv] = AbsDot(ops.RefArray(y), ops.RefArray(y));
+  PetscCall(CheckDots(t, label, nd, dots.data(), ref.data(), scale.data()));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+enum class MAXPYDot { NONE, SELF, VECTOR }; /* maxpy_scale's dot: none, <y,y>, <y,dotvec> */
+
+PetscErrorCode TestMAXPYScale(Tester &t, PetscInt n, PetscInt nv, MAXPYDot mode)
+{
+  const char                      *modes[] = {"", ", <y,y>", ", <y,dotvec>"};
+  Operands                         ops(t);
+  std::vector<int>                 v;
+  const int                        y      = ops.Add("y", t.RandomArray(n));
+  const int                        dotvec = mode == MAXPYDot::VECTOR ? ops.Add("dotvec", t.RandomArray(n)) : NONE;
+  const bool                       dot    = mode != MAXPYDot::NONE;
+  const Array                      coef   = t.RandomArray(nv);
+  const PetscScalar                scale  = t.Random();
+  std::vector<const PetscScalar *> Vref, Vdev;
+  PetscScalar                      ref = NaN, res = NaN;
+  PetscReal                        dotscale;
+  BackendCounters                  before;
+  char                             variant[64];
+  std::string                      label;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "nv=%" PetscInt_FMT "%s", nv, modes[(int)mode]));
+  label = Label("maxpy_scale", variant, n);
+  for (PetscInt j = 0; j < nv; ++j) v.push_back(ops.Add("V[" + std::to_string(j) + "]", t.RandomArray(n)));
+  PetscCall(ops.Upload());
+  for (int k : v) {
+    Vref.push_back(ops.Ref(k));
+    Vdev.push_back(ops.Dev(k));
+  }
+  PetscCall(t.host->maxpy_scale(n, nv, coef.data(), Vref.data(), ops.Ref(y), scale, dotvec != NONE ? ops.Ref(dotvec) : nullptr, dot ? &ref : nullptr));
+  before = *t.dev->counters;
+  PetscCall(t.dev->maxpy_scale(n, nv, coef.data(), Vdev.data(), ops.Dev(y), scale, dotvec != NONE ? ops.Dev(dotvec) : nullptr, dot ? &res : nullptr));
+  PetscCall(CheckCounters(t, label, before, n == 0 ? 0 : nv <= ONE_LAUNCH_VECTORS ? 1 : NONE, n > 0 && dot));
+  if (dot) {
+    dotscale = AbsDot(ops.RefArray(y), dotvec != NONE ? ops.RefArray(dotvec) : ops.RefArray(y));
+    PetscCall(CheckDots(t, label, 1, &res, &ref, &dotscale));
+  }
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TestSGMRESUpdate(Tester &t, PetscInt n, PetscInt nv)
+{
+  Operands                         ops(t);
+  std::vector<int>                 v;
+  const int                        w = ops.Add("w", t.RandomArray(n)), zold = ops.Add("zold", t.RandomArray(n)), znew = ops.Add("znew", Array(n, NaN));
+  const Array                      coef  = t.RandomArray(nv);
+  const PetscScalar                scale = t.Random(), eta = t.Random();
+  std::vector<const PetscScalar *> Vref, Vdev;
+  PetscScalar                      ref[1] = {NaN}, dots[1] = {NaN};
+  PetscReal                        dotscale[1];
+  BackendCounters                  before;
+  char                             variant[64];
+  std::string                      label;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "nv=%" PetscInt_FMT, nv));
+  label = Label("sgmres_update", variant, n);
+  for (PetscInt j = 0; j < nv; ++j) v.push_back(ops.Add("V[" + std::to_string(j) + "]", t.RandomArray(n)));
+  PetscCall(ops.Upload());
+  for (int k : v) {
+    Vref.push_back(ops.Ref(k));
+    Vdev.push_back(ops.Dev(k));
+  }
+  PetscCall(t.host->sgmres_update(n, nv, coef.data(), Vref.data(), ops.Ref(w), scale, eta, ops.Ref(zold), ops.Ref(znew), ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->sgmres_update(n, nv, coef.data(), Vdev.data(), ops.Dev(w), scale, eta, ops.Dev(zold), ops.Dev(znew), dots));
+  PetscCall(CheckCounters(t, label, before, n == 0 ? 0 : nv <= ONE_LAUNCH_VECTORS ? 1 : NONE, n > 0));
+  dotscale[0] = AbsDot(ops.RefArray(znew), ops.RefArray(znew));
+  PetscCall(CheckDots(t, label, 1, dots, ref, dotscale));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Deferred second stages: cg_update, spmv_dots, mdot, waxpy_dot and maxpy_scale called with
+   batch_defer(PETSC_TRUE) inside one batch complete at batch_end() with ONE device->host copy in
+   all; a dots() call made with batch_defer(PETSC_FALSE) inside the batch completes at once, with
+   its own copy.  Run first with the largest n, the partial-sum buffer grows while sums are pending. */
+PetscErrorCode TestBatch(Tester &t, PetscInt n)
+{
+  constexpr PetscInt               nv = 5;
+  Operands                         ops(t);
+  Matrix                           A;
+  const int                        x = ops.Add("cg x", t.RandomArray(n)), r = ops.Add("cg r", t.RandomArray(n)), p = ops.Add("cg p", t.RandomArray(n)), q = ops.Add("cg q", t.RandomArray(n));
+  const int                        in = ops.Add("spmv in", t.RandomArray(n)), out = ops.Add("spmv out", Array(n, NaN));
+  const int                        ym = ops.Add("mdot y", t.RandomArray(n));
+  const int                        xw = ops.Add("waxpy x", t.RandomArray(n)), vw = ops.Add("waxpy v", t.RandomArray(n)), yw = ops.Add("waxpy y", Array(n, NaN));
+  const int                        ya = ops.Add("maxpy y", t.RandomArray(n)), dotvec = ops.Add("maxpy dotvec", t.RandomArray(n));
+  const int                        din = ops.Add("dots in", t.RandomArray(n)), dout = ops.Add("dots out", t.RandomArray(n));
+  std::vector<int>                 v;
+  const Array                      coef = t.RandomArray(nv);
+  const PetscScalar                a = t.Random(), b = t.Random(), aw = t.Random(), scale = t.Random();
+  const DotSpec                    spmv_specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}}, self[1] = {{DotKind::DOT_SELF, nullptr}};
+  std::vector<const PetscScalar *> Vref, Vdev;
+  /* reference and device results: cg 3, spmv 2, mdot nv+1, waxpy 1, maxpy 1, dots 1 */
+  constexpr int     ND = 3 + 2 + nv + 1 + 1 + 1 + 1;
+  PetscScalar       ref[ND], res[ND];
+  PetscReal         scales[ND];
+  BackendCounters   before;
+  const std::string label = Label("batch", "cg_update, spmv_dots, mdot, waxpy_dot, maxpy_scale deferred; dots not", n);
+
+  PetscFunctionBegin;
+  for (PetscInt j = 0; j < nv; ++j) v.push_back(ops.Add("mdot/maxpy V[" + std::to_string(j) + "]", t.RandomArray(n)));
+  GenerateMatrix(t, MatrixKind::BANDED_7, n, A);
+  PetscCall(UploadMatrix(t, A));
+  PetscCall(ops.Upload());
+  for (int k : v) {
+    Vref.push_back(ops.Ref(k));
+    Vdev.push_back(ops.Dev(k));
+  }
+  std::fill(ref, ref + ND, NaN);
+  std::fill(res, res + ND, NaN);
+  PetscCall(t.host->cg_update(n, a, b, ops.Ref(x), ops.Ref(r), nullptr, ops.Ref(p), ops.Ref(q), nullptr, nullptr, ref));
+  PetscCall(t.host->spmv_dots(&A.ref, nullptr, nullptr, ops.Ref(in), ops.Ref(out), 2, spmv_specs, ref + 3));
+  PetscCall(t.host->mdot(n, nv, Vref.data(), ops.Ref(ym), PETSC_TRUE, ref + 5));
+  PetscCall(t.host->waxpy_dot(n, aw, ops.Ref(xw), ops.Ref(vw), ops.Ref(yw), ref + 6 + nv));
+  PetscCall(t.host->maxpy_scale(n, nv, coef.data(), Vref.data(), ops.Ref(ya), scale, ops.Ref(dotvec), ref + 7 + nv));
+  PetscCall(t.host->dots(n, ops.Ref(din), ops.Ref(dout), 1, self, ref + 8 + nv));
+
+  before = *t.dev->counters;
+  PetscCall(t.dev->batch_begin());
+  PetscCall(t.dev->batch_defer(PETSC_TRUE));
+  PetscCall(t.dev->cg_update(n, a, b, ops.Dev(x), ops.Dev(r), nullptr, ops.Dev(p), ops.Dev(q), nullptr, nullptr, res));
+  PetscCall(t.dev->spmv_dots(&A.dev, nullptr, nullptr, ops.Dev(in), ops.Dev(out), 2, spmv_specs, res + 3));
+  PetscCall(t.dev->mdot(n, nv, Vdev.data(), ops.Dev(ym), PETSC_TRUE, res + 5));
+  PetscCall(t.dev->batch_defer(PETSC_FALSE));
+  PetscCall(t.dev->dots(n, ops.Dev(din), ops.Dev(dout), 1, self, res + 8 + nv));
+  PetscCall(Record(t, !std::isnan(res[8 + nv]), label, "dots() with batch_defer(PETSC_FALSE) did not complete at once", 0, 0));
+  PetscCall(t.dev->batch_defer(PETSC_TRUE));
+  PetscCall(t.dev->waxpy_dot(n, aw, ops.Dev(xw), ops.Dev(vw), ops.Dev(yw), res + 6 + nv));
+  PetscCall(t.dev->maxpy_scale(n, nv, coef.data(), Vdev.data(), ops.Dev(ya), scale, ops.Dev(dotvec), res + 7 + nv));
+  PetscCall(t.dev->batch_end());
+  PetscCall(CheckCounters(t, label, before, n > 0 ? 6 : 0, n > 0 ? 2 : 0));
+
+  scales[0] = scales[1] = AbsDot(ops.RefArray(r), ops.RefArray(r));
+  scales[2]             = scales[0];
+  scales[3]             = AbsDot(ops.RefArray(out), ops.RefArray(in));
+  scales[4]             = AbsDot(ops.RefArray(out), ops.RefArray(out));
+  for (PetscInt j = 0; j < nv; ++j) scales[5 + j] = AbsDot(ops.RefArray(v[j]), ops.RefArray(ym));
+  scales[5 + nv] = AbsDot(ops.RefArray(ym), ops.RefArray(ym));
+  scales[6 + nv] = AbsDot(ops.RefArray(yw), ops.RefArray(yw));
+  scales[7 + nv] = AbsDot(ops.RefArray(ya), ops.RefArray(dotvec));
+  scales[8 + nv] = AbsDot(ops.RefArray(dout), ops.RefArray(dout));
+  PetscCall(CheckDots(t, label, ND, res, ref, scales));
+  PetscCall(ops.CompareAndFree(label));
+  PetscCall(FreeMatrix(t, A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+/* malloc_bytes(0), a failing allocation (PETSC_ERR_MEM, not a crash) and the copy counters */
+PetscErrorCode TestMemory(Tester &t)
+{
+  void             *ptr = &t;
+  PetscErrorCode    ierr;
+  const Array       data = t.RandomArray(33);
+  Array             back(data.size(), NaN);
+  BackendCounters   before;
+  const std::string label = "memory";
+
+  PetscFunctionBegin;
+  PetscCall(t.dev->malloc_bytes(0, &ptr));
+  PetscCall(Record(t, ptr == nullptr, label, "malloc_bytes(0) did not return NULL", 0, 0));
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, nullptr));
+  ierr = t.dev->malloc_bytes((size_t)1 << 60, &ptr);
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(Record(t, ierr == PETSC_ERR_MEM && ptr == nullptr, label, "malloc_bytes(2^60) did not fail with PETSC_ERR_MEM", (PetscReal)ierr, 0));
+
+  PetscCall(t.dev->malloc_bytes(data.size() * sizeof(PetscScalar), &ptr));
+  before = *t.dev->counters;
+  PetscCall(t.dev->copy_to_backend(ptr, data.data(), data.size() * sizeof(PetscScalar)));
+  PetscCall(t.dev->copy_to_host(back.data(), ptr, back.size() * sizeof(PetscScalar)));
+  PetscCall(Record(t, t.dev->counters->h2d - before.h2d == 1 && t.dev->counters->d2h - before.d2h == 1 && t.dev->counters->launches == before.launches, label, "copy counters: expected 1 h2d, 1 d2h, 0 launches", 0, 0));
+  PetscCall(CheckVector(t, label, "copy round trip", back, data));
+  PetscCall(t.dev->free_bytes(ptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode RunAll(Tester &t)
+{
+  const PetscInt nvs[] = {0, 1, 5, 40, 300};
+
+  PetscFunctionBegin;
+  PetscCall(TestMemory(t));
+  for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099}) PetscCall(TestBatch(t, n));
+  for (PetscInt n : SIZES) {
+    for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));
+    PetscCall(TestWAXPYDot(t, n));
+    PetscCall(TestBCGSUpdate(t, n, false));
+    PetscCall(TestBCGSUpdate(t, n, true));
+    for (const DotSet &set : DOT_SETS) PetscCall(TestDots(t, n, set));
+    for (MatrixKind kind : {MatrixKind::RANDOM_0_12, MatrixKind::BANDED_7, MatrixKind::SHORT_0_2, MatrixKind::MEDIUM_0_30, MatrixKind::LONG_16_64, MatrixKind::RECTANGULAR_0_12}) {
+      if (kind == MatrixKind::LONG_16_64 && n > 1000) continue; /* 40 M nonzeros: no new code path */
+      PetscCall(TestSpMVMatrix(t, kind, n));
+    }
+    for (PetscInt nv : nvs) {
+      if (nv > 40 && n > 1000) continue; /* 300 vectors of 10^6: 2.4 GB, no new code path */
+      for (PetscBool selfdot : {PETSC_FALSE, PETSC_TRUE})
+        if (nv > 0 || selfdot) PetscCall(TestMDot(t, n, nv, selfdot));
+      for (MAXPYDot mode : {MAXPYDot::NONE, MAXPYDot::SELF, MAXPYDot::VECTOR}) PetscCall(TestMAXPYScale(t, n, nv, mode));
+      PetscCall(TestSGMRESUpdate(t, n, nv));
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+  Tester t;
+
+  PetscCall(PetscInitialize(&argc, &argv, nullptr, "Checks every operation of the CUDA backend against the host backend"));
+  t.host = HostBackend();
+#if defined(FUSEDKSP_HAVE_CUDA)
+  t.dev = CUDABackend();
+#endif
+  if (!t.dev) {
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "SKIP test_backend: no GPU (CUDA backend not available)\n"));
+    PetscCall(PetscFinalize());
+    return 0;
+  }
+  PetscCall(RunAll(t));
+  if (t.failures)
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_backend: %" PetscInt_FMT " of %" PetscInt_FMT " checks FAILED\n", t.failures, t.checks));
+  else
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_backend: all %" PetscInt_FMT " checks passed\n", t.checks));
+  PetscCall(PetscFinalize());
+  return t.failures ? 1 : 0;
+}
