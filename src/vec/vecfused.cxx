@@ -227,6 +227,7 @@ PetscErrorCode VecConvertToFused(Vec v, const char *name)
   v->ops->placearray        = VecPlaceArray_Fused;
   v->ops->replacearray      = VecReplaceArray_Fused;
   v->ops->resetarray        = VecResetArray_Fused;
+  PetscCall(VecFusedInstallDeviceOps(v));
   PetscCall(PetscObjectChangeTypeName((PetscObject)v, name));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

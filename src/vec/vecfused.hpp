@@ -12,4 +12,8 @@ PetscErrorCode VecIsFused(Vec v, PetscBool *fused);
    synchronized for the access mode; restore marks where the valid data now lives.             */
 PetscErrorCode VecFusedGetArray(Vec v, PetscMemoryAccessMode mode, PetscScalar **a);
 PetscErrorCode VecFusedRestoreArray(Vec v, PetscMemoryAccessMode mode, PetscScalar **a);
+
+/* Gives a VECSEQ/VECMPI becoming fused the device versions of the standard BLAS-1 operations
+   (src/vec/vecfused_ops.cxx), saving its host operations for the host backend and plain operands */
+PetscErrorCode VecFusedInstallDeviceOps(Vec v);
 } // namespace fusedksp

@@ -149,15 +149,18 @@ static PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See BlasKernels::mdot: each dot product as dot (the chunks of the CUDA kernel) */
+/* See BlasKernels::mdot: the chunks of the multi-dot kernels (BlockedReduceN) */
 static PetscErrorCode MDotBlas(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
 {
-  PetscFunctionBegin;
-  for (PetscInt j = 0; j < nv; ++j) {
-    const PetscScalar *y = Y[j];
+  PetscScalar *part;
 
-    BlockedReduce<1>(n, &vals[j], [=](PetscInt i, PetscScalar *part) { part[0] += x[i] * y[i]; });
-  }
+  PetscFunctionBegin;
+  PetscCall(PetscMalloc1(nv, &part));
+  BlockedReduceN(n, (int)nv, vals, part, [=](PetscInt i, PetscScalar *pt) {
+    const PetscScalar xi = x[i];
+    for (PetscInt j = 0; j < nv; ++j) pt[j] += xi * Y[j][i];
+  });
+  PetscCall(PetscFree(part));
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -1,0 +1,505 @@
+/*
+   CUDA backend: the BLAS-1 contract (backend/blas.hpp) on the backend's stream.
+
+   Elementwise operations are one grid-stride kernel each (at most MAX_GRID blocks of BLOCK_SIZE
+   threads), nothing when n == 0.  Dot products and norms are one kernel over the chunks of
+   PartitionRange() writing one partial per thread block, then ONE device->host copy of the
+   partials (SumPartials), exactly as the fused kernels of the solvers; the infinity norm copies
+   the block maxima the same way and takes their maximum on the host.  maxpy and mdot pass the
+   vector pointers (and coefficients) by value in a kernel parameter table, up to MAXPY_TABLE /
+   MDOT_TABLE vectors per launch; mdot copies the partials of all its dot products back at once.
+*/
+#include "backend/blas.hpp"
+#include "backend/cuda/cuda_common.cuh"
+#include <climits>
+
+namespace fusedksp
+{
+namespace cuda
+{
+namespace
+{
+
+constexpr int MAX_GRID    = 4096; /* blocks of an elementwise kernel; threads stride beyond */
+constexpr int MAXPY_TABLE = 16;   /* vectors per maxpy launch                              */
+constexpr int MDOT_TABLE  = 32;   /* vectors per mdot launch                               */
+constexpr int MDOT_GROUP  = 8;    /* dot products per thread block of mdot                 */
+
+/* op(i) for every i in [0, n) */
+template <class Op> __global__ void MapKernel(PetscInt64 n, Op op)
+{
+  const PetscInt64 stride = (PetscInt64)gridDim.x * blockDim.x;
+
+  for (PetscInt64 i = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) op(i);
+}
+
+/* One MapKernel launch on the backend's stream (none when n == 0) */
+template <class Op> PetscErrorCode LaunchMap(PetscInt n, const Op &op)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (n) {
+    const int nblocks = (int)PetscMin((PetscInt64)MAX_GRID, ((PetscInt64)n + BLOCK_SIZE - 1) / BLOCK_SIZE);
+
+    PetscCall(GetStream(&stream));
+    MapKernel<<<nblocks, BLOCK_SIZE, 0, stream>>>((PetscInt64)n, op);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The elementwise operations (see BlasKernels) */
+struct AXPYOp {
+  PetscScalar        a;
+  const PetscScalar *x;
+  PetscScalar       *y;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    y[i] += a * x[i];
+  }
+};
+
+struct AYPXOp {
+  PetscScalar        b;
+  const PetscScalar *x;
+  PetscScalar       *y;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    y[i] = x[i] + b * y[i];
+  }
+};
+
+struct AXOp { /* y := a x (axpby with b == 0) */
+  PetscScalar        a;
+  const PetscScalar *x;
+  PetscScalar       *y;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    y[i] = a * x[i];
+  }
+};
+
+struct AXPBYOp {
+  PetscScalar        a, b;
+  const PetscScalar *x;
+  PetscScalar       *y;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    y[i] = a * x[i] + b * y[i];
+  }
+};
+
+struct AXPBYPCZOp {
+  PetscScalar        a, b, c;
+  const PetscScalar *x, *y;
+  PetscScalar       *z;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    z[i] = a * x[i] + b * y[i] + c * z[i];
+  }
+};
+
+struct AXPBYToZOp { /* z := a x + b y (axpbypcz with c == 0) */
+  PetscScalar        a, b;
+  const PetscScalar *x, *y;
+  PetscScalar       *z;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    z[i] = a * x[i] + b * y[i];
+  }
+};
+
+struct WAXPYOp {
+  PetscScalar        a;
+  const PetscScalar *x, *y;
+  PetscScalar       *w;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    w[i] = a * x[i] + y[i];
+  }
+};
+
+struct ScaleOp {
+  PetscScalar     a;
+  PetscScalar    *x;
+  __device__ void operator()(PetscInt64 i) const
+  {
+    x[i] *= a;
+  }
+};
+
+struct SetOp {
+  PetscScalar     a;
+  PetscScalar    *x;
+  __device__ void operator()(PetscInt64 i) const
+  {
+    x[i] = a;
+  }
+};
+
+struct CopyOp {
+  const PetscScalar *x;
+  PetscScalar       *y;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    y[i] = x[i];
+  }
+};
+
+struct SwapOp {
+  PetscScalar    *x, *y;
+  __device__ void operator()(PetscInt64 i) const
+  {
+    const PetscScalar t = x[i];
+    x[i]                = y[i];
+    y[i]                = t;
+  }
+};
+
+struct MultOp {
+  const PetscScalar *x, *y;
+  PetscScalar       *w;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    w[i] = x[i] * y[i];
+  }
+};
+
+struct DivideOp {
+  const PetscScalar *x, *y;
+  PetscScalar       *w;
+  __device__ void    operator()(PetscInt64 i) const
+  {
+    const PetscScalar xi = x[i], yi = y[i];
+    w[i] = yi == 0.0 ? (xi == 0.0 ? 1.0 : 0.0) : xi / yi;
+  }
+};
+
+/* Partials of sum_i term(i) over the chunks of PartitionRange(n), one per thread block */
+template <class Term> __global__ void SumKernel(PetscInt n, PetscInt chunk, Term term, PetscScalar *partials)
+{
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[1] = {0};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) acc[0] += term(i);
+  WriteBlockPartials(acc, 1, partials);
+}
+
+/* One SumKernel launch and one device->host copy (neither when n == 0, the sum is then 0) */
+template <class Term> PetscErrorCode LaunchSum(PetscInt n, const Term &term, PetscScalar *sum)
+{
+  const Partition part = PartitionRange(n);
+  PetscScalar    *partials;
+  cudaStream_t    stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetPartials((size_t)part.nblocks, &partials));
+    SumKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, term, partials);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(SumPartials(1, part.nblocks, sum));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The terms of the reductions */
+struct DotTerm {
+  const PetscScalar     *x, *y;
+  __device__ PetscScalar operator()(PetscInt64 i) const
+  {
+    return x[i] * y[i];
+  }
+};
+
+struct SquareTerm {
+  const PetscScalar     *x;
+  __device__ PetscScalar operator()(PetscInt64 i) const
+  {
+    return x[i] * x[i];
+  }
+};
+
+struct AbsTerm {
+  const PetscScalar     *x;
+  __device__ PetscScalar operator()(PetscInt64 i) const
+  {
+    return fabs(x[i]);
+  }
+};
+
+/* max(a, b) in which NaN wins over every number, as PETSc's VecNorm(x, NORM_INFINITY) */
+struct MaxNaN {
+  __host__ __device__ PetscReal operator()(PetscReal a, PetscReal b) const
+  {
+    return (b > a || b != b) ? b : a;
+  }
+};
+
+/* partials[b] = max |x_i| over the chunk of thread block b (0 for an empty chunk) */
+__global__ void MaxAbsKernel(PetscInt n, PetscInt chunk, const PetscScalar *x, PetscScalar *partials)
+{
+  using BlockReduce = cub::BlockReduce<PetscReal, BLOCK_SIZE>;
+  __shared__ typename BlockReduce::TempStorage temp;
+  const ChunkRange                             range = BlockChunk(n, chunk);
+  PetscReal                                    m     = 0;
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) m = MaxNaN()(m, fabs(x[i]));
+  m = BlockReduce(temp).Reduce(m, MaxNaN());
+  if (threadIdx.x == 0) partials[blockIdx.x] = m;
+}
+
+/* The vectors and coefficients of one maxpy launch (kernel parameters, passed by value) */
+struct MAXPYTable {
+  const PetscScalar *x[MAXPY_TABLE];
+  PetscScalar        alpha[MAXPY_TABLE];
+};
+
+/* y += sum_{k < count} table.alpha[k] table.x[k] */
+__global__ void MAXPYKernel(PetscInt64 n, const __grid_constant__ MAXPYTable table, int count, PetscScalar *y)
+{
+  const PetscInt64 stride = (PetscInt64)gridDim.x * blockDim.x;
+
+  for (PetscInt64 i = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    PetscScalar yi = y[i];
+#pragma unroll
+    for (int k = 0; k < MAXPY_TABLE; ++k)
+      if (k < count) yi += table.alpha[k] * table.x[k][i];
+    y[i] = yi;
+  }
+}
+
+/* The vectors of one mdot launch (kernel parameters, passed by value) */
+struct MDotTable {
+  const PetscScalar *y[MDOT_TABLE];
+};
+
+/* Partials of <x, table.y[k]> for k < count: block (b, g) reduces chunk b of the dot products
+   g*MDOT_GROUP ... g*MDOT_GROUP + MDOT_GROUP-1, reading x once for all of them, and writes
+   partial k to partials[k * gridDim.x + b]                                                    */
+__global__ void MDotKernel(PetscInt n, PetscInt chunk, const PetscScalar *x, const __grid_constant__ MDotTable table, int count, PetscScalar *partials)
+{
+  const ChunkRange range           = BlockChunk(n, chunk);
+  const int        first           = blockIdx.y * MDOT_GROUP;
+  const int        group           = min(MDOT_GROUP, count - first);
+  PetscScalar      acc[MDOT_GROUP] = {};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    const PetscScalar xi = x[i];
+#pragma unroll
+    for (int k = 0; k < MDOT_GROUP; ++k)
+      if (k < group) acc[k] += xi * table.y[first + k][i];
+  }
+  WriteBlockPartials(acc, group, partials + (size_t)first * gridDim.x);
+}
+
+PetscErrorCode AXPY(PetscInt n, PetscScalar a, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, AXPYOp{a, x, y}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode AYPX(PetscInt n, PetscScalar b, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, AYPXOp{b, x, y}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Set(PetscInt n, PetscScalar a, PetscScalar *x)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, SetOp{a, x}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Scale(PetscInt n, PetscScalar a, PetscScalar *x)
+{
+  PetscFunctionBegin;
+  if (a == 0.0)
+    PetscCall(LaunchMap(n, SetOp{0.0, x}));
+  else
+    PetscCall(LaunchMap(n, ScaleOp{a, x}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode AXPBY(PetscInt n, PetscScalar a, PetscScalar b, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  if (a == 0.0)
+    PetscCall(Scale(n, b, y));
+  else if (b == 0.0)
+    PetscCall(LaunchMap(n, AXOp{a, x, y}));
+  else
+    PetscCall(LaunchMap(n, AXPBYOp{a, b, x, y}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode AXPBYPCZ(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar c, const PetscScalar *x, const PetscScalar *y, PetscScalar *z)
+{
+  PetscFunctionBegin;
+  if (c == 0.0)
+    PetscCall(LaunchMap(n, AXPBYToZOp{a, b, x, y, z}));
+  else
+    PetscCall(LaunchMap(n, AXPBYPCZOp{a, b, c, x, y, z}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *y, PetscScalar *w)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, WAXPYOp{a, x, y, w}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y += sum_j alpha[j] X[j] for the vectors of the table: one kernel per MAXPY_TABLE vectors */
+PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, const PetscScalar *const *X, PetscScalar *y)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
+  if (n) {
+    const int nblocks = (int)PetscMin((PetscInt64)MAX_GRID, ((PetscInt64)n + BLOCK_SIZE - 1) / BLOCK_SIZE);
+
+    PetscCall(GetStream(&stream));
+    for (PetscInt first = 0; first < nv; first += MAXPY_TABLE) {
+      const int  count = (int)PetscMin((PetscInt)MAXPY_TABLE, nv - first);
+      MAXPYTable table = {};
+
+      for (int k = 0; k < count; ++k) {
+        table.x[k]     = X[first + k];
+        table.alpha[k] = alpha[first + k];
+      }
+      MAXPYKernel<<<nblocks, BLOCK_SIZE, 0, stream>>>((PetscInt64)n, table, count, y);
+      FusedKSPCheckLaunch();
+      counters.launches++;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Copy(PetscInt n, const PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, CopyOp{x, y}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Swap(PetscInt n, PetscScalar *x, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, SwapOp{x, y}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PointwiseMult(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *w)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, MultOp{x, y, w}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PointwiseDivide(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *w)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchMap(n, DivideOp{x, y, w}));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *val)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchSum(n, DotTerm{x, y}, val));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* vals[j] = <x, Y[j]>: one kernel per MDOT_TABLE vectors on at most FUSED_MDOT_BLOCKS chunks (as
+   the Gram-Schmidt multi-dot), ONE device->host copy of the partials of all nv dot products    */
+PetscErrorCode MDotBlas(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
+{
+  const Partition part = PartitionRange(nv ? n : 0, FUSED_MDOT_BLOCKS);
+  PetscScalar    *partials;
+  cudaStream_t    stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
+  PetscCheck(nv <= INT_MAX / FUSED_MDOT_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Too many vectors for one multi-dot: %" PetscInt_FMT, nv);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetPartials((size_t)nv * part.nblocks, &partials));
+    for (PetscInt first = 0; first < nv; first += MDOT_TABLE) {
+      const int  count = (int)PetscMin((PetscInt)MDOT_TABLE, nv - first);
+      const dim3 grid(part.nblocks, (count + MDOT_GROUP - 1) / MDOT_GROUP);
+      MDotTable  table = {};
+
+      for (int k = 0; k < count; ++k) table.y[k] = Y[first + k];
+      MDotKernel<<<grid, BLOCK_SIZE, 0, stream>>>(n, part.chunk, x, table, count, partials + (size_t)first * part.nblocks);
+      FusedKSPCheckLaunch();
+      counters.launches++;
+    }
+  }
+  PetscCall(SumPartials((int)nv, part.nblocks, vals));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Norm2(PetscInt n, const PetscScalar *x, PetscReal *val)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchSum(n, SquareTerm{x}, val));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Norm1(PetscInt n, const PetscScalar *x, PetscReal *val)
+{
+  PetscFunctionBegin;
+  PetscCall(LaunchSum(n, AbsTerm{x}, val));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One MaxAbsKernel launch, one device->host copy of the block maxima (read back as nblocks
+   "dot products" of one partial each), their maximum on the host                          */
+PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
+{
+  const Partition part = PartitionRange(n);
+  PetscScalar     blockmax[FUSED_REDUCE_BLOCKS];
+  PetscScalar    *partials;
+  cudaStream_t    stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  *val = 0;
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetPartials((size_t)part.nblocks, &partials));
+    MaxAbsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, x, partials);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+    PetscCall(SumPartials(part.nblocks, 1, blockmax));
+    for (int b = 0; b < part.nblocks; ++b) *val = MaxNaN()(*val, blockmax[b]);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+} // namespace cuda
+
+/*
+   CUDABlas - the BLAS-1 contract on the CUDA backend's stream (see cuda_blas.cu).  Returns NULL
+   when the CUDA backend has no usable device.
+*/
+const BlasKernels *CUDABlas()
+{
+  static const BlasKernels blas = {"cuda",     cuda::AXPY, cuda::AYPX,          cuda::AXPBY,           cuda::AXPBYPCZ, cuda::WAXPY,    cuda::MAXPY, cuda::Scale, cuda::Set,
+                                   cuda::Copy, cuda::Swap, cuda::PointwiseMult, cuda::PointwiseDivide, cuda::Dot,      cuda::MDotBlas, cuda::Norm2, cuda::Norm1, cuda::NormInf};
+
+  return CUDABackend() ? &blas : nullptr;
+}
+
+} // namespace fusedksp
