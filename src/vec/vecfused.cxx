@@ -136,6 +136,7 @@ PetscErrorCode VecReplaceArray_Fused(Vec v, const PetscScalar *a)
 PetscErrorCode VecResetArray_Fused(Vec v)
 {
   PetscFunctionBegin;
+  PetscCall(SyncToHost(v)); /* the placed array receives the current values */
   PetscCall(Data(v)->host_resetarray(v));
   v->offloadmask = PETSC_OFFLOAD_CPU;
   PetscFunctionReturn(PETSC_SUCCESS);
