@@ -17,7 +17,7 @@ template <int ND, class Body> inline void BlockedReduce(PetscInt n, PetscScalar 
 {
   PetscScalar total[ND > 0 ? ND : 1] = {};
   if (n > 0) {
-    const PetscInt nblocks = std::min<PetscInt>(FUSED_REDUCE_BLOCKS, n);
+    const PetscInt nblocks = ReduceChunks(n, FUSED_REDUCE_BLOCKS);
     const PetscInt chunk   = (n + nblocks - 1) / nblocks;
     for (PetscInt start = 0; start < n; start += chunk) {
       const PetscInt end                   = std::min(n, start + chunk);
