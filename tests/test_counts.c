@@ -13,11 +13,11 @@ int main(int argc, char **argv)
   Vec         x, b;
   KSP         ksp;
   PetscInt    n = 64, its = 30, done, rs, re;
-  PetscInt64  l0, l1, d0, d1;
+  PetscInt64  l0, l1, l2, d0, d1, d2;
   KSPType     type;
   const char *backend;
   PetscBool   cg, bcgs, sgmres, host;
-  PetscReal   launches, copies, want_launches, want_copies;
+  PetscReal   launches, copies, want_launches, want_copies, slack;
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -61,22 +61,31 @@ int main(int argc, char **argv)
   PetscCheck(cg || bcgs || sgmres, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "test_counts needs a fused solver, got %s", type);
   PetscCall(KSPSolve(ksp, b, x)); /* warm-up: device copies of the matrix and vectors */
 
+  /* Per iteration: the difference of a solve of 2 its and one of its iterations, so the once-per-solve
+     work (initial residual, first SpMV) cancels; its is a multiple of the GMRES restart (30 by default) */
   PetscCall(FusedKSPGetBackendCounters(&l0, &d0, NULL));
   PetscCall(KSPSolve(ksp, b, x));
   PetscCall(FusedKSPGetBackendCounters(&l1, &d1, NULL));
   PetscCall(KSPGetIterationNumber(ksp, &done));
   PetscCheck(done == its, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Expected %" PetscInt_FMT " iterations, got %" PetscInt_FMT, its, done);
+  PetscCall(KSPSetTolerances(ksp, 0.0, 0.0, PETSC_CURRENT, 2 * its));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(FusedKSPGetBackendCounters(&l2, &d2, NULL));
+  PetscCall(KSPGetIterationNumber(ksp, &done));
+  PetscCheck(done == 2 * its, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "Expected %" PetscInt_FMT " iterations, got %" PetscInt_FMT, 2 * its, done);
 
-  /* Per iteration, excluding the setup of the solve (initial residual and first SpMV, at most one restart cycle for GMRES) */
   PetscCall(FusedKSPGetBackendName(&backend));
-  launches      = (PetscReal)(l1 - l0) / its;
-  copies        = (PetscReal)(d1 - d0) / its;
+  launches      = (PetscReal)((l2 - l1) - (l1 - l0)) / its;
+  copies        = (PetscReal)((d2 - d1) - (d1 - d0)) / its;
   want_launches = cg ? 2 : (bcgs ? 4 : 3);
   want_copies   = cg ? 1 : (bcgs ? 2 : 1);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on the %s backend: %.3f fused kernels and %.3f device->host copies per iteration (design: %g and %g)\n", type, backend, (double)launches, (double)copies, (double)want_launches, (double)want_copies));
-  PetscCheck(launches >= want_launches && launches <= want_launches + 6.0 / its, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f fused kernels per iteration, expected %g (+ setup)", type, (double)launches, (double)want_launches);
+  /* fusedsgmres: the second solve has one more restart cycle (true residual, its norm, scaling, solution update:
+     up to 10 kernels and 2 copies), spread over `its` iterations */
+  slack = sgmres ? 10.0 / its : 1.0 / its;
+  PetscCheck(launches >= want_launches && launches <= want_launches + slack, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f fused kernels per iteration, expected %g", type, (double)launches, (double)want_launches);
   PetscCall(PetscStrcmp(backend, "host", &host));
-  if (!host) PetscCheck(copies >= want_copies && copies <= want_copies + 6.0 / its, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f device->host copies per iteration, expected %g (+ setup)", type, (double)copies, (double)want_copies);
+  if (!host) PetscCheck(copies >= want_copies && copies <= want_copies + slack, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f device->host copies per iteration, expected %g", type, (double)copies, (double)want_copies);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PASS test_counts %s\n", type));
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&b));
