@@ -56,7 +56,7 @@ tests: $(FK_TESTS)
 $(FK_BUILD)/%.cxx.o: %.cxx $(wildcard include/*.h src/*/*.h src/*/*.hpp src/*/*/*.hpp)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 $(FK_CFLAGS) -c $< -o $@
-$(FK_BUILD)/%.c.o: %.c $(wildcard include/*.h tutorials/*.h)
+$(FK_BUILD)/%.c.o: %.c $(wildcard include/*.h tutorials/*.h tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(FK_CFLAGS) -c $< -o $@
 $(FK_BUILD)/%.cu.o: %.cu $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/backend/cuda/*.cuh)

@@ -32,22 +32,7 @@ typedef struct {
   PetscReal          resid; /* true ||b - A x|| / ||b|| */
 } Solve;
 
-static PetscInt nfail = 0;
-
-static PetscErrorCode Check(PetscBool ok, const char fmt[], ...)
-{
-  char    msg[1024];
-  va_list ap;
-  size_t  len;
-
-  PetscFunctionBeginUser;
-  va_start(ap, fmt);
-  PetscCall(PetscVSNPrintf(msg, sizeof(msg), fmt, &len, ap));
-  va_end(ap);
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "check %s: %s\n", msg, ok ? "PASS" : "FAIL"));
-  if (!ok) nfail++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+#include "check.h"
 
 static PetscErrorCode SolveCreate(Mat A, Vec b, const char prefix[], KSPType type, const char pctype[], PetscReal rtol, PetscInt maxit, Solve *s)
 {
@@ -299,7 +284,7 @@ int main(int argc, char **argv)
   PetscCall(MatDestroy(&Af));
   PetscCall(MatDestroy(&Ar));
   PetscCall(ProblemDestroy(&prob));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_compare: %s\n", nfail ? "FAIL" : "PASS"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_compare: %s\n", check_failures ? "FAIL" : "PASS"));
   PetscCall(PetscFinalize());
-  return nfail ? 1 : 0;
+  return check_failures ? 1 : 0;
 }

@@ -16,22 +16,7 @@ with 'test_errors: PASS' or 'test_errors: FAIL' (exit code 1).  Options:\n\
 #include <fusedksp.h>
 #include "problems.h"
 
-static PetscInt nfail = 0;
-
-static PetscErrorCode Check(PetscBool ok, const char fmt[], ...)
-{
-  char    msg[1024];
-  va_list ap;
-  size_t  len;
-
-  PetscFunctionBeginUser;
-  va_start(ap, fmt);
-  PetscCall(PetscVSNPrintf(msg, sizeof(msg), fmt, &len, ap));
-  va_end(ap);
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s %s\n", ok ? "PASS" : "FAIL", msg));
-  if (!ok) nfail++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+#include "check.h"
 
 /* the problem of a sub-case: -problem is set here (the other problem options come from the command line) */
 static PetscErrorCode CreateProblem(const char type[], Problem *p)
@@ -306,7 +291,7 @@ int main(int argc, char **argv)
   PetscCall(TestSizes(rtol));
   PetscCall(TestPlainVec(rtol));
   PetscCall(TestSkew(rtol));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_errors: %s\n", nfail ? "FAIL" : "PASS"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_errors: %s\n", check_failures ? "FAIL" : "PASS"));
   PetscCall(PetscFinalize());
-  return nfail ? 1 : 0;
+  return check_failures ? 1 : 0;
 }

@@ -13,22 +13,7 @@ Options:\n\
 #include <fusedksp.h>
 #include "problems.h"
 
-static PetscInt nfail = 0;
-
-static PetscErrorCode Check(PetscBool ok, const char fmt[], ...)
-{
-  char    msg[1024];
-  va_list ap;
-  size_t  len;
-
-  PetscFunctionBeginUser;
-  va_start(ap, fmt);
-  PetscCall(PetscVSNPrintf(msg, sizeof(msg), fmt, &len, ap));
-  va_end(ap);
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s %s\n", ok ? "PASS" : "FAIL", msg));
-  if (!ok) nfail++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+#include "check.h"
 
 /* ||x - y|| / ||y|| */
 static PetscErrorCode RelDiff(Vec x, Vec y, PetscReal *rel)
@@ -302,7 +287,7 @@ int main(int argc, char **argv)
   PetscCall(VecDestroy(&zero));
   PetscCall(PetscRandomDestroy(&rnd));
   PetscCall(ProblemDestroy(&prob));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_ksp: %s\n", nfail ? "FAIL" : "PASS"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_ksp: %s\n", check_failures ? "FAIL" : "PASS"));
   PetscCall(PetscFinalize());
-  return nfail ? 1 : 0;
+  return check_failures ? 1 : 0;
 }

@@ -60,22 +60,7 @@ PETSC_EXTERN int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count 
 }
 #endif
 
-static PetscInt nfail = 0;
-
-static PetscErrorCode Check(PetscBool ok, const char fmt[], ...)
-{
-  char    msg[1024];
-  va_list ap;
-  size_t  len;
-
-  PetscFunctionBeginUser;
-  va_start(ap, fmt);
-  PetscCall(PetscVSNPrintf(msg, sizeof(msg), fmt, &len, ap));
-  va_end(ap);
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s %s\n", ok ? "PASS" : "FAIL", msg));
-  if (!ok) nfail++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+#include "check.h"
 
 int main(int argc, char **argv)
 {
@@ -139,7 +124,7 @@ int main(int argc, char **argv)
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));
   PetscCall(ProblemDestroy(&prob));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_reductions: %s\n", nfail ? "FAIL" : "PASS"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_reductions: %s\n", check_failures ? "FAIL" : "PASS"));
   PetscCall(PetscFinalize());
-  return nfail ? 1 : 0;
+  return check_failures ? 1 : 0;
 }

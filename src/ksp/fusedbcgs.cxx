@@ -197,9 +197,7 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
   KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(VecDestroy(&bc->w));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", NULL));
+  PetscCall(KSPFusedDestroyCommon(ksp, &bc->w));
   delete bc;
   ksp->data = nullptr;
   PetscCall(KSPDestroyDefault(ksp));

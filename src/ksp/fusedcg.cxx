@@ -179,9 +179,7 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(VecDestroy(&cg->w));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", NULL));
+  PetscCall(KSPFusedDestroyCommon(ksp, &cg->w));
   delete cg;
   ksp->data = nullptr;
   PetscCall(KSPDestroyDefault(ksp));

@@ -156,6 +156,15 @@ PetscErrorCode KSPFusedSetReductionCounter(KSP ksp, ReductionCounter *counter)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w)
+{
+  PetscFunctionBegin;
+  PetscCall(VecDestroy(w));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", NULL));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace fusedksp
 
 /*@

@@ -34,7 +34,10 @@ PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscB
 /* Views the parts every fused solver shows in -ksp_view */
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements);
 
-/* The counter behind KSPFusedGetReductionCount(), composed on the KSP */
+/* The counter behind KSPFusedGetReductionCount(), composed on the KSP; removed by KSPFusedDestroyCommon() */
 PetscErrorCode KSPFusedSetReductionCounter(KSP ksp, ReductionCounter *counter);
+
+/* What every fused solver's destroy does: the Jacobi weights, the composed counter, KSPDestroyDefault() */
+PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w);
 
 } // namespace fusedksp

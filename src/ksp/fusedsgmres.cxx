@@ -372,8 +372,8 @@ PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedSGMRES(ksp));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
-  for (const char *name : {"KSPFusedGetReductionCount_C", "KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"})
+  PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->w));
+  for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"})
     PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
   delete static_cast<KSP_FusedSGMRES *>(ksp->data);
   ksp->data = nullptr;
@@ -440,9 +440,10 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
 
 /*MC
    KSPFUSEDSGMRES - "fusedsgmres" - Pipelined simpler GMRES(m) with kernel fusion (Walker & Zhou;
-   Rupp et al., ACM TOMS, Algorithm 6), right preconditioned.  Each inner step is an SpMV, one
-   multi-dot of the new vector against the basis (and itself), one global reduction, and one fused
-   "subtract projections and normalize" kernel; the residual norm comes from xi = <v_0, v_i>.
+   Rupp et al., ACM TOMS, Algorithm 6) in its residual-based form (Jiranek, Rozloznik & Gutknecht),
+   right preconditioned.  Each inner step is an SpMV, one multi-dot of the new vector against the
+   basis, the current residual and itself, one global reduction, and one fused "subtract projections,
+   normalize, update the residual" kernel; the residual norm comes from xi = <r_{i-1}, v_i>.
 
    Options Database Keys:
 +  -ksp_type fusedsgmres - selects this solver
