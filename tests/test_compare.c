@@ -264,7 +264,8 @@ int main(int argc, char **argv)
     PetscCall(PetscMalloc2(histits + 1, &hf, histits + 1, &hr));
     PetscCall(History(&ref, histits, hr, &nr, &tr));
     PetscCall(History(&fused, histits, hf, &nf, &tf));
-    PetscCall(Check((PetscBool)(PetscAbsReal(tf - tr) <= histtruetol * tr), "true residual norms after %" PetscInt_FMT " iterations: relative difference %.3e <= %.3e (fused %.12e, classical %.12e)", histits, (double)(PetscAbsReal(tf - tr) / tr), (double)histtruetol, (double)tf, (double)tr));
+    PetscCall(Check((PetscBool)(PetscAbsReal(tf - tr) <= histtruetol * tr), "true residual norms after %" PetscInt_FMT " iterations: relative difference %.3e <= %.3e (fused %.12e, classical %.12e)", histits, (double)(PetscAbsReal(tf - tr) / tr),
+                    (double)histtruetol, (double)tf, (double)tr));
     PetscCall(Check((PetscBool)(nf == histits + 1 && nr == histits + 1), "history lengths fused %" PetscInt_FMT ", classical %" PetscInt_FMT " == %" PetscInt_FMT, nf, nr, histits + 1));
     for (PetscInt i = 0; i < PetscMin(nf, nr); i++) {
       const PetscReal rel = PetscAbsReal(hf[i] - hr[i]) / hr[i];

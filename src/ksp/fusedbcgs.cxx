@@ -108,9 +108,9 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bc->mode, &bc->w));
   const PetscBool defer = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
-  bc->reductions.count = 0;
-  bc->replacements     = 0;
-  ksp->reason          = KSP_CONVERGED_ITERATING;
+  bc->reductions.count  = 0;
+  bc->replacements      = 0;
+  ksp->reason           = KSP_CONVERGED_ITERATING;
   spec_r[0].vec = spec_ap.vec = spec_as[2].vec = V[VEC_RSTAR];
   if (right && bc->mode != PCMode::NONE) {
     pt = V[VEC_PT];

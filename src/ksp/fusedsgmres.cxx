@@ -53,9 +53,9 @@ struct KSP_FusedSGMRES {
   Vec                     *Z            = nullptr; /* z_1..z_{m+1}: scaled residuals (Z[0] unused) */
   PetscInt                 nV           = 0;
   std::vector<PetscScalar> R, xi, d, coef;
-  std::vector<Vec>         Vz; /* v_1..v_{i-1}, z_i: the multi-dot's vectors */
+  std::vector<Vec>         Vz;                   /* v_1..v_{i-1}, z_i: the multi-dot's vectors */
   PetscScalar              zz_local = 0, zz = 1; /* <z_i, z_i>: local partial (pending) and reduced */
-  PetscInt                 cycle_k   = 0; /* steps of the current cycle not yet added to x */
+  PetscInt                 cycle_k   = 0;        /* steps of the current cycle not yet added to x */
   PetscReal                cycle_rho = 0;
 };
 
@@ -239,9 +239,9 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     }
     if (rho == 0) break;
     PetscCall(VecScale(g->Z[1], 1.0 / rho));
-    g->zz = 1;
+    g->zz        = 1;
     g->cycle_rho = rho;
-    res = rho;
+    res          = rho;
 
     for (PetscInt i = 1; i <= g->restart && its < ksp->max_it; ++i) {
       PetscBool        lucky;
@@ -373,8 +373,7 @@ PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedSGMRES(ksp));
   PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->w));
-  for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"})
-    PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
+  for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
   delete static_cast<KSP_FusedSGMRES *>(ksp->data);
   ksp->data = nullptr;
   PetscCall(KSPDestroyDefault(ksp));

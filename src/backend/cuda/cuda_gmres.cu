@@ -74,7 +74,8 @@ template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, 
 
 /* w := scale (w - sum_{j < count} table.coef[j] table.v[j]); znew := zold - eta w (residual-based
    SGMRES), with the block's partial of <znew, znew>                                             */
-template <int CAP> __global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar *partials)
+template <int CAP>
+__global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar *partials)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
