@@ -122,6 +122,8 @@ struct Backend {
 const Backend *HostBackend();
 #if defined(FUSEDKSP_HAVE_CUDA)
 const Backend *CUDABackend(); /* NULL when no usable GPU is present */
+/* Two empty kernels + 1 KB device->host copy + sync (min, median over reps, us); copy bandwidth (GB/s) */
+PetscErrorCode CUDAMeasureFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs);
 #endif
 
 } // namespace fusedksp

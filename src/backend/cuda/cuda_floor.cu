@@ -1,6 +1,5 @@
 /*
-   FusedKSPMeasureDeviceFloor() for builds with the CUDA backend (src/sys/floor_host.cxx has the
-   version for builds without it).
+   CUDA backend: the benchmark floor behind FusedKSPMeasureDeviceFloor() (src/sys/floor.cxx).
 
    The floor is what one iteration of a fused solver cannot go below on the active device:
      latency    two empty kernel launches + one 1 KB device->pinned host copy + cudaStreamSynchronize
@@ -12,7 +11,6 @@
                 plus bytes written) in GB/s (10^9 bytes per second).
    Every stream, event and buffer is released before returning, also when a step fails.
 */
-#include <fusedksp.h>
 #include "backend/cuda/cuda_common.cuh"
 #include <chrono>
 
@@ -135,50 +133,26 @@ PetscErrorCode MeasureFloor(FloorResources *res, PetscInt reps, PetscReal *laten
 
 } // namespace
 
-/*@
-  FusedKSPMeasureDeviceFloor - Measures the benchmark floor of the CUDA backend on the active device
-
-  Not Collective
-
-  Input Parameter:
-. reps - number of timed repetitions of the latency measurement (at least 1)
-
-  Output Parameters:
-+ latency_min_us     - minimum time of two empty kernel launches + a 1 KB device->host copy + stream synchronization, in microseconds
-. latency_median_us  - median of the same
-- copy_bandwidth_GBs - device-to-device copy bandwidth, bytes read plus written, in GB/s
-
-  Level: advanced
-
-  Notes:
-  The latency is what one iteration of `KSPFUSEDCG` costs on the device with no work to do (seed 000:
-  2 kernels + 1 transfer per iteration); a benchmark reports time per iteration against
-  latency + bytes moved / bandwidth.  The measurement uses a stream of its own and frees everything
-  it allocates.  It raises `PETSC_ERR_SUP` when no CUDA device is present or the active FusedKSP
-  backend is not "cuda" (`-fused_backend`).
-
-.seealso: `FusedKSPGetBackendName()`, `KSPFUSEDCG`
-@*/
-PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs)
+namespace fusedksp
+{
+/*
+   CUDAMeasureFloor - the CUDA backend's floor measurement behind FusedKSPMeasureDeviceFloor()
+   (src/sys/floor.cxx, which has the manual page and checks the active backend)
+*/
+PetscErrorCode CUDAMeasureFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs)
 {
   int            ndevices = 0;
   cudaError_t    err;
-  const char    *backend;
-  PetscBool      cuda;
   FloorResources res;
   PetscErrorCode merr;
 
   PetscFunctionBegin;
-  PetscCheck(latency_min_us && latency_median_us && copy_bandwidth_GBs, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The three output arguments must be non-NULL");
-  PetscCheck(reps >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "reps must be at least 1, got %" PetscInt_FMT, reps);
   err = cudaGetDeviceCount(&ndevices);
   if (err != cudaSuccess) (void)cudaGetLastError(); /* clear the error: the host backend goes on */
   PetscCheck(err == cudaSuccess && ndevices > 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "No CUDA device to measure the floor on (%s)", err == cudaSuccess ? "0 devices" : cudaGetErrorString(err));
-  PetscCall(FusedKSPGetBackendName(&backend));
-  PetscCall(PetscStrcmp(backend, "cuda", &cuda));
-  PetscCheck(cuda, PETSC_COMM_SELF, PETSC_ERR_SUP, "The active FusedKSP backend is %s, not cuda (-fused_backend; FusedKSPInitializePackage() selects it)", backend);
   merr = MeasureFloor(&res, reps, latency_min_us, latency_median_us, copy_bandwidth_GBs);
   PetscCall(ReleaseFloorResources(&res));
   PetscCall(merr);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+} // namespace fusedksp

@@ -1,0 +1,47 @@
+/* FusedKSPMeasureDeviceFloor(): the benchmark floor of the active device (CUDA backend) */
+#include "sys/fusedksp_impl.hpp"
+
+/*@
+  FusedKSPMeasureDeviceFloor - Measures the benchmark floor of the CUDA backend on the active device
+
+  Not Collective
+
+  Input Parameter:
+. reps - number of timed repetitions of the latency measurement (at least 1)
+
+  Output Parameters:
++ latency_min_us     - minimum time of two empty kernel launches + a 1 KB device->host copy + stream synchronization, in microseconds
+. latency_median_us  - median of the same
+- copy_bandwidth_GBs - device-to-device copy bandwidth, bytes read plus written, in GB/s
+
+  Level: advanced
+
+  Notes:
+  The latency is what one iteration of `KSPFUSEDCG` costs on the device with no work to do (seed 000:
+  2 kernels + 1 transfer per iteration); a benchmark reports time per iteration against
+  latency + bytes moved / bandwidth.  The measurement uses a stream of its own and frees everything
+  it allocates.  It raises `PETSC_ERR_SUP` when the library was built without the CUDA backend, no
+  CUDA device is present, or the active FusedKSP backend is not "cuda" (`-fused_backend`).
+
+.seealso: `FusedKSPGetBackendName()`, `KSPFUSEDCG`
+@*/
+PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs)
+{
+  const char *backend;
+  PetscBool   cuda;
+
+  PetscFunctionBegin;
+  PetscCheck(latency_min_us && latency_median_us && copy_bandwidth_GBs, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The three output arguments must be non-NULL");
+  PetscCheck(reps >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "reps must be at least 1, got %" PetscInt_FMT, reps);
+#if defined(FUSEDKSP_HAVE_CUDA)
+  PetscCall(FusedKSPGetBackendName(&backend));
+  PetscCall(PetscStrcmp(backend, "cuda", &cuda));
+  PetscCheck(cuda, PETSC_COMM_SELF, PETSC_ERR_SUP, "The active FusedKSP backend is %s, not cuda (-fused_backend; FusedKSPInitializePackage() selects it)", backend);
+  PetscCall(fusedksp::CUDAMeasureFloor(reps, latency_min_us, latency_median_us, copy_bandwidth_GBs));
+#else
+  (void)backend;
+  (void)cuda;
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "FusedKSPMeasureDeviceFloor() needs the CUDA backend: this libfusedksp was built without it (no nvcc at build time)");
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
