@@ -265,27 +265,29 @@ PetscErrorCode TestWAXPYDot(Tester &t, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode TestBCGSUpdate(Tester &t, PetscInt n, bool with_wr)
+PetscErrorCode TestBCGSUpdate(Tester &t, PetscInt n, bool with_wr, bool with_rhat)
 {
   Operands          ops(t);
   const int         x = ops.Add("x", t.RandomArray(n)), r = ops.Add("r", Array(n, NaN)), p = ops.Add("p", t.RandomArray(n)), s = ops.Add("s", t.RandomArray(n));
   const int         Ap = ops.Add("Ap", t.RandomArray(n)), As = ops.Add("As", t.RandomArray(n)), rstar = ops.Add("rstar", t.RandomArray(n));
   const int         wr    = with_wr ? ops.Add("wr", t.RandomArray(n)) : NONE;
+  const int         rhat  = with_rhat ? ops.Add("rhat", t.RandomArray(n)) : NONE;
   const PetscScalar alpha = t.Random(), omega = t.Random(), beta = t.Random();
-  PetscScalar       ref[2] = {NaN, NaN}, dots[2] = {NaN, NaN};
-  PetscReal         scale[2];
+  PetscScalar       ref[3] = {NaN, NaN, NaN}, dots[3] = {NaN, NaN, NaN};
+  PetscReal         scale[3];
   BackendCounters   before;
-  const std::string label = Label("bcgs_update", with_wr ? "wr" : "no wr", n);
+  const std::string label = Label("bcgs_update", with_wr ? (with_rhat ? "wr rhat" : "wr") : "no wr", n);
 
   PetscFunctionBegin;
   PetscCall(ops.Upload());
-  PetscCall(t.host->bcgs_update(n, alpha, omega, beta, wr != NONE ? ops.Ref(wr) : nullptr, ops.Ref(x), ops.Ref(r), ops.Ref(p), ops.Ref(s), ops.Ref(Ap), ops.Ref(As), ops.Ref(rstar), ref));
+  PetscCall(t.host->bcgs_update(n, alpha, omega, beta, wr != NONE ? ops.Ref(wr) : nullptr, ops.Ref(x), ops.Ref(r), ops.Ref(p), ops.Ref(s), ops.Ref(Ap), ops.Ref(As), ops.Ref(rstar), rhat != NONE ? ops.Ref(rhat) : nullptr, ref));
   before = *t.dev->counters;
-  PetscCall(t.dev->bcgs_update(n, alpha, omega, beta, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(x), ops.Dev(r), ops.Dev(p), ops.Dev(s), ops.Dev(Ap), ops.Dev(As), ops.Dev(rstar), dots));
+  PetscCall(t.dev->bcgs_update(n, alpha, omega, beta, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(x), ops.Dev(r), ops.Dev(p), ops.Dev(s), ops.Dev(Ap), ops.Dev(As), ops.Dev(rstar), rhat != NONE ? ops.Dev(rhat) : nullptr, dots));
   PetscCall(CheckCounters(t, label, before, n > 0, n > 0));
   scale[0] = AbsDot(ops.RefArray(r), ops.RefArray(rstar));
   scale[1] = AbsDot(ops.RefArray(r), ops.RefArray(r));
-  PetscCall(CheckDots(t, label, 2, dots, ref, scale));
+  if (with_rhat) scale[2] = AbsDot(ops.RefArray(r), ops.RefArray(rhat));
+  PetscCall(CheckDots(t, label, with_rhat ? 3 : 2, dots, ref, scale));
   PetscCall(ops.CompareAndFree(label));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -731,8 +733,9 @@ PetscErrorCode RunAll(Tester &t)
   for (PetscInt n : SIZES) {
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));
     PetscCall(TestWAXPYDot(t, n));
-    PetscCall(TestBCGSUpdate(t, n, false));
-    PetscCall(TestBCGSUpdate(t, n, true));
+    PetscCall(TestBCGSUpdate(t, n, false, false));
+    PetscCall(TestBCGSUpdate(t, n, true, false));
+    PetscCall(TestBCGSUpdate(t, n, true, true));
     for (const DotSet &set : DOT_SETS) PetscCall(TestDots(t, n, set));
     for (MatrixKind kind : {MatrixKind::RANDOM_0_12, MatrixKind::BANDED_7, MatrixKind::SHORT_0_2, MatrixKind::MEDIUM_0_30, MatrixKind::LONG_16_64, MatrixKind::RECTANGULAR_0_12}) {
       if (kind == MatrixKind::LONG_16_64 && n > 1000) continue; /* 40 M nonzeros: no new code path */

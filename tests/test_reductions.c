@@ -1,7 +1,7 @@
 static char help[] = "Counts the global reductions of one solve (run on 2 or more ranks) and checks\n\
   its <= count <= k its + c + r (its / restart)\n\
-with k = 1 for fusedcg and fusedsgmres, 2 for fusedbcgs and for fusedsgmres with CGS2 (the design's one reduction per\n\
-iteration, two for BiCGStab), c = -reduction_slack (setup and the final true-residual check), and for fusedsgmres\n\
+with k = 1 for fusedcg, fusedbcgs (its shadow vector Op^T r* needs the transpose, which aijfused has) and fusedsgmres, 2 for fusedsgmres with CGS2 (the design's one reduction per\n\
+iteration), c = -reduction_slack (setup and the final true-residual check), and for fusedsgmres\n\
 r = 2 per restart (the true residual computed at each restart); count >= its shows that a counter counts at all.\n\
 Two counters:\n\
   KSPFusedGetReductionCount() (fused solvers only): the library's own count;\n\
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsGetInt(NULL, NULL, "-ksp_gmres_restart", &restart, NULL));
   }
   if (iscg || issgmres) k = cgs2 ? 2 : 1;
-  if (isbcgs) k = 2;
+  if (isbcgs) k = 1;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reductions_per_iteration", &k, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reduction_slack", &slack, NULL));
   PetscCheck(k > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "KSP type %s: give -reductions_per_iteration", type);

@@ -13,9 +13,20 @@
      (4) x += alpha p~ + omega s~; r = s - omega As; p = r + beta (p - omega Ap)
                                    + partial <r,r*>, <r,r> (travel with the next first reduction)
    where p~, s~ are p, s (left or no preconditioning) or M^{-1} p, M^{-1} s (right).  Jacobi is
-   fused: Op p = w .* (A p) (left) or A (w .* p) (right) inside the SpMV kernel.  On one GPU the
-   first reduction is re-summed on the device by kernel (2); with several processes it is an
-   MPI_Allreduce, so an iteration makes two global reductions (the second packs four values).
+   fused: Op p = w .* (A p) (left) or A (w .* p) (right) inside the SpMV kernel.
+
+   One reduction per iteration.  alpha_{i+1} = <r_{i+1}, r*> / <Ap_{i+1}, r*> would need a reduction
+   between kernels (1) and (2).  With rhat = Op^T r* (computed once per solve),
+       <Ap_{i+1}, r*> = <p_{i+1}, rhat> = <r_{i+1}, rhat> + beta (<p_i, rhat> - omega <Ap_i, rhat>),
+       <r_{i+1}, rhat> = <r_i, rhat> - alpha <Ap_i, rhat> - omega <As_i, rhat>,
+       <r_{i+1}, r*>   = <r_i, r*>   - alpha <Ap_i, r*>   - omega <As_i, r*>,
+   where <p_i, rhat> = <Ap_i, r*>, and <Ap_i, rhat>, <As_i, rhat> are two more fused dot products.
+   <Ap_i, r*>, <r_i, r*> and <r_i, rhat> are computed directly every iteration (the last two by
+   kernel (4), completed with the next reduction), so each prediction spans one step and rounding
+   does not accumulate.  All dot products of an iteration then travel in ONE reduction (up to 10
+   values), and on one GPU in one device->host copy: 4 kernels + 1 transfer.  Without a transpose
+   of the operator or the preconditioner (a MATSHELL without MatMultTranspose, a PC without
+   PCApplyTranspose) alpha is reduced on its own: two reductions per iteration.
 
    Breakdown (<Ap,r*> = 0, <r,r*> = 0 or omega = 0 with s != 0) stops with KSP_DIVERGED_BREAKDOWN.
    As for fusedcg, a converged recurrence residual is confirmed with the true residual, and replaced
@@ -32,10 +43,11 @@ struct KSP_FusedBCGS {
   Vec              w    = nullptr;
   PCMode           mode = PCMode::NONE;
   ReductionCounter reductions;
-  PetscInt         replacements = 0;
+  PetscInt         replacements  = 0;
+  PetscBool        one_reduction = PETSC_FALSE; /* last solve: alpha from the rhat recurrences */
 };
 
-enum { VEC_R, VEC_RSTAR, VEC_P, VEC_S, VEC_AP, VEC_AS, VEC_PT, VEC_ST, VEC_T, VEC_T2, NWORK };
+enum { VEC_R, VEC_RSTAR, VEC_P, VEC_S, VEC_AP, VEC_AS, VEC_PT, VEC_ST, VEC_T, VEC_T2, VEC_RHAT, NWORK };
 
 /* out = Op in, with ndots dot products of out (in = the unpreconditioned input for DOT_INPUT);
    work receives M^{-1} in (right preconditioning) or is scratch                              */
@@ -81,6 +93,40 @@ PetscErrorCode BCGSResidual(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec r, Vec scratc
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* rhat = Op^T rstar (Op = M^{-1} A left, A M^{-1} right); *ok = PETSC_FALSE, and nothing computed,
+   when the matrix or the preconditioner has no transpose (then each iteration needs 2 reductions) */
+PetscErrorCode BCGSShadowTranspose(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec rstar, Vec rhat, Vec scratch, PetscBool *ok)
+{
+  PC        pc;
+  PetscBool has;
+
+  PetscFunctionBegin;
+  *ok = PETSC_FALSE;
+  PetscCall(MatHasOperation(A, MATOP_MULT_TRANSPOSE, &has));
+  if (!has) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(KSPGetPC(ksp, &pc));
+  if (bc->mode == PCMode::GENERAL) {
+    PetscCall(PCApplyTransposeExists(pc, &has));
+    if (!has) PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  const Vec t = ksp->pc_side == PC_RIGHT ? scratch : rstar;
+  if (ksp->pc_side == PC_RIGHT) PetscCall(MatMultTranspose(A, rstar, scratch));
+  switch (bc->mode) {
+  case PCMode::NONE:
+    PetscCall(VecCopy(t, ksp->pc_side == PC_RIGHT ? rhat : scratch));
+    break;
+  case PCMode::JACOBI:
+    PetscCall(VecPointwiseMult(ksp->pc_side == PC_RIGHT ? rhat : scratch, bc->w, t));
+    break;
+  case PCMode::GENERAL:
+    PetscCall(PCApplyTranspose(pc, t, ksp->pc_side == PC_RIGHT ? rhat : scratch));
+    break;
+  }
+  if (ksp->pc_side != PC_RIGHT) PetscCall(MatMultTranspose(A, scratch, rhat));
+  *ok = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPSetUp_FusedBCGS(KSP ksp)
 {
   PetscFunctionBegin;
@@ -91,18 +137,15 @@ PetscErrorCode KSPSetUp_FusedBCGS(KSP ksp)
 PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
 {
   KSP_FusedBCGS  *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
-  Vec            *V = ksp->work, X = ksp->vec_sol;
+  Vec            *V = ksp->work, X = ksp->vec_sol, rhat = nullptr;
   Mat             A;
   const PetscBool right = ksp->pc_side == PC_RIGHT ? PETSC_TRUE : PETSC_FALSE;
-  const OpDot     self  = {DotKind::DOT_SELF, nullptr};
-  const OpDot     k1    = {DotKind::DOT_VECTOR, nullptr};
-  PetscScalar     pend[2], red1[3], red2[4], alpha = 0, omega = 0, beta = 0, rrstar;
+  const OpDot     self = {DotKind::DOT_SELF, nullptr}, input = {DotKind::DOT_INPUT, nullptr};
+  PetscScalar     pend[3], red[10], alpha = 0, omega = 0, beta = 0, rrstar = 0, sigma = 0, rhat_r = 0;
   PetscReal       rnorm, rnorm0, rnorm2 = 0;
-  OpDot           spec_r[2]  = {{DotKind::DOT_VECTOR, nullptr}, self};
-  OpDot           spec_ap    = k1;
-  OpDot           spec_as[3] = {{DotKind::DOT_INPUT, nullptr}, self, {DotKind::DOT_VECTOR, nullptr}};
-  PetscBool       pending    = PETSC_FALSE;
+  PetscBool       pending = PETSC_FALSE, one;
   Vec             pt = nullptr, st = nullptr, wr = nullptr;
+  MPI_Comm        comm = PetscObjectComm((PetscObject)ksp);
 
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
@@ -111,7 +154,6 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   bc->reductions.count  = 0;
   bc->replacements      = 0;
   ksp->reason           = KSP_CONVERGED_ITERATING;
-  spec_r[0].vec = spec_ap.vec = spec_as[2].vec = V[VEC_RSTAR];
   if (right && bc->mode != PCMode::NONE) {
     pt = V[VEC_PT];
     st = V[VEC_ST];
@@ -122,52 +164,86 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscCall(BCGSResidual(ksp, bc, A, V[VEC_R], V[VEC_T]));
   PetscCall(VecCopy(V[VEC_R], V[VEC_RSTAR]));
   PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
-  PetscCall(OpsDots(nullptr, V[VEC_R], 2, spec_r, pend));
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), pend, 2, &bc->reductions));
+  PetscCall(BCGSShadowTranspose(ksp, bc, A, V[VEC_RSTAR], V[VEC_RHAT], V[VEC_T], &one));
+  if (one) rhat = V[VEC_RHAT];
+  bc->one_reduction = one;
+  /* dot products of an iteration (r* and rhat fixed for the solve) */
+  const OpDot spec_r[3]  = {{DotKind::DOT_VECTOR, V[VEC_RSTAR]}, self, {DotKind::DOT_VECTOR, rhat}};
+  const OpDot spec_ap[2] = {{DotKind::DOT_VECTOR, V[VEC_RSTAR]}, {DotKind::DOT_VECTOR, rhat}};
+  const OpDot spec_as[4] = {input, self, {DotKind::DOT_VECTOR, V[VEC_RSTAR]}, {DotKind::DOT_VECTOR, rhat}};
+  const int   nr = one ? 3 : 2, nap = one ? 2 : 1, nas = one ? 4 : 3;
+
+  PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, pend));
+  PetscCall(OpsAllreduce(comm, pend, nr, &bc->reductions));
   rrstar = pend[0];
+  sigma = rhat_r = one ? pend[2] : 0; /* <A p_0, r*> = <r_0, rhat> */
   rnorm0 = rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
 
   for (PetscInt it = 1; !ksp->reason; ++it) {
-    PetscInt nred1 = 1;
+    PetscInt n;
     if (it > ksp->max_it) {
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    /* (1) Ap = Op p, <Ap, r*>; with the pending <r,r*>, <r,r> of the previous update (same batch) */
+    /* (1) Ap = Op p with <Ap, r*> (and <Ap, rhat>), in a batch with the previous update's dot products */
     if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(defer));
-    PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], 1, &spec_ap, red1));
-    PetscCall(OpsBatchEnd());
-    if (pending) {
-      red1[1] = pend[0];
-      red1[2] = pend[1];
-      nred1   = 3;
+    if (one) {
+      /* alpha from the recurrences closed by the previous reduction: no reduction before s */
+      if (rrstar == 0.0 || KSPFusedStatusStops(ksp, BCGSAlpha(rrstar, sigma, &alpha))) {
+        if (!ksp->reason) ksp->reason = KSP_DIVERGED_BREAKDOWN;
+        break;
+      }
+      PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], nap, spec_ap, red));
+    } else {
+      PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], nap, spec_ap, red));
+      PetscCall(OpsBatchEnd());
+      n = 1;
+      if (pending) {
+        red[n++] = pend[0];
+        red[n++] = pend[1];
+      }
+      PetscCall(OpsAllreduce(comm, red, n, &bc->reductions));
+      if (pending) rrstar = red[1];
+      pending = PETSC_FALSE;
+      if (rrstar == 0.0) {
+        ksp->reason = KSP_DIVERGED_BREAKDOWN;
+        break;
+      }
+      if (KSPFusedStatusStops(ksp, BCGSAlpha(rrstar, red[0], &alpha))) break;
+      PetscCall(OpsBatchBegin(defer));
     }
-    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), red1, nred1, &bc->reductions));
-    if (pending) rrstar = red1[1];
-    pending = PETSC_FALSE;
-    if (rrstar == 0.0) {
-      ksp->reason = KSP_DIVERGED_BREAKDOWN;
-      break;
-    }
-    if (KSPFusedStatusStops(ksp, BCGSAlpha(rrstar, red1[0], &alpha))) break;
-    /* (2) s = r - alpha Ap, <s,s> */
-    PetscCall(OpsBatchBegin(defer));
-    PetscCall(OpsWAXPYDot(-alpha, V[VEC_R], V[VEC_AP], V[VEC_S], red2));
-    /* (3) As = Op s, <As,s>, <As,As>, <As,r*>; one reduction of the four values */
-    PetscCall(BCGSOperator(ksp, bc, A, V[VEC_S], V[VEC_AS], st ? st : V[VEC_T], V[VEC_T2], 3, spec_as, red2 + 1));
+    /* (2) s = r - alpha Ap, <s,s>;  (3) As = Op s, <As,s>, <As,As>, <As,r*> (, <As,rhat>) */
+    PetscScalar *r2 = one ? red + 2 : red + 1;
+    PetscCall(OpsWAXPYDot(-alpha, V[VEC_R], V[VEC_AP], V[VEC_S], r2));
+    PetscCall(BCGSOperator(ksp, bc, A, V[VEC_S], V[VEC_AS], st ? st : V[VEC_T], V[VEC_T2], nas, spec_as, r2 + 1));
     PetscCall(OpsBatchEnd());
-    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), red2, 4, &bc->reductions));
-    if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(red2[1], red2[2], red2[3], red1[0], red2[0], &omega, &beta, &rnorm2))) break;
-    /* (4) x, r, p updates with <r,r*>, <r,r>: left pending in a batch that the next (1) completes */
+    n = one ? 7 : 5;
+    if (one && pending) {
+      for (int k = 0; k < 3; ++k) red[n++] = pend[k];
+    }
+    PetscCall(OpsAllreduce(comm, one ? red : red + 1, one ? n : 4, &bc->reductions));
+    const PetscScalar Apr = red[0], ss = r2[0], Ass = r2[1], AsAs = r2[2], Asr = r2[3];
+    if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(Ass, AsAs, Asr, Apr, ss, &omega, &beta, &rnorm2))) break;
+    if (one) {
+      /* <r_i, r*> and <r_i, rhat> exactly (from the update) when available, then one step of
+         r_{i+1} = s - omega As, p_{i+1} = r_{i+1} + beta (p - omega Ap) for the next alpha */
+      const PetscScalar rrs = pending ? red[7] : rrstar, rh = pending ? red[9] : rhat_r;
+      rrstar  = rrs - alpha * Apr - omega * Asr;
+      rhat_r  = rh - alpha * red[1] - omega * r2[4];
+      sigma   = rhat_r + beta * (Apr - omega * red[1]);
+      pending = PETSC_FALSE;
+    }
+    /* (4) x, r, p updates with <r,r*>, <r,r> (, <r,rhat>): pending in a batch that the next iteration completes */
     PetscCall(OpsBatchBegin(defer));
-    PetscCall(OpsBCGSUpdate(alpha, omega, beta, wr, pt, st, X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], pend));
+    PetscCall(OpsBCGSUpdate(alpha, omega, beta, wr, pt, st, X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], rhat, pend));
     pending = PETSC_TRUE;
     rnorm   = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
     if (ksp->reason > 0) {
       PetscBool ok;
       PetscReal truenorm;
+      PetscCall(OpsBatchEnd());
       PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], rnorm0, &truenorm, &ok));
       if (!ok) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
@@ -175,7 +251,11 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
         bc->replacements++;
         PetscCall(VecCopy(right ? V[VEC_T] : V[VEC_T2], V[VEC_R]));
         PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
-        PetscCall(OpsDots(nullptr, V[VEC_R], 2, spec_r, pend));
+        PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, pend));
+        PetscCall(OpsAllreduce(comm, pend, nr, &bc->reductions));
+        rrstar = pend[0];
+        sigma = rhat_r = one ? pend[2] : 0;
+        pending        = PETSC_FALSE;
       }
     }
   }
@@ -188,7 +268,10 @@ PetscErrorCode KSPView_FusedBCGS(KSP ksp, PetscViewer viewer)
   KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, bc->mode, "4 per iteration (SpMV + <Ap,r*>, s update + <s,s>, SpMV + 3 dots, x/r/p update + 2 dots), 2 reductions (1 + 4 values)", bc->reductions.count, bc->replacements));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, bc->mode,
+                               bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
+                                                 : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)",
+                               bc->reductions.count, bc->replacements));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -220,8 +303,9 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
 
    Notes:
    `PCNONE` and `PCJACOBI` are fused into the SpMV kernel; any other PC is applied with `PCApply()`
-   twice per iteration, like `KSPBCGS`.  With several MPI processes an iteration makes two global
-   reductions: alpha is needed before s can be formed.  Pipelined and classical BiCGStab round
+   twice per iteration, like `KSPBCGS`.  An iteration makes one global reduction (one MPI_Allreduce)
+   when the operator has `MatMultTranspose()` and the PC `PCApplyTranspose()` (Op^T r* is computed once
+   per solve), two otherwise.  Pipelined and classical BiCGStab round
    differently; their residual histories can differ noticeably on hard problems (the paper reports up
    to 41% after 30 iterations) without either being systematically worse.
 

@@ -280,15 +280,15 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar beta, Vec wr, Vec pt, Vec st, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscScalar dots[2])
+PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar beta, Vec wr, Vec pt, Vec st, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, Vec rhat, PetscScalar *dots)
 {
   PetscBool fused;
 
   PetscFunctionBegin;
-  PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar}, &fused));
+  PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar, rhat}, &fused));
   if (fused && (wr || !pt)) {
     BackendArrays arr;
-    PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa;
+    PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa, *rha;
     PetscInt      n;
     PetscCall(VecGetLocalSize(x, &n));
     PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
@@ -299,9 +299,10 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
     PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_READ, &Apa));
     PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &Asa));
     PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rsa));
+    PetscCall(arr.Get(rhat, PETSC_MEMORY_ACCESS_READ, &rha));
     PetscCall(PetscLogEventBegin(events.bcgs_update, x, r, p, 0));
     PetscCall(DeferBegin());
-    PetscCall(ActiveBackend()->bcgs_update(n, alpha, omega, beta, wra, xa, ra, pa, sa, Apa, Asa, rsa, dots));
+    PetscCall(ActiveBackend()->bcgs_update(n, alpha, omega, beta, wra, xa, ra, pa, sa, Apa, Asa, rsa, rha, dots));
     PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
     PetscCall(PetscLogFlops(14.0 * n));
@@ -317,6 +318,7 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
     PetscCall(VecAXPBYPCZ(p, 1.0, -beta * omega, beta, r, Ap));
     PetscCall(LocalDot(r, rstar, &dots[0]));
     PetscCall(LocalDot(r, r, &dots[1]));
+    if (rhat) PetscCall(LocalDot(r, rhat, &dots[2]));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -43,8 +43,9 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
    fused kernel; the unfused path reads them from pt, st, the work vectors of OpsApplyOperator),
    or pt = M^{-1} p, st = M^{-1} s (right preconditioning with a general PC: wr NULL, pt, st given),
    or pt = p, st = s (no right preconditioner: wr, pt, st NULL);
-   r = s - omega As; p = r + beta (p - omega Ap); dots = {<r, rstar>, <r,r>}.                  */
-PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar beta, Vec wr, Vec pt, Vec st, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscScalar dots[2]);
+   r = s - omega As; p = r + beta (p - omega Ap); dots = {<r, rstar>, <r,r>}, and dots[2] = <r, rhat>
+   when rhat is given.                  */
+PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar beta, Vec wr, Vec pt, Vec st, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, Vec rhat, PetscScalar *dots);
 
 /* dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot */
 PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, PetscScalar *dots);

@@ -21,10 +21,12 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 
 /* See Backend::bcgs_update */
 PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
-                          const PetscScalar *rstar, PetscScalar dots[2])
+                          const PetscScalar *rstar, const PetscScalar *rhat, PetscScalar *dots)
 {
+  PetscScalar all[3];
+
   PetscFunctionBegin;
-  BlockedReduce<2>(n, dots, [=](PetscInt i, PetscScalar *part) {
+  BlockedReduce<3>(n, all, [=](PetscInt i, PetscScalar *part) {
     const PetscScalar dx = alpha * p[i] + omega * s[i];
     const PetscScalar ri = s[i] - omega * As[i];
     x[i] += wr ? wr[i] * dx : dx;
@@ -32,7 +34,9 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
     p[i] = ri + beta * (p[i] - omega * Ap[i]);
     part[0] += ri * rstar[i];
     part[1] += ri * ri;
+    if (rhat) part[2] += ri * rhat[i];
   });
+  for (int d = 0; d < (rhat ? 3 : 2); ++d) dots[d] = all[d];
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
