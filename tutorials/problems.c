@@ -243,7 +243,10 @@ static PetscErrorCode GenRow(const Gen *g, PetscInt r, PetscInt *nc, PetscInt co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* local number of rows: PETSc's split, or with -uneven rank 0 gets half as many again as the others */
+/* local number of rows: PETSc's split, or with -uneven rank 0 gets half as many again as the others,
+   or with -empty_rank the last rank owns no rows */
+static PetscBool empty_rank = PETSC_FALSE;
+
 static PetscErrorCode LocalRows(MPI_Comm comm, PetscInt N, PetscBool uneven, PetscInt *m)
 {
   PetscMPIInt size, rank;
@@ -256,6 +259,8 @@ static PetscErrorCode LocalRows(MPI_Comm comm, PetscInt N, PetscBool uneven, Pet
     const PetscInt m0 = PetscMin(N, N / size + N / (2 * size)), rest = N - m0;
 
     *m = rank == 0 ? m0 : rest / (size - 1) + ((rank - 1) < rest % (size - 1) ? 1 : 0);
+  } else if (empty_rank && size > 1) {
+    *m = rank == size - 1 ? 0 : N / (size - 1) + (rank < N % (size - 1) ? 1 : 0);
   }
   PetscCall(PetscSplitOwnership(comm, m, &N));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -489,6 +494,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   PetscCall(PetscOptionsBool("-nonsym", "randdd: nonsymmetric variant", "ProblemCreate", g.nonsym, &g.nonsym, NULL));
   PetscCall(PetscOptionsInt("-seed", "Seed of randdd and of the random right-hand sides", "ProblemCreate", g.seed, &g.seed, NULL));
   PetscCall(PetscOptionsBool("-uneven", "Give rank 0 half as many rows again as the other ranks", "ProblemCreate", uneven, &uneven, NULL));
+  PetscCall(PetscOptionsBool("-empty_rank", "The last rank owns no rows", "ProblemCreate", empty_rank, &empty_rank, NULL));
   PetscOptionsEnd();
   PetscCheck(g.type == PROBLEM_FILE || g.n > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-n must be positive, got %" PetscInt_FMT, g.n);
   PetscCheck(g.type != PROBLEM_FILE || fname[0], comm, PETSC_ERR_USER_INPUT, "Problem file needs -%sf <file>", prefix ? prefix : "");

@@ -291,6 +291,7 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
     PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa, *rha;
     PetscInt      n;
     PetscCall(VecGetLocalSize(x, &n));
+    if (rhat && n == 0) dots[2] = 0; /* an empty local part has no array to mark rhat as given */
     PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
     PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &ra));
