@@ -114,7 +114,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   Vec         *V = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
   Mat          A;
   PetscScalar  d[NDOTS], alpha = 0, beta = 0;
-  PetscReal    rnorm, rnorm0;
+  PetscReal    rnorm, rnorm0, lastfail   = 0;
 
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
@@ -152,7 +152,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
       PetscBool ok;
       PetscReal truenorm;
       PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], rnorm0, &truenorm, &ok));
-      if (!ok) {
+      if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, &lastfail)) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
         ksp->reason = KSP_CONVERGED_ITERATING;
         cg->replacements++;

@@ -114,6 +114,18 @@ PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscB
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, PetscReal *last)
+{
+  const PetscBool stagnates = (*last > 0 && truenorm >= 0.9 * *last) ? PETSC_TRUE : PETSC_FALSE;
+
+  *last = truenorm;
+  if (stagnates) {
+    ksp->reason = KSP_DIVERGED_BREAKDOWN;
+    (void)PetscInfo(ksp, "True residual %g stagnates above the tolerance after a residual replacement: the tolerance is below the attainable accuracy\n", (double)truenorm);
+  }
+  return stagnates;
+}
+
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements)
 {
   PetscBool   ascii;
