@@ -116,6 +116,8 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscScalar  d[NDOTS], alpha = 0, beta = 0;
   PetscReal    rnorm, rnorm0, lastfail   = 0;
 
+  TrueResidualGuard guard;
+
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &cg->mode, &cg->w));
@@ -152,7 +154,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
       PetscBool ok;
       PetscReal truenorm;
       PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], rnorm0, &truenorm, &ok));
-      if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, &lastfail)) {
+      if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
         ksp->reason = KSP_CONVERGED_ITERATING;
         cg->replacements++;

@@ -114,11 +114,14 @@ PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscB
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, PetscReal *last)
+PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidualGuard *guard)
 {
-  const PetscBool stagnates = (*last > 0 && truenorm >= 0.9 * *last) ? PETSC_TRUE : PETSC_FALSE;
-
-  *last = truenorm;
+  if (guard->best > 0 && truenorm >= 0.9 * guard->best)
+    guard->stuck++;
+  else
+    guard->stuck = 0;
+  if (guard->best == 0 || truenorm < guard->best) guard->best = truenorm;
+  const PetscBool stagnates = guard->stuck >= 3 ? PETSC_TRUE : PETSC_FALSE;
   if (stagnates) {
     ksp->reason = KSP_DIVERGED_BREAKDOWN;
     (void)PetscInfo(ksp, "True residual %g stagnates above the tolerance after a residual replacement: the tolerance is below the attainable accuracy\n", (double)truenorm);

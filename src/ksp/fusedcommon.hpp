@@ -31,11 +31,17 @@ PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm);
    receive b - A x and its preconditioned counterpart.  Only for the default convergence test.  */
 PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal rnorm0, PetscReal *truenorm, PetscBool *ok);
 
-/* After a true-residual check failed: PETSC_TRUE (and ksp->reason = KSP_DIVERGED_BREAKDOWN) when the
-   true residual did not drop below 0.9 of its value at the previous failed check of this solve (*last;
-   set it to 0 at the start of a solve): the tolerance is below the attainable accuracy, and replacing
-   the residual again cannot help.                                                                */
-PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, PetscReal *last);
+/* Failed true-residual checks of one solve (zero-initialize at the start of a solve) */
+struct TrueResidualGuard {
+  PetscReal best  = 0; /* smallest true residual at a failed check */
+  PetscInt  stuck = 0; /* consecutive failed checks that did not improve on it by 10% */
+};
+
+/* After a true-residual check failed: PETSC_TRUE (and ksp->reason = KSP_DIVERGED_BREAKDOWN) when three
+   consecutive failed checks, each after a residual replacement, did not lower the true residual below
+   0.9 of the best one: the tolerance is below the attainable accuracy, and replacing again cannot help.
+   Used by fusedcg and fusedsgmres, whose residual estimates are accurate up to the attainable accuracy. */
+PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidualGuard *guard);
 
 /* Views the parts every fused solver shows in -ksp_view */
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements);

@@ -197,7 +197,9 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   Mat              A;
   const OpDot      self     = {DotKind::DOT_SELF, nullptr};
   PetscInt         its      = 0;
-  PetscReal        estimate = -1, rho0 = 0, lastfail = 0;
+  PetscReal        estimate = -1, rho0 = 0;
+
+  TrueResidualGuard guard;
 
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
@@ -267,7 +269,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       PetscBool ok;
       PetscReal truenorm;
       PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], rho0, &truenorm, &ok));
-      if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &lastfail)) break;
+      if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) break;
       PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
       ksp->reason = KSP_CONVERGED_ITERATING;
       g->replacements++;
