@@ -114,7 +114,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   Vec         *V = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
   Mat          A;
   PetscScalar  d[NDOTS], alpha = 0, beta = 0;
-  PetscReal    rnorm, rnorm0, lastfail   = 0;
+  PetscReal    rnorm, rnorm0;
 
   TrueResidualGuard guard;
 
