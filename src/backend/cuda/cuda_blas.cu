@@ -5,13 +5,12 @@
    threads), nothing when n == 0.  Dot products and norms are one kernel over the chunks of
    PartitionRange() writing one partial per thread block, then ONE device->host copy of the
    partials (SumPartials), exactly as the fused kernels of the solvers; the infinity norm copies
-   the block maxima the same way and takes their maximum on the host.  maxpy and mdot pass the
-   vector pointers (and coefficients) by value in a kernel parameter table, up to MAXPY_TABLE /
-   MDOT_TABLE vectors per launch; mdot copies the partials of all its dot products back at once.
+   the block maxima the same way and takes their maximum on the host.  maxpy and mdot are the
+   Gram-Schmidt kernels of cuda_gmres.cu (MAXPYScale, MDot).
 */
 #include "backend/blas.hpp"
 #include "backend/cuda/cuda_common.cuh"
-#include <climits>
+#include <vector>
 
 namespace fusedksp
 {
@@ -20,10 +19,7 @@ namespace cuda
 namespace
 {
 
-constexpr int MAX_GRID    = 4096; /* blocks of an elementwise kernel; threads stride beyond */
-constexpr int MAXPY_TABLE = 16;   /* vectors per maxpy launch                              */
-constexpr int MDOT_TABLE  = 32;   /* vectors per mdot launch                               */
-constexpr int MDOT_GROUP  = 8;    /* dot products per thread block of mdot                 */
+constexpr int MAX_GRID = 4096; /* blocks of an elementwise kernel; threads stride beyond */
 
 /* op(i) for every i in [0, n) */
 template <class Op> __global__ void MapKernel(PetscInt64 n, Op op)
@@ -254,50 +250,6 @@ __global__ void MaxAbsKernel(PetscInt n, PetscInt chunk, const PetscScalar *x, P
   if (threadIdx.x == 0) partials[blockIdx.x] = m;
 }
 
-/* The vectors and coefficients of one maxpy launch (kernel parameters, passed by value) */
-struct MAXPYTable {
-  const PetscScalar *x[MAXPY_TABLE];
-  PetscScalar        alpha[MAXPY_TABLE];
-};
-
-/* y += sum_{k < count} table.alpha[k] table.x[k] */
-__global__ void MAXPYKernel(PetscInt64 n, const __grid_constant__ MAXPYTable table, int count, PetscScalar *y)
-{
-  const PetscInt64 stride = (PetscInt64)gridDim.x * blockDim.x;
-
-  for (PetscInt64 i = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    PetscScalar yi = y[i];
-#pragma unroll
-    for (int k = 0; k < MAXPY_TABLE; ++k)
-      if (k < count) yi += table.alpha[k] * table.x[k][i];
-    y[i] = yi;
-  }
-}
-
-/* The vectors of one mdot launch (kernel parameters, passed by value) */
-struct MDotTable {
-  const PetscScalar *y[MDOT_TABLE];
-};
-
-/* Partials of <x, table.y[k]> for k < count: block (b, g) reduces chunk b of the dot products
-   g*MDOT_GROUP ... g*MDOT_GROUP + MDOT_GROUP-1, reading x once for all of them, and writes
-   partial k to partials[k * gridDim.x + b]                                                    */
-__global__ void MDotKernel(PetscInt n, PetscInt chunk, const PetscScalar *x, const __grid_constant__ MDotTable table, int count, PetscScalar *partials)
-{
-  const ChunkRange range           = BlockChunk(n, chunk);
-  const int        first           = blockIdx.y * MDOT_GROUP;
-  const int        group           = min(MDOT_GROUP, count - first);
-  PetscScalar      acc[MDOT_GROUP] = {};
-
-  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    const PetscScalar xi = x[i];
-#pragma unroll
-    for (int k = 0; k < MDOT_GROUP; ++k)
-      if (k < group) acc[k] += xi * table.y[first + k][i];
-  }
-  WriteBlockPartials(acc, group, partials + (size_t)first * gridDim.x);
-}
-
 PetscErrorCode AXPY(PetscInt n, PetscScalar a, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
@@ -358,30 +310,15 @@ PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, const Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y += sum_j alpha[j] X[j] for the vectors of the table: one kernel per MAXPY_TABLE vectors */
+/* y += sum_j alpha[j] X[j]: the Gram-Schmidt update y - sum (-alpha_j) X_j (MAXPYScale, cuda_gmres.cu) */
 PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, const PetscScalar *const *X, PetscScalar *y)
 {
-  cudaStream_t stream;
+  std::vector<PetscScalar> coef(nv > 0 ? nv : 1);
 
   PetscFunctionBegin;
   PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
-  if (n) {
-    const int nblocks = (int)PetscMin((PetscInt64)MAX_GRID, ((PetscInt64)n + BLOCK_SIZE - 1) / BLOCK_SIZE);
-
-    PetscCall(GetStream(&stream));
-    for (PetscInt first = 0; first < nv; first += MAXPY_TABLE) {
-      const int  count = (int)PetscMin((PetscInt)MAXPY_TABLE, nv - first);
-      MAXPYTable table = {};
-
-      for (int k = 0; k < count; ++k) {
-        table.x[k]     = X[first + k];
-        table.alpha[k] = alpha[first + k];
-      }
-      MAXPYKernel<<<nblocks, BLOCK_SIZE, 0, stream>>>((PetscInt64)n, table, count, y);
-      FusedKSPCheckLaunch();
-      counters.launches++;
-    }
-  }
+  for (PetscInt j = 0; j < nv; ++j) coef[j] = -alpha[j];
+  PetscCall(MAXPYScale(n, nv, coef.data(), X, y, 1.0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -420,32 +357,12 @@ PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y, Petsc
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* vals[j] = <x, Y[j]>: one kernel per MDOT_TABLE vectors on at most FUSED_MDOT_BLOCKS chunks (as
-   the Gram-Schmidt multi-dot), ONE device->host copy of the partials of all nv dot products    */
+/* vals[j] = <x, Y[j]>: the Gram-Schmidt multi-dot (MDot, cuda_gmres.cu) with x as its vector: one
+   device->host copy of the partials of all nv dot products                                     */
 PetscErrorCode MDotBlas(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
 {
-  const Partition part = PartitionRange(nv ? n : 0, FUSED_MDOT_BLOCKS);
-  PetscScalar    *partials;
-  cudaStream_t    stream;
-
   PetscFunctionBegin;
-  PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
-  PetscCheck(nv <= INT_MAX / FUSED_MDOT_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Too many vectors for one multi-dot: %" PetscInt_FMT, nv);
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((size_t)nv * part.nblocks, &partials));
-    for (PetscInt first = 0; first < nv; first += MDOT_TABLE) {
-      const int  count = (int)PetscMin((PetscInt)MDOT_TABLE, nv - first);
-      const dim3 grid(part.nblocks, (count + MDOT_GROUP - 1) / MDOT_GROUP);
-      MDotTable  table = {};
-
-      for (int k = 0; k < count; ++k) table.y[k] = Y[first + k];
-      MDotKernel<<<grid, BLOCK_SIZE, 0, stream>>>(n, part.chunk, x, table, count, partials + (size_t)first * part.nblocks);
-      FusedKSPCheckLaunch();
-      counters.launches++;
-    }
-  }
-  PetscCall(SumPartials((int)nv, part.nblocks, vals));
+  PetscCall(MDot(n, nv, Y, x, PETSC_FALSE, vals));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -1,6 +1,7 @@
 /* Host backend: the BLAS-1 contract (backend/blas.hpp) as plain loops, the reference */
 #include "backend/blas.hpp"
 #include "backend/host/host_reduce.hpp"
+#include <vector>
 
 namespace fusedksp
 {
@@ -84,16 +85,14 @@ static PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, con
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See BlasKernels::maxpy */
+/* See BlasKernels::maxpy: the Gram-Schmidt update y - sum (-alpha_j) X_j (MAXPYScale) */
 static PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, const PetscScalar *const *X, PetscScalar *y)
 {
+  std::vector<PetscScalar> coef(nv > 0 ? nv : 1);
+
   PetscFunctionBegin;
-  for (PetscInt i = 0; i < n; ++i) {
-    PetscScalar yi = y[i];
-    for (PetscInt j = 0; j < nv; ++j) yi += alpha[j] * X[j][i];
-    y[i] = yi;
-  }
-  counters.launches++;
+  for (PetscInt j = 0; j < nv; ++j) coef[j] = -alpha[j];
+  PetscCall(MAXPYScale(n, nv, coef.data(), X, y, 1.0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -149,19 +148,11 @@ static PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See BlasKernels::mdot: the chunks of the multi-dot kernels (BlockedReduceN) */
+/* See BlasKernels::mdot: the Gram-Schmidt multi-dot (MDot) with x as its vector */
 static PetscErrorCode MDotBlas(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
 {
-  PetscScalar *part;
-
   PetscFunctionBegin;
-  PetscCall(PetscMalloc1(nv, &part));
-  BlockedReduceN(n, (int)nv, vals, part, [=](PetscInt i, PetscScalar *pt) {
-    const PetscScalar xi = x[i];
-    for (PetscInt j = 0; j < nv; ++j) pt[j] += xi * Y[j][i];
-  });
-  PetscCall(PetscFree(part));
-  counters.launches++;
+  PetscCall(MDot(n, nv, Y, x, PETSC_FALSE, vals));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
