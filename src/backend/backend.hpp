@@ -94,10 +94,10 @@ struct Backend {
 
   /* BiCGStab update (seed 000 Alg. 4 lines 15-20):
        x += alpha (wr .* p) + omega (wr .* s);  r := s - omega As;  p := r + beta (p - omega Ap);
-     dots[0] = <r, rstar>, dots[1] = <r,r>, and dots[2] = <r, rhat> when rhat is not NULL.
+     dots[0] = <r, rstar>, dots[1] = <r,r>, and dots[2] = <r, rhat> when ndots == 3 (else 2).
      wr may be NULL (no right preconditioner).                                              */
   PetscErrorCode (*bcgs_update)(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
-                                const PetscScalar *rstar, const PetscScalar *rhat, PetscScalar *dots);
+                                const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *dots);
 
   /* Multi-dot: dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot.           */
   PetscErrorCode (*mdot)(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots);

@@ -291,7 +291,6 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
     PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa, *rha;
     PetscInt      n;
     PetscCall(VecGetLocalSize(x, &n));
-    if (rhat && n == 0) dots[2] = 0; /* an empty local part has no array to mark rhat as given */
     PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
     PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &ra));
@@ -303,7 +302,7 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
     PetscCall(arr.Get(rhat, PETSC_MEMORY_ACCESS_READ, &rha));
     PetscCall(PetscLogEventBegin(events.bcgs_update, x, r, p, 0));
     PetscCall(DeferBegin());
-    PetscCall(ActiveBackend()->bcgs_update(n, alpha, omega, beta, wra, xa, ra, pa, sa, Apa, Asa, rsa, rha, dots));
+    PetscCall(ActiveBackend()->bcgs_update(n, alpha, omega, beta, wra, xa, ra, pa, sa, Apa, Asa, rsa, rha, rhat ? 3 : 2, dots));
     PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
     PetscCall(PetscLogFlops(14.0 * n));

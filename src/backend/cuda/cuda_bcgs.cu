@@ -22,7 +22,7 @@ __global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const 
 
 /* The updates of Backend::bcgs_update and the block's partials of <r,rstar>, <r,r> (and <r,rhat>) */
 __global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
-                                 const PetscScalar *As, const PetscScalar *rstar, const PetscScalar *rhat, PetscScalar *partials)
+                                 const PetscScalar *As, const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *partials)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[3] = {0, 0, 0};
@@ -36,9 +36,9 @@ __global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, 
     p[i] = ri + beta * (pi - omega * Ap[i]);
     acc[0] += ri * rstar[i];
     acc[1] += ri * ri;
-    if (rhat) acc[2] += ri * rhat[i];
+    if (ndots > 2) acc[2] += ri * rhat[i];
   }
-  WriteBlockPartials(acc, rhat ? 3 : 2, partials);
+  WriteBlockPartials(acc, ndots, partials);
 }
 
 /*
@@ -66,10 +66,10 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 
 /*
    BCGSUpdate - Backend::bcgs_update on the device: one kernel launch, one device->host copy of the
-   2 (3 with rhat) x nblocks partials (none of either when n == 0)
+   ndots x nblocks partials (none of either when n == 0)
 */
 PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
-                          const PetscScalar *rstar, const PetscScalar *rhat, PetscScalar *dots)
+                          const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *dots)
 {
   const Partition part = PartitionRange(n);
   cudaStream_t    stream;
@@ -77,14 +77,15 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCheck(ndots == 2 || ndots == 3, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "bcgs_update computes 2 or 3 dot products, asked for %d", ndots);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((rhat ? 3 : 2) * (size_t)part.nblocks, &partials));
-    BCGSUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, rhat, partials);
+    PetscCall(GetPartials((size_t)ndots * part.nblocks, &partials));
+    BCGSUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, rhat, ndots, partials);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(rhat ? 3 : 2, part.nblocks, dots));
+  PetscCall(SumPartials(ndots, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -21,7 +21,7 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 
 /* See Backend::bcgs_update */
 PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
-                          const PetscScalar *rstar, const PetscScalar *rhat, PetscScalar *dots)
+                          const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *dots)
 {
   PetscScalar all[3];
 
@@ -34,9 +34,9 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
     p[i] = ri + beta * (p[i] - omega * Ap[i]);
     part[0] += ri * rstar[i];
     part[1] += ri * ri;
-    if (rhat) part[2] += ri * rhat[i];
+    if (ndots > 2) part[2] += ri * rhat[i];
   });
-  for (int d = 0; d < (rhat ? 3 : 2); ++d) dots[d] = all[d];
+  for (int d = 0; d < ndots; ++d) dots[d] = all[d];
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
