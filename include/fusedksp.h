@@ -20,6 +20,10 @@
 #define MATSEQAIJFUSED "seqaijfused"
 #define MATMPIAIJFUSED "mpiaijfused"
 
+/* Storage of a fused AIJ matrix on the backend (-mat_aijfused_format) */
+typedef enum { MAT_AIJFUSED_CSR, MAT_AIJFUSED_SELL, MAT_AIJFUSED_AUTO } MatAIJFusedFormat;
+PETSC_EXTERN PetscErrorCode MatAIJFusedSetFormat(Mat, MatAIJFusedFormat);
+
 PETSC_EXTERN PetscErrorCode FusedKSPInitializePackage(void);
 PETSC_EXTERN PetscErrorCode FusedKSPFinalizePackage(void);
 

@@ -5,7 +5,8 @@
    Random data in [-1, 1] (never 0) from a fixed seed, lengths 0, 1, 31, 32, 33, 1000, 4099, 1000003;
    pure outputs are filled with NaN before each call; random CSR matrices (row lengths 0..12 with
    empty rows, 0..2, 0..30, 16..64, a rectangular one) and a 7-point-like banded one, with and
-   without the weights wl/wr; every DotSpec kind; mdot/maxpy_scale with 1, 5, 40 (and 300)
+   without the weights wl/wr, in CSR and in SELL-P with 1, 2, 4 and 8 threads per row (against the
+   host's CSR product); diag_get/diag_shift; every DotSpec kind; mdot/maxpy_scale with 1, 5, 40 (and 300)
    vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); a batch of deferred
    second stages.
    Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
@@ -21,6 +22,7 @@
 */
 #include <petscsys.h>
 #include "backend/backend.hpp"
+#include "mat/sellp.hpp"
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -387,12 +389,14 @@ PetscErrorCode TestDots(Tester &t, PetscInt n, const DotSet &set)
 enum class MatrixKind { RANDOM_0_12, BANDED_7, SHORT_0_2, MEDIUM_0_30, LONG_16_64, RECTANGULAR_0_12 };
 const char *MATRIX_NAMES[] = {"random 0..12", "banded 7-point", "random 0..2", "random 0..30", "random 16..64", "rectangular random 0..12"};
 
-/* A CSR matrix on the host and its arrays on the device */
+/* A CSR matrix on the host and its arrays on the device, in CSR and (sell.threads > 0) in SELL-P */
 struct Matrix {
   PetscInt              nrows = 0, ncols = 0;
   std::vector<PetscInt> rowptr{0}, colidx;
   Array                 vals;
   CSRView               ref, dev;
+  SELLView              sell; /* device arrays of the SELL-P layout; threads == 0: none */
+  Matrix() { sell.threads = 0; }
 };
 
 void GenerateMatrix(Tester &t, MatrixKind kind, PetscInt n, Matrix &A)
@@ -445,6 +449,46 @@ PetscErrorCode UploadMatrix(Tester &t, Matrix &A)
   A.dev.rowptr              = rowptr;
   A.dev.colidx              = colidx;
   A.dev.vals                = vals;
+  A.ref.nnz = A.dev.nnz = (PetscInt64)nnz;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The SELL-P layout of A with `threads` threads per row, on the device (built on the host) */
+PetscErrorCode UploadSELL(Tester &t, Matrix &A, int threads)
+{
+  SELLLayout   layout;
+  Array        vals;
+  PetscInt64  *sliceptr;
+  PetscInt    *colidx;
+  PetscScalar *dvals;
+
+  PetscFunctionBegin;
+  PetscCall(SELLBuild(A.nrows, A.rowptr.data(), A.colidx.data(), threads, &layout));
+  vals.resize(layout.Entries());
+  SELLFillValues(layout, A.vals.data(), vals.data());
+  PetscCall(t.dev->malloc_bytes(layout.sliceptr.size() * sizeof(PetscInt64), (void **)&sliceptr));
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(vals.size(), 1) * sizeof(PetscInt), (void **)&colidx));
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(vals.size(), 1) * sizeof(PetscScalar), (void **)&dvals));
+  PetscCall(t.dev->copy_to_backend(sliceptr, layout.sliceptr.data(), layout.sliceptr.size() * sizeof(PetscInt64)));
+  PetscCall(t.dev->copy_to_backend(colidx, layout.colidx.data(), vals.size() * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_backend(dvals, vals.data(), vals.size() * sizeof(PetscScalar)));
+  A.sell.nrows    = A.nrows;
+  A.sell.ncols    = A.ncols;
+  A.sell.threads  = threads;
+  A.sell.sliceptr = sliceptr;
+  A.sell.colidx   = colidx;
+  A.sell.vals     = dvals;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode FreeSELL(Tester &t, Matrix &A)
+{
+  PetscFunctionBegin;
+  PetscCall(t.dev->free_bytes((void *)A.sell.sliceptr));
+  PetscCall(t.dev->free_bytes((void *)A.sell.colidx));
+  PetscCall(t.dev->free_bytes((void *)A.sell.vals));
+  A.sell = SELLView();
+  A.sell.threads = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -474,7 +518,11 @@ PetscErrorCode TestSpMVDots(Tester &t, const Matrix &A, const char *matrix, bool
 
   PetscFunctionBegin;
   PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s%s, %s", matrix, with_wl ? ", wl" : "", with_wr ? ", wr" : "", set.Name().c_str()));
-  label = Label("spmv_dots", variant, A.nrows);
+  if (A.sell.threads) {
+    const std::string v = std::string(variant) + ", SELL-P " + std::to_string(A.sell.threads) + " threads per row";
+    PetscCall(PetscStrncpy(variant, v.c_str(), sizeof(variant)));
+  }
+  label = Label(A.sell.threads ? "spmv_sell_dots" : "spmv_dots", variant, A.nrows);
   dotops.Add(t, ops, set, A.nrows);
   PetscCall(ops.Upload());
   dotops.Specs(ops, set, rspecs, dspecs);
@@ -482,7 +530,8 @@ PetscErrorCode TestSpMVDots(Tester &t, const Matrix &A, const char *matrix, bool
   std::fill(dots, dots + FUSED_MAX_DOTS, NaN);
   PetscCall(t.host->spmv_dots(&A.ref, wl != NONE ? ops.Ref(wl) : nullptr, wr != NONE ? ops.Ref(wr) : nullptr, ops.Ref(in), ops.Ref(out), nd, rspecs.data(), ref));
   before = *t.dev->counters;
-  PetscCall(t.dev->spmv_dots(&A.dev, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  if (A.sell.threads) PetscCall(t.dev->spmv_sell_dots(&A.sell, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  else PetscCall(t.dev->spmv_dots(&A.dev, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
   PetscCall(CheckCounters(t, label, before, A.nrows > 0, A.nrows > 0 && nd > 0));
   dotops.Scales(ops, set, ops.RefArray(in), ops.RefArray(out), scale);
   PetscCall(CheckDots(t, label, nd, dots, ref, scale));
@@ -501,6 +550,12 @@ PetscErrorCode TestSpMVMatrix(Tester &t, MatrixKind kind, PetscInt n)
   for (const DotSet &set : DOT_SETS) {
     const bool all_weights = set.kinds.empty() || &set == &ALL_DOTS;
     for (int weights = 0; weights < (all_weights ? 4 : 1); ++weights) PetscCall(TestSpMVDots(t, A, MATRIX_NAMES[(int)kind], weights & 1, weights & 2, set));
+  }
+  for (int threads : {1, 2, 4, 8}) { /* SELL-P against the host's CSR product: all dots and none, every weight combination */
+    PetscCall(UploadSELL(t, A, threads));
+    for (const DotSet *set : {&DOT_SETS[0], &ALL_DOTS})
+      for (int weights = 0; weights < 4; ++weights) PetscCall(TestSpMVDots(t, A, MATRIX_NAMES[(int)kind], weights & 1, weights & 2, *set));
+    PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -723,6 +778,38 @@ PetscErrorCode TestMemory(Tester &t)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* diag_get (some rows without a diagonal entry) and diag_shift (every row has one) */
+PetscErrorCode TestDiag(Tester &t, PetscInt n)
+{
+  Operands                ops(t);
+  const int               vals = ops.Add("vals", t.RandomArray(3 * n + 1)), d = ops.Add("d", Array(n, NaN));
+  std::vector<PetscInt64> pos(n), allpos(n);
+  PetscInt64             *dpos, *dallpos;
+  BackendCounters         before;
+  const std::string       label = Label("diag_get, diag_shift", "", n);
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < n; ++i) {
+    allpos[i] = 3 * i + t.RandomInt(0, 2);
+    pos[i]    = i % 5 == 2 ? -1 : allpos[i];
+  }
+  PetscCall(ops.Upload());
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(n, 1) * sizeof(PetscInt64), (void **)&dpos));
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(n, 1) * sizeof(PetscInt64), (void **)&dallpos));
+  PetscCall(t.dev->copy_to_backend(dpos, pos.data(), n * sizeof(PetscInt64)));
+  PetscCall(t.dev->copy_to_backend(dallpos, allpos.data(), n * sizeof(PetscInt64)));
+  PetscCall(t.host->diag_get(n, pos.data(), ops.Ref(vals), ops.Ref(d)));
+  before = *t.dev->counters;
+  PetscCall(t.dev->diag_get(n, dpos, ops.Dev(vals), ops.Dev(d)));
+  PetscCall(CheckCounters(t, label, before, n > 0, 0));
+  PetscCall(t.host->diag_shift(n, allpos.data(), 0.75, ops.Ref(vals)));
+  PetscCall(t.dev->diag_shift(n, dallpos, 0.75, ops.Dev(vals)));
+  PetscCall(t.dev->free_bytes(dpos));
+  PetscCall(t.dev->free_bytes(dallpos));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode RunAll(Tester &t)
 {
   const PetscInt nvs[] = {0, 1, 5, 40, 300};
@@ -733,6 +820,7 @@ PetscErrorCode RunAll(Tester &t)
   for (PetscInt n : SIZES) {
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));
     PetscCall(TestWAXPYDot(t, n));
+    PetscCall(TestDiag(t, n));
     PetscCall(TestBCGSUpdate(t, n, false, false));
     PetscCall(TestBCGSUpdate(t, n, true, false));
     PetscCall(TestBCGSUpdate(t, n, true, true));

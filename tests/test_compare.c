@@ -215,6 +215,8 @@ int main(int argc, char **argv)
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
   PetscCall(MatConvert(prob.A, mattype, MAT_INITIAL_MATRIX, &Af));
+  PetscCall(MatSetOptionsPrefix(Af, "fused_"));
+  PetscCall(MatSetFromOptions(Af)); /* e.g. -fused_mat_aijfused_format */
   if (refmattype[0])
     PetscCall(MatConvert(prob.A, refmattype, MAT_INITIAL_MATRIX, &Ar));
   else {

@@ -7,10 +7,13 @@
    the host backend, device memory for the CUDA backend).
 
    Every dot product is computed the way the device does it: the index range is cut into
-   ReduceChunks() contiguous chunks (one per thread block on the device), each chunk writes one
-   partial sum, and the partials are then summed in chunk order (the "second stage").  The result
-   returned in dots[] is the LOCAL (this MPI rank's) value; the ops layer packs the dots of one
-   iteration into a single MPI_Allreduce.
+   ReduceChunks() contiguous chunks (one per thread block on the device), each chunk yields one
+   partial sum, and the partials are then summed (the "second stage": in chunk order on the host
+   backend, by the last thread block of the kernel on the CUDA backend, which then copies only the
+   sums).  The backends agree to rounding.  Sparse products cut their rows into chunks of whole
+   "passes" of a thread block, so their chunks may differ from ReduceChunks().  The result returned
+   in dots[] is the LOCAL (this MPI rank's) value; the ops layer packs the dots of one iteration
+   into a single MPI_Allreduce.
 
    Conventions: n is the local length; `w` arguments are optional pointwise weights (the inverse
    diagonal of a Jacobi preconditioner), NULL meaning "all ones".  All kernels accept n == 0.
@@ -24,7 +27,7 @@ namespace fusedksp
 
 constexpr PetscInt FUSED_REDUCE_BLOCKS = 2048; // most partial sums of one dot product (first stage)
 constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  // most partial sums of each dot of a multi-dot
-constexpr PetscInt FUSED_MIN_CHUNK     = 1024; // fewest entries a block reduces (small vectors: few partials)
+constexpr PetscInt FUSED_MIN_CHUNK     = 256;  // fewest entries a block reduces (one per thread: short latency for small vectors)
 constexpr int      FUSED_MAX_DOTS      = 4;    // dot products fused into one SpMV
 
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
@@ -42,6 +45,22 @@ struct CSRView {
   const PetscInt    *rowptr = nullptr; /* nrows+1 */
   const PetscInt    *colidx = nullptr; /* rowptr[nrows] */
   const PetscScalar *vals   = nullptr; /* rowptr[nrows] */
+  PetscInt64         nnz    = -1;      /* rowptr[nrows] when known (picks the device's threads per row) */
+};
+
+/* SELL-P view (sliced ELLPACK with padding, seed 003) of the local rows of a matrix.  Rows are
+   grouped in slices of FUSED_SELL_HEIGHT consecutive rows; every row of slice s stores L_s entries,
+   L_s = the longest row of the slice rounded up to a multiple of `threads` (the threads that share
+   a row).  Entry k = j * threads + t of row i (slice s = i / H, lane l = i % H, H the slice height)
+   is at  sliceptr[s] + (j * H + l) * threads + t,  so a warp reading one j of 32 / threads rows
+   reads consecutive memory.  Padding has colidx -1 (never read) and value 0.                    */
+constexpr PetscInt FUSED_SELL_HEIGHT = 32;
+struct SELLView {
+  PetscInt           nrows = 0, ncols = 0;
+  int                threads  = 1;       /* threads per row: 1, 2, 4 or 8                         */
+  const PetscInt64  *sliceptr = nullptr; /* ceil(nrows / H) + 1 offsets (in entries)              */
+  const PetscInt    *colidx   = nullptr; /* sliceptr[nslices] entries, -1 for padding             */
+  const PetscScalar *vals     = nullptr; /* sliceptr[nslices] entries                             */
 };
 
 /* What one fused dot product of a matrix-vector kernel multiplies `out` with:
@@ -84,6 +103,15 @@ struct Backend {
   /* out = wl .* (A (wr .* in)) for a CSR matrix, fused with ndots <= FUSED_MAX_DOTS dot
      products of `out` (see DotSpec).  wl, wr may be NULL.  in has A.ncols entries.         */
   PetscErrorCode (*spmv_dots)(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+  /* spmv_dots for a SELL-P matrix */
+  PetscErrorCode (*spmv_sell_dots)(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+  /* The diagonal of a matrix from the positions of its diagonal entries in its value array
+     (pos[i] < 0: no stored diagonal entry in row i):  get: d[i] = vals[pos[i]] (0 if none);
+     shift: vals[pos[i]] += a for every row (every pos[i] must be >= 0)                         */
+  PetscErrorCode (*diag_get)(PetscInt n, const PetscInt64 *pos, const PetscScalar *vals, PetscScalar *d);
+  PetscErrorCode (*diag_shift)(PetscInt n, const PetscInt64 *pos, PetscScalar a, PetscScalar *vals);
 
   /* The dot products of spmv_dots alone, for an `out` computed elsewhere (MPI or matrix-free
      operators): dots[k] as in spmv_dots with `in` the operator's input.                     */

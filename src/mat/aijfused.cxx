@@ -1,13 +1,20 @@
 /*
    MATSEQAIJFUSED / MATMPIAIJFUSED: PETSc's MATSEQAIJ / MATMPIAIJ (assembly, MatSetValues,
    factorizations and every host operation stay PETSc's) whose vectors are fused (MatCreateVecs
-   gives VECFUSED) and whose CSR arrays are mirrored in the backend's memory for the fused
-   "SpMV + partial reductions" kernels.  The mirror is refreshed lazily: when the matrix's object
-   state changed since the last copy, the values are copied again, and the structure too when its
-   nonzero state changed.  With the host backend the mirror is PETSc's own CSR arrays.
+   gives VECFUSED) and whose local rows are mirrored in the backend's memory, in CSR or SELL-P
+   (-mat_aijfused_format), for the fused "SpMV + partial reductions" kernels and the device
+   MatMult, MatMultAdd, MatMultTranspose(Add), MatGetDiagonal, MatScale and MatShift.
+
+   The mirror is refreshed lazily: when the matrix's object state changed since the last copy, the
+   values are copied again, and the structure too when its nonzero state changed.  MatScale and
+   MatShift update a current mirror in place instead.  With the host backend a CSR mirror is
+   PETSc's own arrays (the host backend then runs PETSc's own products, except in the fused
+   solvers' operations).
 */
 #include "mat/aijfused.hpp"
+#include "mat/sellp.hpp"
 #include "vec/vecfused.hpp"
+#include "backend/blas.hpp"
 #include <petsc/private/matimpl.h>
 #include "sys/objectdata.hpp"
 
@@ -16,16 +23,39 @@ namespace fusedksp
 namespace
 {
 
+const char *const FormatNames[] = {"csr", "sell", "auto", "MatAIJFusedFormat", "MAT_AIJFUSED_", nullptr};
+
+/* The backend copy of one MATSEQAIJ's local rows */
+struct Mirror {
+  MatAIJFusedFormat format = MAT_AIJFUSED_CSR; /* the format in use (never AUTO) */
+  CSRView           csr;
+  SELLView          sell;
+  SELLLayout        layout;                              /* SELL-P: host structure, for value refreshes  */
+  PetscInt         *rowptr = nullptr, *colidx = nullptr; /* backend arrays we own (NULL: aliasing) */
+  PetscInt64       *sliceptr = nullptr, *diagpos = nullptr;
+  PetscScalar      *vals = nullptr, *work = nullptr; /* work: nrows entries for MatMultAdd          */
+  PetscInt64        nvals   = 0;                     /* entries of vals (SELL-P: with padding)     */
+  PetscBool         alldiag = PETSC_FALSE;           /* every row i < ncols stores (i, i)          */
+  PetscObjectState  state = -1, nonzerostate = -1;
+};
+
 struct MatFusedData {
-  const Backend   *backend = nullptr;
-  CSRView          csr; /* backend arrays (mirrored backends) or PETSc's (host) */
-  PetscInt        *browptr = nullptr, *bcolidx = nullptr;
-  PetscScalar     *bvals = nullptr;
-  PetscInt         nnz   = 0;
-  PetscObjectState state = -1, nonzerostate = -1;
-  PetscErrorCode (*host_destroy)(Mat)           = nullptr;
-  PetscErrorCode (*host_mult)(Mat, Vec, Vec)    = nullptr;
-  PetscErrorCode (*host_view)(Mat, PetscViewer) = nullptr;
+  const Backend    *backend        = nullptr;
+  MatAIJFusedFormat requested      = MAT_AIJFUSED_AUTO;
+  PetscBool         keep_transpose = PETSC_FALSE; /* -mat_aijfused_transpose: build A^T with the mirror */
+  Mirror            mirror;
+  Mat               At                                         = nullptr; /* explicit transpose (a MATSEQAIJFUSED), kept once built */
+  PetscObjectState  At_state                                   = -1;      /* the state of A that At transposes                     */
+  PetscErrorCode (*host_destroy)(Mat)                          = nullptr;
+  PetscErrorCode (*host_mult)(Mat, Vec, Vec)                   = nullptr;
+  PetscErrorCode (*host_multadd)(Mat, Vec, Vec, Vec)           = nullptr;
+  PetscErrorCode (*host_multtranspose)(Mat, Vec, Vec)          = nullptr;
+  PetscErrorCode (*host_multtransposeadd)(Mat, Vec, Vec, Vec)  = nullptr;
+  PetscErrorCode (*host_getdiagonal)(Mat, Vec)                 = nullptr;
+  PetscErrorCode (*host_scale)(Mat, PetscScalar)               = nullptr;
+  PetscErrorCode (*host_shift)(Mat, PetscScalar)               = nullptr;
+  PetscErrorCode (*host_view)(Mat, PetscViewer)                = nullptr;
+  PetscErrorCode (*host_setfromoptions)(Mat, PetscOptionItems) = nullptr;
 };
 
 ObjectData<MatFusedData> registry;
@@ -35,16 +65,165 @@ inline MatFusedData *Data(Mat A)
   return registry.Get(A);
 }
 
-PetscErrorCode FreeMirror(MatFusedData *d)
+PetscErrorCode FreeBackend(const Backend *be, void *ptr)
 {
   PetscFunctionBegin;
-  if (d->backend != HostBackend()) {
-    if (d->browptr) PetscCall(d->backend->free_bytes(d->browptr));
-    if (d->bcolidx) PetscCall(d->backend->free_bytes(d->bcolidx));
-    if (d->bvals) PetscCall(d->backend->free_bytes(d->bvals));
+  if (ptr) PetscCall(be->free_bytes(ptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode FreeMirror(const Backend *be, Mirror *m)
+{
+  PetscFunctionBegin;
+  PetscCall(FreeBackend(be, m->rowptr));
+  PetscCall(FreeBackend(be, m->colidx));
+  PetscCall(FreeBackend(be, m->sliceptr));
+  PetscCall(FreeBackend(be, m->diagpos));
+  PetscCall(FreeBackend(be, m->vals));
+  PetscCall(FreeBackend(be, m->work));
+  *m = Mirror();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Allocates `bytes` in the backend's memory and copies `host` there */
+PetscErrorCode Upload(const Backend *be, const void *host, size_t bytes, void **dev)
+{
+  PetscFunctionBegin;
+  PetscCall(be->malloc_bytes(PetscMax(bytes, sizeof(PetscScalar)), dev));
+  PetscCall(be->copy_to_backend(*dev, host, bytes));
+  PetscCall(PetscLogCpuToGpu((PetscLogDouble)bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The format of a new mirror: the requested one; AUTO: SELL-P on a device backend when its padding
+   adds at most 25% to the stored entries, else CSR (always CSR on the host backend)          */
+MatAIJFusedFormat ChooseFormat(const MatFusedData *d, PetscInt nrows, const PetscInt *ai, int threads)
+{
+  if (d->requested != MAT_AIJFUSED_AUTO) return d->requested;
+  if (d->backend == HostBackend() || !nrows) return MAT_AIJFUSED_CSR;
+  return 4 * SELLEntries(nrows, ai, threads) <= 5 * (PetscInt64)ai[nrows] ? MAT_AIJFUSED_SELL : MAT_AIJFUSED_CSR;
+}
+
+/* Builds the structure of the mirror (format, index arrays, diagonal positions) */
+PetscErrorCode BuildStructure(Mat A, MatFusedData *d, const PetscInt *ai, const PetscInt *aj)
+{
+  const Backend          *be    = d->backend;
+  Mirror                 *m     = &d->mirror;
+  const PetscInt          nrows = A->rmap->n, ncols = A->cmap->n, nnz = ai[nrows];
+  const int               threads = SELLThreadsPerRow(nrows, nnz);
+  std::vector<PetscInt64> diag(nrows, -1);
+
+  PetscFunctionBegin;
+  PetscCall(FreeMirror(be, m));
+  m->format  = ChooseFormat(d, nrows, ai, threads);
+  m->alldiag = PETSC_TRUE;
+  if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLBuild(nrows, ai, aj, threads, &m->layout));
+  for (PetscInt i = 0; i < nrows; ++i) {
+    for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
+      if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? m->layout.position[k] : k;
+    if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
   }
-  d->browptr = d->bcolidx = nullptr;
-  d->bvals                = nullptr;
+  PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
+  if (m->format == MAT_AIJFUSED_SELL) {
+    m->nvals = m->layout.Entries();
+    PetscCall(Upload(be, m->layout.sliceptr.data(), sizeof(PetscInt64) * m->layout.sliceptr.size(), (void **)&m->sliceptr));
+    PetscCall(Upload(be, m->layout.colidx.data(), sizeof(PetscInt) * m->nvals, (void **)&m->colidx));
+    PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(m->nvals, 1), (void **)&m->vals));
+    m->sell.nrows    = nrows;
+    m->sell.ncols    = ncols;
+    m->sell.threads  = threads;
+    m->sell.sliceptr = m->sliceptr;
+    m->sell.colidx   = m->colidx;
+  } else {
+    m->nvals = nnz;
+    if (be != HostBackend()) {
+      PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
+      PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&m->colidx));
+      PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&m->vals));
+    }
+    m->csr.nrows  = nrows;
+    m->csr.ncols  = ncols;
+    m->csr.nnz    = nnz;
+    m->csr.rowptr = be == HostBackend() ? ai : m->rowptr;
+    m->csr.colidx = be == HostBackend() ? aj : m->colidx;
+  }
+  m->nonzerostate = A->nonzerostate;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The mirror of A, refreshed if A changed since the last call */
+PetscErrorCode GetMirror(Mat A, Mirror **mirror)
+{
+  MatFusedData    *d = Data(A);
+  Mirror          *m = &d->mirror;
+  const PetscInt  *ai, *aj;
+  PetscScalar     *aa;
+  PetscMemType     mtype;
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  if (state != m->state) {
+    const Backend *be = d->backend;
+
+    PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mtype));
+    PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays");
+    if (A->nonzerostate != m->nonzerostate || (m->format == MAT_AIJFUSED_CSR && be == HostBackend() && m->csr.rowptr != ai)) PetscCall(BuildStructure(A, d, ai, aj));
+    if (m->format == MAT_AIJFUSED_SELL) {
+      std::vector<PetscScalar> vals(m->nvals);
+      SELLFillValues(m->layout, aa, vals.data());
+      PetscCall(be->copy_to_backend(m->vals, vals.data(), sizeof(PetscScalar) * m->nvals));
+      m->sell.vals = m->vals;
+    } else if (be != HostBackend()) {
+      PetscCall(be->copy_to_backend(m->vals, aa, sizeof(PetscScalar) * m->nvals));
+      m->csr.vals = m->vals;
+    } else
+      m->csr.vals = aa;
+    if (m->vals) PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * m->nvals)));
+    m->state = state;
+  }
+  *mirror = m;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The explicit transpose of A (a MATSEQAIJFUSED), rebuilt when A changed since it was made */
+PetscErrorCode GetTranspose(Mat A, Mat *At)
+{
+  MatFusedData    *d = Data(A);
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  if (!d->At)
+    PetscCall(MatTranspose(A, MAT_INITIAL_MATRIX, &d->At));
+  else if (state != d->At_state)
+    PetscCall(MatTranspose(A, MAT_REUSE_MATRIX, &d->At));
+  d->At_state = state;
+  *At         = d->At;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The BLAS-1 kernels of the backend of A */
+const BlasKernels *Blas(const MatFusedData *d)
+{
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (d->backend != HostBackend()) return CUDABlas();
+#endif
+  return HostBlas();
+}
+
+/* PETSC_TRUE when the product with these vectors runs on the (device) backend */
+PetscErrorCode OnDevice(Mat A, std::initializer_list<Vec> vecs, PetscBool *device)
+{
+  PetscFunctionBegin;
+  *device = Data(A)->backend != HostBackend() ? PETSC_TRUE : PETSC_FALSE;
+  for (Vec v : vecs) {
+    PetscBool fused;
+    if (!*device) break;
+    PetscCall(VecIsFused(v, &fused));
+    if (!fused) *device = PETSC_FALSE;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -53,41 +232,208 @@ PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
   MatFusedData *d = Data(A);
 
   PetscFunctionBegin;
-  PetscCall(FreeMirror(d));
+  PetscCall(FreeMirror(d->backend, &d->mirror));
+  PetscCall(MatDestroy(&d->At));
   PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
   delete registry.Take(A);
   PetscCall(host_destroy(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = A x on the backend when both vectors are fused, else PETSc's host product */
-PetscErrorCode MatMult_SeqAIJFused(Mat A, Vec x, Vec y)
+/* y = A x on the backend's arrays (fused vectors) */
+PetscErrorCode MultDevice(Mat A, Vec x, Vec y)
 {
-  PetscBool    fx, fy;
-  CSRView      csr;
   PetscScalar *xa, *ya;
 
   PetscFunctionBegin;
-  PetscCall(VecIsFused(x, &fx));
-  PetscCall(VecIsFused(y, &fy));
-  if (!fx || !fy || Data(A)->backend == HostBackend()) {
-    PetscCall(Data(A)->host_mult(A, x, y));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(MatSeqAIJFusedGetCSR(A, &csr));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-  PetscCall(PetscLogEventBegin(events.spmv_dots, A, x, y, 0));
-  PetscCall(Data(A)->backend->spmv_dots(&csr, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
-  PetscCall(PetscLogEventEnd(events.spmv_dots, A, x, y, 0));
-  PetscCall(PetscLogGpuFlops(2.0 * Data(A)->nnz));
+  PetscCall(MatSeqAIJFusedMultDots(A, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
   PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* y = A x + z on the backend's arrays: the product into the mirror's work array, then one BLAS-1 kernel */
+PetscErrorCode MultAddDevice(Mat A, Vec x, Vec z, Vec y)
+{
+  MatFusedData      *d    = Data(A);
+  const BlasKernels *blas = Blas(d);
+  Mirror            *m;
+  PetscScalar       *xa, *ya, *za;
+  PetscInt           n = A->rmap->n;
+
+  PetscFunctionBegin;
+  PetscCall(GetMirror(A, &m));
+  if (!m->work && n) PetscCall(d->backend->malloc_bytes(sizeof(PetscScalar) * n, (void **)&m->work));
+  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(MatSeqAIJFusedMultDots(A, nullptr, nullptr, xa, m->work, 0, nullptr, nullptr));
+  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  if (y == z) {
+    PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+    PetscCall(blas->axpy(n, 1.0, m->work, ya));
+    PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+  } else {
+    PetscCall(VecFusedGetArray(z, PETSC_MEMORY_ACCESS_READ, &za));
+    PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+    PetscCall(blas->waxpy(n, 1.0, m->work, za, ya));
+    PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+    PetscCall(VecFusedRestoreArray(z, PETSC_MEMORY_ACCESS_READ, &za));
+  }
+  PetscCall(PetscLogGpuFlops((PetscLogDouble)n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = A x on the backend when both vectors are fused, else PETSc's host product */
+PetscErrorCode MatMult_SeqAIJFused(Mat A, Vec x, Vec y)
+{
+  PetscBool device;
+
+  PetscFunctionBegin;
+  PetscCall(OnDevice(A, {x, y}, &device));
+  if (device)
+    PetscCall(MultDevice(A, x, y));
+  else
+    PetscCall(Data(A)->host_mult(A, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatMultAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
+{
+  PetscBool device;
+
+  PetscFunctionBegin;
+  PetscCall(OnDevice(A, {x, y, z}, &device));
+  if (device)
+    PetscCall(MultAddDevice(A, x, z, y));
+  else
+    PetscCall(Data(A)->host_multadd(A, x, z, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = A^T x: the product with the explicit transpose, kept after the first use */
+PetscErrorCode MatMultTranspose_SeqAIJFused(Mat A, Vec x, Vec y)
+{
+  PetscBool device;
+  Mat       At;
+
+  PetscFunctionBegin;
+  PetscCall(OnDevice(A, {x, y}, &device));
+  if (device) {
+    PetscCall(GetTranspose(A, &At));
+    PetscCall(MultDevice(At, x, y));
+  } else
+    PetscCall(Data(A)->host_multtranspose(A, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatMultTransposeAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
+{
+  PetscBool device;
+  Mat       At;
+
+  PetscFunctionBegin;
+  PetscCall(OnDevice(A, {x, y, z}, &device));
+  if (device) {
+    PetscCall(GetTranspose(A, &At));
+    PetscCall(MultAddDevice(At, x, z, y));
+  } else
+    PetscCall(Data(A)->host_multtransposeadd(A, x, z, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
+{
+  MatFusedData *d = Data(A);
+  PetscBool     device;
+  Mirror       *m;
+  PetscScalar  *va;
+  PetscInt      n;
+
+  PetscFunctionBegin;
+  PetscCall(OnDevice(A, {v}, &device));
+  if (!device) {
+    PetscCall(d->host_getdiagonal(A, v));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(VecGetLocalSize(v, &n));
+  PetscCheck(n == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Vector has %" PetscInt_FMT " local entries, the matrix %" PetscInt_FMT " rows", n, A->rmap->n);
+  PetscCall(GetMirror(A, &m));
+  PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
+  PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, m->vals, va));
+  PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether a host operation may be repeated on the mirror instead of refreshing it: the mirror is
+   current, has its own value array, and the operation keeps the nonzero pattern            */
+PetscErrorCode MirrorCurrent(Mat A, PetscBool *current)
+{
+  Mirror          *m = &Data(A)->mirror;
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  *current = (m->vals && state == m->state && A->nonzerostate == m->nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Marks the mirror current after the same operation was done on both copies */
+PetscErrorCode MirrorUpdated(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet((PetscObject)A, &Data(A)->mirror.state));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatScale_SeqAIJFused(Mat A, PetscScalar a)
+{
+  MatFusedData *d = Data(A);
+  PetscBool     current;
+
+  PetscFunctionBegin;
+  PetscCall(MirrorCurrent(A, &current));
+  PetscCall(d->host_scale(A, a));
+  if (current && A->nonzerostate == d->mirror.nonzerostate) {
+    PetscCall(Blas(d)->scale(d->mirror.nvals, a, d->mirror.vals));
+    PetscCall(MirrorUpdated(A));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatShift_SeqAIJFused(Mat A, PetscScalar a)
+{
+  MatFusedData *d = Data(A);
+  PetscBool     current;
+
+  PetscFunctionBegin;
+  PetscCall(MirrorCurrent(A, &current));
+  PetscCall(d->host_shift(A, a));
+  if (current && d->mirror.alldiag && A->nonzerostate == d->mirror.nonzerostate) {
+    PetscCall(d->backend->diag_shift(PetscMin(A->rmap->n, A->cmap->n), d->mirror.diagpos, a, d->mirror.vals));
+    PetscCall(MirrorUpdated(A));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatSetFromOptions_SeqAIJFused(Mat A, PetscOptionItems PetscOptionsObject)
+{
+  MatFusedData *d = Data(A);
+  PetscBool     set;
+
+  PetscFunctionBegin;
+  if (d->host_setfromoptions) PetscCall(d->host_setfromoptions(A, PetscOptionsObject));
+  PetscOptionsHeadBegin(PetscOptionsObject, "MATSEQAIJFUSED options");
+  PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the matrix on the backend", "MatAIJFusedSetFormat", FormatNames, (PetscEnum)d->requested, (PetscEnum *)&d->requested, &set));
+  if (set) d->mirror.nonzerostate = -1; /* rebuilt in the new format at the next product */
+  PetscCall(PetscOptionsBool("-mat_aijfused_transpose", "Build and keep the explicit transpose with the mirror (else at the first MatMultTranspose)", "MATSEQAIJFUSED", d->keep_transpose, &d->keep_transpose, nullptr));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
 {
+  MatFusedData     *d = Data(A);
   PetscBool         ascii;
   PetscViewerFormat format;
 
@@ -95,9 +441,20 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) {
     PetscCall(PetscViewerGetFormat(viewer, &format));
-    if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", Data(A)->backend->name));
+    if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) {
+      const Mirror *m = &d->mirror;
+      if (A->ops->destroy != MatDestroy_SeqAIJFused)
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s\n", d->backend->name));
+      else if (m->nonzerostate < 0)
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen at the first product)\n", d->backend->name, FormatNames[d->requested]));
+      else if (m->format == MAT_AIJFUSED_SELL)
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: SELL-P (slice height %" PetscInt_FMT ", %d threads per row, %.1f%% padding)\n", d->backend->name, FUSED_SELL_HEIGHT, m->sell.threads,
+                                         m->nvals ? 100.0 * (m->nvals - (double)m->layout.position.size()) / (double)m->nvals : 0.0));
+      else
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", d->backend->name));
+    }
   }
-  PetscCall(Data(A)->host_view(A, viewer));
+  PetscCall(d->host_view(A, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -109,6 +466,16 @@ PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
   PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
   delete registry.Take(A);
   PetscCall(host_destroy(A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatAIJFusedSetFormat_SeqAIJFused(Mat A, MatAIJFusedFormat format)
+{
+  MatFusedData *d = Data(A);
+
+  PetscFunctionBegin;
+  if (format != d->requested) d->mirror.nonzerostate = -1; /* rebuilt in the new format at the next product */
+  d->requested = format;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -124,7 +491,24 @@ PetscErrorCode MatConvertToFused(Mat A, const char *name, PetscBool seq)
   registry.Set(A, d);
   A->ops->destroy = seq ? MatDestroy_SeqAIJFused : MatDestroy_MPIAIJFused;
   A->ops->view    = MatView_AIJFused;
-  if (seq) A->ops->mult = MatMult_SeqAIJFused;
+  if (seq) {
+    d->host_multadd          = A->ops->multadd;
+    d->host_multtranspose    = A->ops->multtranspose;
+    d->host_multtransposeadd = A->ops->multtransposeadd;
+    d->host_getdiagonal      = A->ops->getdiagonal;
+    d->host_scale            = A->ops->scale;
+    d->host_shift            = A->ops->shift;
+    d->host_setfromoptions   = A->ops->setfromoptions;
+    A->ops->mult             = MatMult_SeqAIJFused;
+    A->ops->multadd          = MatMultAdd_SeqAIJFused;
+    A->ops->multtranspose    = MatMultTranspose_SeqAIJFused;
+    A->ops->multtransposeadd = MatMultTransposeAdd_SeqAIJFused;
+    A->ops->getdiagonal      = MatGetDiagonal_SeqAIJFused;
+    A->ops->scale            = MatScale_SeqAIJFused;
+    A->ops->shift            = MatShift_SeqAIJFused;
+    A->ops->setfromoptions   = MatSetFromOptions_SeqAIJFused;
+    PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_SeqAIJFused));
+  }
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, name));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -139,61 +523,50 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatSeqAIJFusedGetCSR(Mat A, CSRView *csr)
+PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  MatFusedData    *d = Data(A);
-  const PetscInt  *ai, *aj;
-  PetscScalar     *aa;
-  PetscMemType     mtype;
-  PetscObjectState state;
+  MatFusedData *d = Data(A);
+  Mirror       *m;
+  Mat           At;
 
   PetscFunctionBegin;
-  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
-  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-  if (state != d->state) {
-    PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mtype));
-    PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays");
-    d->csr.nrows = A->rmap->n;
-    d->csr.ncols = A->cmap->n;
-    d->nnz       = ai[A->rmap->n];
-    if (d->backend == HostBackend()) {
-      d->csr.rowptr = ai;
-      d->csr.colidx = aj;
-      d->csr.vals   = aa;
-    } else {
-      const Backend *be = d->backend;
-      if (A->nonzerostate != d->nonzerostate) {
-        PetscCall(FreeMirror(d));
-        PetscCall(be->malloc_bytes(sizeof(PetscInt) * (A->rmap->n + 1), (void **)&d->browptr));
-        PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(d->nnz, 1), (void **)&d->bcolidx));
-        PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(d->nnz, 1), (void **)&d->bvals));
-        PetscCall(be->copy_to_backend(d->browptr, ai, sizeof(PetscInt) * (A->rmap->n + 1)));
-        PetscCall(be->copy_to_backend(d->bcolidx, aj, sizeof(PetscInt) * d->nnz));
-        d->nonzerostate = A->nonzerostate;
-      }
-      PetscCall(be->copy_to_backend(d->bvals, aa, sizeof(PetscScalar) * d->nnz));
-      PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * d->nnz)));
-      d->csr.rowptr = d->browptr;
-      d->csr.colidx = d->bcolidx;
-      d->csr.vals   = d->bvals;
-    }
-    d->state = state;
-  }
-  *csr = d->csr;
+  PetscCall(GetMirror(A, &m));
+  if (d->keep_transpose) PetscCall(GetTranspose(A, &At));
+  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+  if (m->format == MAT_AIJFUSED_SELL)
+    PetscCall(d->backend->spmv_sell_dots(&m->sell, wl, wr, in, out, ndots, specs, dots));
+  else
+    PetscCall(d->backend->spmv_dots(&m->csr, wl, wr, in, out, ndots, specs, dots));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  if (d->backend != HostBackend())
+    PetscCall(PetscLogGpuFlops(2.0 * (PetscLogDouble)(m->format == MAT_AIJFUSED_SELL ? m->layout.position.size() : m->csr.nnz) + 2.0 * ndots * A->rmap->n));
+  else
+    PetscCall(PetscLogFlops(2.0 * (PetscLogDouble)(m->format == MAT_AIJFUSED_SELL ? m->layout.position.size() : m->csr.nnz) + 2.0 * ndots * A->rmap->n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 } // namespace fusedksp
 
 /*MC
-   MATSEQAIJFUSED - "seqaijfused" - A `MATSEQAIJ` matrix whose CSR arrays are mirrored on the active
-   FusedKSP backend, so the fused solvers run "SpMV + partial dot products" in one kernel.
-   `MatCreateVecs()` returns `VECFUSED` vectors; assembly and all host operations are `MATSEQAIJ`'s.
+   MATSEQAIJFUSED - "seqaijfused" - A `MATSEQAIJ` matrix mirrored on the active FusedKSP backend in
+   CSR or SELL-P format, so the fused solvers run "SpMV + partial dot products" in one kernel.
+   `MatCreateVecs()` returns `VECFUSED` vectors; assembly and all host operations are `MATSEQAIJ`'s;
+   `MatMult()`, `MatMultAdd()`, `MatMultTranspose()`, `MatMultTransposeAdd()`, `MatGetDiagonal()`,
+   `MatScale()` and `MatShift()` run on the device when the vectors are fused.
 
-   Options Database Key:
-.  -mat_type seqaijfused - sets the matrix type in `MatSetFromOptions()`
+   Options Database Keys:
++  -mat_type seqaijfused - sets the matrix type in `MatSetFromOptions()`
+.  -mat_aijfused_format <csr,sell,auto> - storage on the backend (default auto, see `MatAIJFusedSetFormat()`)
+-  -mat_aijfused_transpose - build the explicit transpose with the mirror (else at the first `MatMultTranspose()`)
 
    Level: beginner
+
+   Notes:
+   The backend copy is made at the first product after assembly; when only the values changed
+   (same nonzero state), only the values are copied again.  `MatScale()` and `MatShift()` (when every
+   row stores its diagonal entry) update the copy in place.  `MatMultTranspose()` on the device uses
+   an explicit transpose, built at its first use (or with the mirror, -mat_aijfused_transpose) and
+   kept, refreshed when the matrix changes; it costs the memory of a second copy of the matrix.
 
 .seealso: `MATAIJFUSED`, `MATMPIAIJFUSED`, `VECFUSED`, `KSPFUSEDCG`
 M*/
@@ -239,5 +612,40 @@ PETSC_INTERN PetscErrorCode MatCreate_AIJFused(Mat A)
   PetscFunctionBegin;
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
   PetscCall(MatSetType(A, size == 1 ? MATSEQAIJFUSED : MATMPIAIJFUSED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  MatAIJFusedSetFormat - Sets how a `MATAIJFUSED` matrix is stored on the FusedKSP backend.
+
+  Logically Collective
+
+  Input Parameters:
++ A      - the matrix
+- format - `MAT_AIJFUSED_CSR`, `MAT_AIJFUSED_SELL` (SELL-P, slices of 32 rows padded to their longest
+           row) or `MAT_AIJFUSED_AUTO` (default)
+
+  Options Database Key:
+. -mat_aijfused_format <csr,sell,auto> - the format
+
+  Level: intermediate
+
+  Notes:
+  The rule of `MAT_AIJFUSED_AUTO`: SELL-P on the CUDA backend when its padding adds at most 25% to the
+  stored entries (matrices whose rows in each group of 32 have similar lengths, such as stencils and
+  finite elements on structured or smooth meshes), else CSR; on the host backend always CSR.  The
+  threads per row of SELL-P come from the average row length: 1 below 16 entries, 2 below 32, 4
+  below 64, else 8.  CSR uses the smallest power of two >= the average row length (2 to 32).  SELL-P
+  reads each entry with fully coalesced loads and no row-pointer indirection; CSR wastes no memory
+  on padding.  The format takes effect at the next product (the copy is rebuilt).
+
+.seealso: `MATAIJFUSED`, `MATSEQAIJFUSED`
+@*/
+PetscErrorCode MatAIJFusedSetFormat(Mat A, MatAIJFusedFormat format)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(A, MAT_CLASSID, 1);
+  PetscValidLogicalCollectiveEnum(A, format, 2);
+  PetscTryMethod(A, "MatAIJFusedSetFormat_C", (Mat, MatAIJFusedFormat), (A, format));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -1,4 +1,4 @@
-/* Fused AIJ matrices: the CSR view in the backend's memory (for src/ops) */
+/* Fused AIJ matrices: the fused products on the backend's arrays (for src/ops) */
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
@@ -7,6 +7,7 @@ namespace fusedksp
 {
 /* PETSC_TRUE if A is a MATSEQAIJFUSED whose CSR arrays live with the active backend */
 PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused);
-/* The CSR arrays of a MATSEQAIJFUSED in the backend's memory, refreshed if A changed */
-PetscErrorCode MatSeqAIJFusedGetCSR(Mat A, CSRView *csr);
+/* out = wl .* (A (wr .* in)) with ndots fused dot products (backend/backend.hpp) on the backend
+   arrays in/out of a MATSEQAIJFUSED, in the format of its mirror (refreshed if A changed)      */
+PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
 } // namespace fusedksp

@@ -191,20 +191,15 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
   if (fusedvecs && fusedmat) {
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
-    CSRView       csr;
     PetscScalar  *ina, *outa, *wla, *wra;
-    PetscCall(MatSeqAIJFusedGetCSR(A, &csr));
     PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
     PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
     PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
     PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
-    PetscCall(PetscLogEventBegin(events.spmv_dots, A, in, out, 0));
     PetscCall(DeferBegin());
-    PetscCall(ActiveBackend()->spmv_dots(&csr, wla, wra, ina, outa, ndots, bspecs, dots));
+    PetscCall(MatSeqAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
     PetscCall(DeferEnd());
-    PetscCall(PetscLogEventEnd(events.spmv_dots, A, in, out, 0));
-    PetscCall(PetscLogFlops(2.0 * csr.nrows * (1 + ndots)));
     PetscCall(arr.RestoreAll());
     PetscFunctionReturn(PETSC_SUCCESS);
   }

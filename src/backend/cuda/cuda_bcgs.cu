@@ -7,7 +7,7 @@ namespace cuda
 {
 
 /* y := x + a v and the block's partial of <y,y> */
-__global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar *partials)
+__global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
@@ -17,12 +17,12 @@ __global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const 
     y[i]                 = yi;
     acc[0] += yi * yi;
   }
-  WriteBlockPartials(acc, 1, partials);
+  ReduceBlocks(acc, 1, red);
 }
 
 /* The updates of Backend::bcgs_update and the block's partials of <r,rstar>, <r,r> (and <r,rhat>) */
 __global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
-                                 const PetscScalar *As, const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *partials)
+                                 const PetscScalar *As, const PetscScalar *rstar, const PetscScalar *rhat, int ndots, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[3] = {0, 0, 0};
@@ -38,7 +38,7 @@ __global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, 
     acc[1] += ri * ri;
     if (ndots > 2) acc[2] += ri * rhat[i];
   }
-  WriteBlockPartials(acc, ndots, partials);
+  ReduceBlocks(acc, ndots, red);
 }
 
 /*
@@ -49,18 +49,18 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 {
   const Partition part = PartitionRange(n);
   cudaStream_t    stream;
-  PetscScalar    *partials;
+  Reduction       red;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((size_t)part.nblocks, &partials));
-    WAXPYDotKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, x, v, y, partials);
+    PetscCall(GetReduction(1, part.nblocks, &red));
+    WAXPYDotKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, x, v, y, red);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(1, part.nblocks, dots));
+  PetscCall(FinishReduction(1, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -73,19 +73,19 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
 {
   const Partition part = PartitionRange(n);
   cudaStream_t    stream;
-  PetscScalar    *partials;
+  Reduction       red;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ndots == 2 || ndots == 3, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "bcgs_update computes 2 or 3 dot products, asked for %d", ndots);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((size_t)ndots * part.nblocks, &partials));
-    BCGSUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, rhat, ndots, partials);
+    PetscCall(GetReduction(ndots, part.nblocks, &red));
+    BCGSUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, rhat, ndots, red);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(ndots, part.nblocks, dots));
+  PetscCall(FinishReduction(ndots, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

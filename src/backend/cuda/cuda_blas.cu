@@ -3,9 +3,9 @@
 
    Elementwise operations are one grid-stride kernel each (at most MAX_GRID blocks of BLOCK_SIZE
    threads), nothing when n == 0.  Dot products and norms are one kernel over the chunks of
-   PartitionRange() writing one partial per thread block, then ONE device->host copy of the
-   partials (SumPartials), exactly as the fused kernels of the solvers; the infinity norm copies
-   the block maxima the same way and takes their maximum on the host.  maxpy and mdot are the
+   PartitionRange() with both reduction stages on the device (ReduceBlocks), then ONE
+   device->host copy of the result (FinishReduction), exactly as the fused kernels of the
+   solvers; the infinity norm reduces with a maximum instead of a sum.  maxpy and mdot are the
    Gram-Schmidt kernels of cuda_gmres.cu (MAXPYScale, MDot).
 */
 #include "backend/blas.hpp"
@@ -175,32 +175,32 @@ struct DivideOp {
 };
 
 /* Partials of sum_i term(i) over the chunks of PartitionRange(n), one per thread block */
-template <class Term> __global__ void SumKernel(PetscInt n, PetscInt chunk, Term term, PetscScalar *partials)
+template <class Term> __global__ void SumKernel(PetscInt n, PetscInt chunk, Term term, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) acc[0] += term(i);
-  WriteBlockPartials(acc, 1, partials);
+  ReduceBlocks(acc, 1, red);
 }
 
 /* One SumKernel launch and one device->host copy (neither when n == 0, the sum is then 0) */
 template <class Term> PetscErrorCode LaunchSum(PetscInt n, const Term &term, PetscScalar *sum)
 {
   const Partition part = PartitionRange(n);
-  PetscScalar    *partials;
+  Reduction       red;
   cudaStream_t    stream;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((size_t)part.nblocks, &partials));
-    SumKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, term, partials);
+    PetscCall(GetReduction(1, part.nblocks, &red));
+    SumKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, term, red);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(1, part.nblocks, sum));
+  PetscCall(FinishReduction(1, part.nblocks, sum));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -229,25 +229,15 @@ struct AbsTerm {
   }
 };
 
-/* max(a, b) in which NaN wins over every number, as PETSc's VecNorm(x, NORM_INFINITY) */
-struct MaxNaN {
-  __host__ __device__ PetscReal operator()(PetscReal a, PetscReal b) const
-  {
-    return (b > a || b != b) ? b : a;
-  }
-};
-
-/* partials[b] = max |x_i| over the chunk of thread block b (0 for an empty chunk) */
-__global__ void MaxAbsKernel(PetscInt n, PetscInt chunk, const PetscScalar *x, PetscScalar *partials)
+/* max |x_i| over the chunk of each thread block, then over the blocks (MaxNaNOp: NaN wins over
+   every number, as in PETSc's VecNorm(x, NORM_INFINITY)); 0 for an empty range               */
+__global__ void MaxAbsKernel(PetscInt n, PetscInt chunk, const PetscScalar *x, const Reduction red)
 {
-  using BlockReduce = cub::BlockReduce<PetscReal, BLOCK_SIZE>;
-  __shared__ typename BlockReduce::TempStorage temp;
-  const ChunkRange                             range = BlockChunk(n, chunk);
-  PetscReal                                    m     = 0;
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[1] = {0};
 
-  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) m = MaxNaN()(m, fabs(x[i]));
-  m = BlockReduce(temp).Reduce(m, MaxNaN());
-  if (threadIdx.x == 0) partials[blockIdx.x] = m;
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) acc[0] = MaxNaNOp()(acc[0], fabs(x[i]));
+  ReduceBlocks<MaxNaNOp>(acc, 1, red);
 }
 
 PetscErrorCode AXPY(PetscInt n, PetscScalar a, const PetscScalar *x, PetscScalar *y)
@@ -380,27 +370,23 @@ PetscErrorCode Norm1(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* One MaxAbsKernel launch, one device->host copy of the block maxima (read back as nblocks
-   "dot products" of one partial each), their maximum on the host                          */
+/* One MaxAbsKernel launch, one device->host copy of the maximum */
 PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
   const Partition part = PartitionRange(n);
-  PetscScalar     blockmax[FUSED_REDUCE_BLOCKS];
-  PetscScalar    *partials;
+  Reduction       red;
   cudaStream_t    stream;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  *val = 0;
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((size_t)part.nblocks, &partials));
-    MaxAbsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, x, partials);
+    PetscCall(GetReduction(1, part.nblocks, &red));
+    MaxAbsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, x, red);
     FusedKSPCheckLaunch();
     counters.launches++;
-    PetscCall(SumPartials(part.nblocks, 1, blockmax));
-    for (int b = 0; b < part.nblocks; ++b) *val = MaxNaN()(*val, blockmax[b]);
   }
+  PetscCall(FinishReduction(1, part.nblocks, val));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

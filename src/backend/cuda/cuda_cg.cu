@@ -8,7 +8,7 @@ namespace cuda
 
 /* One thread block per chunk: the updates of Backend::cg_update and the block's partials of
    <r,z>, <r,r>, <z,z> (the z of the update: w .* r, z - a u or r)                            */
-__global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar *partials)
+__global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[3] = {0, 0, 0};
@@ -29,7 +29,7 @@ __global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscS
     acc[1] += ri * ri;
     acc[2] += zi * zi;
   }
-  WriteBlockPartials(acc, 3, partials);
+  ReduceBlocks(acc, 3, red);
 }
 
 /*
@@ -40,18 +40,18 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
 {
   const Partition part = PartitionRange(n);
   cudaStream_t    stream;
-  PetscScalar    *partials;
+  Reduction       red;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials(3 * (size_t)part.nblocks, &partials));
-    CGUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, b, x, r, z, p, q, u, w, partials);
+    PetscCall(GetReduction(3, part.nblocks, &red));
+    CGUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, b, x, r, z, p, q, u, w, red);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(3, part.nblocks, dots));
+  PetscCall(FinishReduction(3, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

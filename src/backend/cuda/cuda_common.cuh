@@ -2,16 +2,20 @@
    CUDA backend: what the kernel families share.
 
    Reduction scheme (the contract's, see backend/backend.hpp): the index range [0, n) is cut into
-   ReduceChunks(n) contiguous chunks, exactly as the host backend cuts it
-   (chunk = ceil(n / nchunks)); thread block b of a fused
-   kernel owns chunk b, its threads stride through the chunk, and the block writes ONE partial sum
-   per dot product (cub::BlockReduce) to a device buffer laid out dot-major,
-   partials[d * nblocks + b].  The host then copies all partials of the call in ONE
-   cudaMemcpyAsync into a pinned buffer, waits for the stream once, and adds them in block order
-   (the second stage).  Only the summation order inside a chunk differs from the host backend.
+   ReduceChunks(n) contiguous chunks, as the host backend cuts it (chunk = ceil(n / nchunks)); thread
+   block b of a fused kernel owns chunk b, its threads stride through the chunk, and the block
+   writes ONE partial sum per dot product (cub::BlockReduce) to partials[d * nblocks + b].  The
+   second stage runs on the device too: the last block of the grid to finish (an atomic ticket,
+   after a memory fence) adds the partials of each dot product and writes the sum to a result slot.
+   The host then copies only the results (ndots values) with ONE cudaMemcpyAsync into a pinned
+   buffer and waits for the stream once; inside a batch (BatchBegin/BatchDefer/BatchEnd) the results
+   of several kernels are copied together.  The summation order differs from the host backend's
+   (thread-level split inside a block, tree sum of the partials), so the backends agree to rounding.
+   No extra kernel is launched for the second stage, and the partial-sum buffer is reused by every
+   kernel (kernels of one stream run one after the other).
 
    Every kernel and copy goes to one non-blocking stream, created on first use; the stream and the
-   partial-sum buffers are released by PetscFinalize().
+   buffers are released by PetscFinalize().
 */
 #pragma once
 
@@ -46,14 +50,25 @@ extern BackendCounters counters;
 /* The backend's stream (created on first use) */
 PetscErrorCode GetStream(cudaStream_t *stream);
 
-/* A device buffer for at least `count` partial sums (grown on demand, reused by every call) */
-PetscErrorCode GetPartials(size_t count, PetscScalar **partials);
+/* Where the reductions of one kernel launch go (passed to the kernel by value) */
+struct Reduction {
+  PetscScalar  *partials = nullptr; /* first stage: partials[d * gridDim.x + b]                      */
+  PetscScalar  *result   = nullptr; /* second stage: result[d], written by the grid's last block    */
+  unsigned int *tickets  = nullptr; /* blocks finished, one counter per grid row (blockIdx.y), reset */
+};
 
-/* The second stage: copies the ndots * nblocks partials to the pinned host buffer (one copy, one
-   wait) and sets dots[d] to the sum of partials[d * nblocks + b] over b in block order.  With
-   nblocks == 0 (empty range) the dots are 0 and nothing is copied.  Inside a deferring batch
+/* Most grid rows (blockIdx.y) of a reducing kernel: ticket counters available */
+constexpr int MAX_GRID_ROWS = 64;
+
+/* The reduction target of a launch of nblocks x nrows blocks computing ndots dot products: the
+   reused partial-sum buffer (grown on demand) and the next ndots result slots              */
+PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red);
+
+/* The host's side of the second stage: copies the ndots results of the launch that used the last
+   GetReduction() to the pinned host buffer (one copy, one wait) into dots[].  With nblocks == 0
+   (empty range, nothing launched) the dots are 0 and nothing is copied.  Inside a deferring batch
    (BatchBegin/BatchDefer) it only records the request; BatchEnd completes all of them.       */
-PetscErrorCode SumPartials(int ndots, int nblocks, PetscScalar *dots);
+PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots);
 PetscErrorCode BatchBegin(void);
 PetscErrorCode BatchDefer(PetscBool);
 PetscErrorCode BatchEnd(void);
@@ -61,6 +76,9 @@ PetscErrorCode BatchEnd(void);
 /* The backend's operations (see Backend in backend/backend.hpp), one kernel family per file */
 PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
 PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode SpMVSELLDots(const SELLView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode DiagGet(PetscInt, const PetscInt64 *, const PetscScalar *, PetscScalar *);
+PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar *);
 PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, int,
@@ -97,21 +115,62 @@ __device__ inline ChunkRange BlockChunk(PetscInt n, PetscInt chunk)
   return {begin, begin + PetscMin((PetscInt64)chunk, (PetscInt64)n - begin)};
 }
 
-/* Reduces acc[d] over the thread block for d < count (count is the same in every thread) and
-   writes the block's sum of dot d to partials[d * gridDim.x + blockIdx.x].                     */
-template <int ND> __device__ inline void WriteBlockPartials(const PetscScalar (&acc)[ND], int count, PetscScalar *partials)
+/* The operations a reduction can combine with (identity and associative op) */
+struct SumOp {
+  static constexpr PetscScalar identity = 0;
+  __device__ PetscScalar       operator()(PetscScalar a, PetscScalar b) const
+  {
+    return a + b;
+  }
+};
+struct MaxNaNOp { /* max of non-negative values that propagates NaN */
+  static constexpr PetscScalar identity = 0;
+  __device__ PetscScalar       operator()(PetscScalar a, PetscScalar b) const
+  {
+    return (b > a || b != b) ? b : a;
+  }
+};
+
+/*
+   ReduceBlocks - both stages of the reductions of one kernel: reduces acc[d] over the thread block
+   for d < count (count is the same in every thread of the grid) into
+   red.partials[(first + d) * gridDim.x + blockIdx.x]; the last block of this grid row to finish
+   then combines the gridDim.x partials of each dot product and writes red.result[first + d].
+   Every thread of the block must call it, once, at the end of the kernel.
+*/
+template <class Op = SumOp, int ND> __device__ inline void ReduceBlocks(const PetscScalar (&acc)[ND], int count, const Reduction &red, int first = 0)
 {
   using BlockReduce = cub::BlockReduce<PetscScalar, BLOCK_SIZE>;
   __shared__ typename BlockReduce::TempStorage temp;
+  __shared__ bool                              last;
+  const Op                                     op;
+  const unsigned int                           nblocks = gridDim.x;
 
+  if (count == 0) return;
 #pragma unroll
   for (int d = 0; d < ND; ++d) {
     if (d < count) {
-      const PetscScalar sum = BlockReduce(temp).Sum(acc[d]);
-      if (threadIdx.x == 0) partials[(size_t)d * gridDim.x + blockIdx.x] = sum;
+      const PetscScalar v = BlockReduce(temp).Reduce(acc[d], op);
+      if (threadIdx.x == 0) red.partials[(size_t)(first + d) * nblocks + blockIdx.x] = v;
       __syncthreads(); /* temp is reused by the next reduction */
     }
   }
+  if (threadIdx.x == 0) {
+    __threadfence(); /* this block's partials are visible before its ticket is */
+    last = atomicAdd(&red.tickets[blockIdx.y], 1u) == nblocks - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int d = 0; d < count; ++d) {
+    const PetscScalar *part = red.partials + (size_t)(first + d) * nblocks;
+    PetscScalar        v    = Op::identity;
+    for (unsigned int b = threadIdx.x; b < nblocks; b += BLOCK_SIZE) v = op(v, __ldcg(part + b));
+    v = BlockReduce(temp).Reduce(v, op);
+    if (threadIdx.x == 0) red.result[first + d] = v;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) red.tickets[blockIdx.y] = 0; /* ready for the next launch */
 }
 
 } // namespace cuda

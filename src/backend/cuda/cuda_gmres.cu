@@ -9,7 +9,7 @@
    the 4 KB of kernel parameters every supported toolkit and device accept; each call therefore
    launches ONE kernel for up to MAX_TABLE vectors (GMRES restarts up to MAX_TABLE - 2), and
    ceil(nv / MAX_TABLE) above that.  Small calls use smaller tables (8 or 64 entries) so that a
-   launch does not ship 4 KB of unused parameters.  mdot copies the partials of all its dot
+   launch does not ship 4 KB of unused parameters.  mdot copies the results of all its dot
    products back in ONE device->host copy however many launches it took.
 */
 #include "backend/cuda/cuda_common.cuh"
@@ -38,8 +38,8 @@ static_assert(sizeof(ScaledVectorTable<MAX_TABLE>) + 64 <= 4096, "a maxpy_scale 
 
 /* Partials of <table.v[k], y> for k < count: the grid is nblocks x ceil(count / MDOT_GROUP);
    block (b, g) reduces chunk b of dot products g*MDOT_GROUP ... g*MDOT_GROUP + 7, reading y once
-   for all of them, and writes partial k to partials[k * gridDim.x + b].                        */
-template <int CAP> __global__ void MDotKernel(PetscInt n, PetscInt chunk, const __grid_constant__ VectorTable<CAP> table, int count, const PetscScalar *y, PetscScalar *partials)
+   for all of them; the grid row's last block writes their sums to red.result[first ...].        */
+template <int CAP> __global__ void MDotKernel(PetscInt n, PetscInt chunk, const __grid_constant__ VectorTable<CAP> table, int count, const PetscScalar *y, const Reduction red)
 {
   const ChunkRange range           = BlockChunk(n, chunk);
   const int        first           = blockIdx.y * MDOT_GROUP;
@@ -52,12 +52,12 @@ template <int CAP> __global__ void MDotKernel(PetscInt n, PetscInt chunk, const 
     for (int k = 0; k < MDOT_GROUP; ++k)
       if (k < group) acc[k] += table.v[first + k][i] * yi;
   }
-  WriteBlockPartials(acc, group, partials + (size_t)first * gridDim.x);
+  ReduceBlocks(acc, group, red, first);
 }
 
-/* y := scale (y - sum_{j < count} table.coef[j] table.v[j]) and, when partials != NULL, the
-   block's partial of <y, dotvec> (new y; dotvec NULL: <y,y>)                                   */
-template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *partials)
+/* y := scale (y - sum_{j < count} table.coef[j] table.v[j]) and, when withdot, the reduction
+   of <y, dotvec> (new y; dotvec NULL: <y,y>)                                                   */
+template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, bool withdot, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
@@ -69,13 +69,13 @@ template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, 
     y[i] = yi;
     acc[0] += yi * (dotvec ? dotvec[i] : yi);
   }
-  WriteBlockPartials(acc, partials ? 1 : 0, partials);
+  ReduceBlocks(acc, withdot ? 1 : 0, red);
 }
 
 /* w := scale (w - sum_{j < count} table.coef[j] table.v[j]); znew := zold - eta w (residual-based
    SGMRES), with the block's partial of <znew, znew>                                             */
 template <int CAP>
-__global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar *partials)
+__global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_constant__ ScaledVectorTable<CAP> table, int count, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
@@ -89,19 +89,22 @@ __global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_cons
     znew[i]              = zi;
     acc[0] += zi * zi;
   }
-  WriteBlockPartials(acc, 1, partials);
+  ReduceBlocks(acc, 1, red);
 }
 
 /* One MDotKernel launch for the dot products first ... first+count-1 (count <= CAP); dot d is
    <V[d], y> for d < nv and <y, y> for d == nv                                                  */
-template <int CAP> static PetscErrorCode LaunchMDot(Partition part, PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, int first, int count, PetscScalar *partials, cudaStream_t stream)
+template <int CAP> static PetscErrorCode LaunchMDot(Partition part, PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, int first, int count, const Reduction &red, cudaStream_t stream)
 {
   VectorTable<CAP> table = {};
   const dim3       grid(part.nblocks, (count + MDOT_GROUP - 1) / MDOT_GROUP);
+  Reduction        launch = red; /* this launch's dot products are results first ... */
 
   PetscFunctionBegin;
+  PetscCheck((int)grid.y <= MAX_GRID_ROWS, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%u groups of dot products in one launch, at most %d", grid.y, MAX_GRID_ROWS);
+  launch.result += first;
   for (int k = 0; k < count; ++k) table.v[k] = first + k < nv ? V[first + k] : y;
-  MDotKernel<CAP><<<grid, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, partials + (size_t)first * part.nblocks);
+  MDotKernel<CAP><<<grid, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, launch);
   FusedKSPCheckLaunch();
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -109,7 +112,8 @@ template <int CAP> static PetscErrorCode LaunchMDot(Partition part, PetscInt n, 
 
 /* One MAXPYScaleKernel launch for the vectors first ... first+count-1 (count <= CAP) */
 template <int CAP>
-static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscScalar *coef, const PetscScalar *const *V, int first, int count, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *partials, cudaStream_t stream)
+static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscScalar *coef, const PetscScalar *const *V, int first, int count, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, bool withdot, const Reduction &red,
+                                       cudaStream_t stream)
 {
   ScaledVectorTable<CAP> table = {};
 
@@ -118,7 +122,7 @@ static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscSc
     table.v[k]    = V[first + k];
     table.coef[k] = coef[first + k];
   }
-  MAXPYScaleKernel<CAP><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, scale, dotvec, partials);
+  MAXPYScaleKernel<CAP><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, y, scale, dotvec, withdot, red);
   FusedKSPCheckLaunch();
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -126,14 +130,14 @@ static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscSc
 
 /*
    MDot - Backend::mdot on the device: ceil((nv + selfdot) / MAX_TABLE) kernel launches (one for
-   any GMRES restart up to MAX_TABLE - 2) and ONE device->host copy of all partials; nothing is
+   any GMRES restart up to MAX_TABLE - 2) and ONE device->host copy of all results; nothing is
    launched or copied when n == 0 or there is no dot product to compute
 */
 PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots)
 {
   const PetscInt64 ndots = (PetscInt64)nv + (selfdot ? 1 : 0);
   const Partition  part  = PartitionRange(ndots ? n : 0, FUSED_MDOT_BLOCKS);
-  PetscScalar     *partials;
+  Reduction        red;
   cudaStream_t     stream;
 
   PetscFunctionBegin;
@@ -142,19 +146,19 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
   PetscCheck(nv == 0 || V, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%" PetscInt_FMT " vectors but V is NULL", nv);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((size_t)ndots * part.nblocks, &partials));
+    PetscCall(GetReduction((int)ndots, part.nblocks, &red));
     for (int first = 0; first < ndots; first += MAX_TABLE) {
       const int count = (int)PetscMin((PetscInt64)MAX_TABLE, ndots - first);
 
       if (count <= 8)
-        PetscCall(LaunchMDot<8>(part, n, nv, V, y, first, count, partials, stream));
+        PetscCall(LaunchMDot<8>(part, n, nv, V, y, first, count, red, stream));
       else if (count <= 64)
-        PetscCall(LaunchMDot<64>(part, n, nv, V, y, first, count, partials, stream));
+        PetscCall(LaunchMDot<64>(part, n, nv, V, y, first, count, red, stream));
       else
-        PetscCall(LaunchMDot<MAX_TABLE>(part, n, nv, V, y, first, count, partials, stream));
+        PetscCall(LaunchMDot<MAX_TABLE>(part, n, nv, V, y, first, count, red, stream));
     }
   }
-  PetscCall(SumPartials((int)ndots, part.nblocks, dots));
+  PetscCall(FinishReduction((int)ndots, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -162,13 +166,13 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
    MAXPYScale - Backend::maxpy_scale on the device: ceil(nv / MAX_TABLE) kernel launches (one when
    nv <= MAX_TABLE, including nv == 0) and, when selfdot != NULL, one device->host copy; nothing
    when n == 0.  Above MAX_TABLE vectors the first launches subtract their share of the sum and the
-   last one subtracts the rest, scales and computes the partials of <y,y>: the same operations in
+   last one subtracts the rest, scales and reduces <y,y>: the same operations in
    the same order as one launch.
 */
 PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *selfdot)
 {
-  const Partition part     = PartitionRange(n);
-  PetscScalar    *partials = nullptr;
+  const Partition part = PartitionRange(n);
+  Reduction       red;
   cudaStream_t    stream;
 
   PetscFunctionBegin;
@@ -176,23 +180,22 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
   PetscCheck(nv == 0 || (V && coef), PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%" PetscInt_FMT " vectors but V or coef is NULL", nv);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    if (selfdot) PetscCall(GetPartials((size_t)part.nblocks, &partials));
+    if (selfdot) PetscCall(GetReduction(1, part.nblocks, &red));
     for (PetscInt first = 0;; first += MAX_TABLE) {
       const int         count = (int)PetscMin((PetscInt)MAX_TABLE, nv - first);
       const bool        last  = first + count == nv;
       const PetscScalar s     = last ? scale : 1;
-      PetscScalar      *p     = last ? partials : nullptr;
 
       if (count <= 8)
-        PetscCall(LaunchMAXPYScale<8>(part, n, coef, V, (int)first, count, y, s, dotvec, p, stream));
+        PetscCall(LaunchMAXPYScale<8>(part, n, coef, V, (int)first, count, y, s, dotvec, last && selfdot, red, stream));
       else if (count <= 64)
-        PetscCall(LaunchMAXPYScale<64>(part, n, coef, V, (int)first, count, y, s, dotvec, p, stream));
+        PetscCall(LaunchMAXPYScale<64>(part, n, coef, V, (int)first, count, y, s, dotvec, last && selfdot, red, stream));
       else
-        PetscCall(LaunchMAXPYScale<MAX_TABLE>(part, n, coef, V, (int)first, count, y, s, dotvec, p, stream));
+        PetscCall(LaunchMAXPYScale<MAX_TABLE>(part, n, coef, V, (int)first, count, y, s, dotvec, last && selfdot, red, stream));
       if (last) break;
     }
   }
-  if (selfdot) PetscCall(SumPartials(1, part.nblocks, selfdot));
+  if (selfdot) PetscCall(FinishReduction(1, part.nblocks, selfdot));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -203,8 +206,8 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
 */
 PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1])
 {
-  const Partition part     = PartitionRange(n);
-  PetscScalar    *partials = nullptr;
+  const Partition part = PartitionRange(n);
+  Reduction       red;
   cudaStream_t    stream;
   PetscInt        first = 0;
 
@@ -213,18 +216,18 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
     for (; nv - first > MAX_TABLE; first += MAX_TABLE) PetscCall(MAXPYScale(n, MAX_TABLE, coef + first, V + first, w, 1.0, nullptr, nullptr));
-    PetscCall(GetPartials((size_t)part.nblocks, &partials));
+    PetscCall(GetReduction(1, part.nblocks, &red));
     ScaledVectorTable<MAX_TABLE> table = {};
     const int                    count = (int)(nv - first);
     for (int k = 0; k < count; ++k) {
       table.v[k]    = V[first + k];
       table.coef[k] = coef[first + k];
     }
-    SGMRESUpdateKernel<MAX_TABLE><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, w, scale, eta, zold, znew, partials);
+    SGMRESUpdateKernel<MAX_TABLE><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, count, w, scale, eta, zold, znew, red);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(1, part.nblocks, dots));
+  PetscCall(FinishReduction(1, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

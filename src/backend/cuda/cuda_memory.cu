@@ -1,4 +1,4 @@
-/* CUDA backend: device memory, copies, the stream, the partial-sum buffers and the Backend table */
+/* CUDA backend: device memory, copies, the stream, the reduction buffers and the Backend table */
 #include "backend/cuda/cuda_common.cuh"
 #include <vector>
 
@@ -9,36 +9,44 @@ namespace cuda
 
 BackendCounters counters;
 
-static cudaStream_t stream             = nullptr;
-static PetscScalar *partials_device    = nullptr; /* first stage of the reductions          */
-static PetscScalar *partials_host      = nullptr; /* pinned mirror of partials_device         */
-static size_t       partials_capacity  = 0;       /* entries of each of the two buffers       */
-static PetscBool    finalize_scheduled = PETSC_FALSE;
+static cudaStream_t  stream             = nullptr;
+static PetscScalar  *partials           = nullptr; /* first stage, reused by every launch          */
+static size_t        partials_capacity  = 0;
+static PetscScalar  *results_device     = nullptr; /* second stage: the results of a batch, in order */
+static PetscScalar  *results_host       = nullptr; /* pinned mirror of results_device                */
+static size_t        results_capacity   = 0;
+static unsigned int *tickets            = nullptr; /* MAX_GRID_ROWS counters, zero between launches  */
+static PetscBool     finalize_scheduled = PETSC_FALSE;
 
-/* A batch of deferred second stages: partials of the deferred calls lie one after the other in
-   partials_device[0, batch_used); calls that complete at once use the space after them.       */
-struct PendingSum {
-  int          ndots, nblocks;
+/* A batch of deferred results: those of the deferred calls lie one after the other in
+   results_device[0, batch_used); calls that complete at once use the slots after them.      */
+struct PendingResult {
+  int          ndots;
   size_t       offset;
   PetscScalar *dots;
 };
-static bool                    batch_open  = false;
-static bool                    batch_defer = false;
-static size_t                  batch_used  = 0;
-static std::vector<PendingSum> batch_pending;
+static bool                       batch_open  = false;
+static bool                       batch_defer = false;
+static size_t                     batch_used  = 0;
+static std::vector<PendingResult> batch_pending;
 
-/* Releases the stream and the partial-sum buffers; registered with PetscRegisterFinalize() */
+/* Releases the stream and the reduction buffers; registered with PetscRegisterFinalize() */
 static PetscErrorCode Finalize(void)
 {
   PetscFunctionBegin;
   if (stream) FusedKSPCallCUDA(cudaStreamSynchronize(stream));
-  FusedKSPCallCUDA(cudaFree(partials_device));
-  FusedKSPCallCUDA(cudaFreeHost(partials_host));
+  FusedKSPCallCUDA(cudaFree(partials));
+  FusedKSPCallCUDA(cudaFree(results_device));
+  FusedKSPCallCUDA(cudaFreeHost(results_host));
+  FusedKSPCallCUDA(cudaFree(tickets));
   if (stream) FusedKSPCallCUDA(cudaStreamDestroy(stream));
   stream             = nullptr;
-  partials_device    = nullptr;
-  partials_host      = nullptr;
+  partials           = nullptr;
+  results_device     = nullptr;
+  results_host       = nullptr;
+  tickets            = nullptr;
   partials_capacity  = 0;
+  results_capacity   = 0;
   finalize_scheduled = PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -61,67 +69,80 @@ PetscErrorCode GetStream(cudaStream_t *s)
 }
 
 /*
-   GetPartials - a device buffer of at least count partial sums (after those of the deferred calls
-   of an open batch), with a pinned host mirror of the same size; grown geometrically, so after the
-   first iterations of a solve it is never reallocated.  Growing inside a batch moves the pending
-   partials to the new buffer (a device-to-device copy ordered after the kernels that wrote them).
+   GetReduction - the reduction target of the next launch: the partial-sum buffer (at least
+   ndots * nblocks entries, grown geometrically, so after the first iterations of a solve it is
+   never reallocated) and ndots result slots after those of the deferred calls of an open batch.
+   Growing waits for the stream (the old buffers may be in use) and, inside a batch, moves the
+   pending results to the new buffer.
 */
-PetscErrorCode GetPartials(size_t count, PetscScalar **partials)
-{
-  cudaStream_t s;
-
-  PetscFunctionBegin;
-  PetscCall(GetStream(&s));
-  if (batch_used + count > partials_capacity) {
-    const size_t capacity = PetscMax(batch_used + count, 2 * partials_capacity);
-    PetscScalar *device, *host;
-
-    FusedKSPCallCUDA(cudaMalloc((void **)&device, capacity * sizeof(PetscScalar)));
-    FusedKSPCallCUDA(cudaMallocHost((void **)&host, capacity * sizeof(PetscScalar)));
-    if (batch_used) FusedKSPCallCUDA(cudaMemcpyAsync(device, partials_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToDevice, s));
-    FusedKSPCallCUDA(cudaStreamSynchronize(s)); /* the old buffers may still be in use */
-    FusedKSPCallCUDA(cudaFree(partials_device));
-    FusedKSPCallCUDA(cudaFreeHost(partials_host));
-    partials_device   = device;
-    partials_host     = host;
-    partials_capacity = capacity;
-  }
-  *partials = partials_device + batch_used;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/*
-   SumPartials - the second stage of the reductions: one device->host copy of all partials of the
-   call, one wait for the stream, then the sums in block order (see cuda_common.cuh)
-*/
-PetscErrorCode SumPartials(int ndots, int nblocks, PetscScalar *dots)
+PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
 {
   const size_t count = (size_t)ndots * nblocks;
   cudaStream_t s;
 
   PetscFunctionBegin;
-  if (count && batch_open && batch_defer) {
-    batch_pending.push_back({ndots, nblocks, batch_used, dots});
-    batch_used += count;
-    PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetStream(&s));
+  if (!tickets) {
+    FusedKSPCallCUDA(cudaMalloc((void **)&tickets, MAX_GRID_ROWS * sizeof(unsigned int)));
+    FusedKSPCallCUDA(cudaMemsetAsync(tickets, 0, MAX_GRID_ROWS * sizeof(unsigned int), s));
   }
-  if (count) {
-    PetscCall(GetStream(&s));
-    PetscCheck(batch_used + count <= partials_capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%zu partial sums requested, the buffer holds %zu", count, partials_capacity);
-    FusedKSPCallCUDA(cudaMemcpyAsync(partials_host + batch_used, partials_device + batch_used, count * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
-    counters.d2h++;
+  if (count > partials_capacity) {
+    const size_t capacity = PetscMax(count, 2 * partials_capacity);
+
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
+    FusedKSPCallCUDA(cudaFree(partials));
+    FusedKSPCallCUDA(cudaMalloc((void **)&partials, capacity * sizeof(PetscScalar)));
+    partials_capacity = capacity;
   }
-  for (int d = 0; d < ndots; ++d) {
-    PetscScalar sum = 0;
-    for (int b = 0; b < nblocks; ++b) sum += partials_host[batch_used + (size_t)d * nblocks + b];
-    dots[d] = sum;
+  if (batch_used + ndots > results_capacity) {
+    const size_t capacity = PetscMax(PetscMax(batch_used + ndots, 2 * results_capacity), (size_t)64);
+    PetscScalar *device, *host;
+
+    FusedKSPCallCUDA(cudaMalloc((void **)&device, capacity * sizeof(PetscScalar)));
+    FusedKSPCallCUDA(cudaMallocHost((void **)&host, capacity * sizeof(PetscScalar)));
+    if (batch_used) FusedKSPCallCUDA(cudaMemcpyAsync(device, results_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToDevice, s));
+    FusedKSPCallCUDA(cudaStreamSynchronize(s));
+    FusedKSPCallCUDA(cudaFree(results_device));
+    FusedKSPCallCUDA(cudaFreeHost(results_host));
+    results_device   = device;
+    results_host     = host;
+    results_capacity = capacity;
   }
+  red->partials = partials;
+  red->result   = results_device + batch_used;
+  red->tickets  = tickets;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*
-   BatchBegin - opens a batch; BatchDefer(PETSC_TRUE) then makes SumPartials() defer
+   FinishReduction - the host's side of the second stage (see cuda_common.cuh)
+*/
+PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots)
+{
+  cudaStream_t s;
+
+  PetscFunctionBegin;
+  if (!ndots) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!nblocks) {
+    for (int d = 0; d < ndots; ++d) dots[d] = 0;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (batch_open && batch_defer) {
+    batch_pending.push_back({ndots, batch_used, dots});
+    batch_used += ndots;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(GetStream(&s));
+  PetscCheck(batch_used + ndots <= results_capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%d results requested, the buffer holds %zu", ndots, results_capacity - batch_used);
+  FusedKSPCallCUDA(cudaMemcpyAsync(results_host + batch_used, results_device + batch_used, ndots * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
+  counters.d2h++;
+  FusedKSPCallCUDA(cudaStreamSynchronize(s));
+  for (int d = 0; d < ndots; ++d) dots[d] = results_host[batch_used + d];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   BatchBegin - opens a batch; BatchDefer(PETSC_TRUE) then makes FinishReduction() defer
 */
 PetscErrorCode BatchBegin(void)
 {
@@ -141,7 +162,7 @@ PetscErrorCode BatchDefer(PetscBool defer)
 }
 
 /*
-   BatchEnd - completes the deferred second stages: ONE copy of all their partials, ONE wait
+   BatchEnd - completes the deferred reductions: ONE copy of all their results, ONE wait
 */
 PetscErrorCode BatchEnd(void)
 {
@@ -151,16 +172,12 @@ PetscErrorCode BatchEnd(void)
   PetscCheck(batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
   if (batch_used) {
     PetscCall(GetStream(&s));
-    FusedKSPCallCUDA(cudaMemcpyAsync(partials_host, partials_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
+    FusedKSPCallCUDA(cudaMemcpyAsync(results_host, results_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
     counters.d2h++;
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
   }
-  for (const PendingSum &p : batch_pending)
-    for (int d = 0; d < p.ndots; ++d) {
-      PetscScalar sum = 0;
-      for (int b = 0; b < p.nblocks; ++b) sum += partials_host[p.offset + (size_t)d * p.nblocks + b];
-      p.dots[d] = sum;
-    }
+  for (const PendingResult &p : batch_pending)
+    for (int d = 0; d < p.ndots; ++d) p.dots[d] = results_host[p.offset + d];
   batch_pending.clear();
   batch_open  = false;
   batch_defer = false;
@@ -237,14 +254,14 @@ static PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes)
 } // namespace cuda
 
 /*
-   CUDABackend - the CUDA backend: fused kernels on the current device, one stream, partial sums
-   summed on the host (see cuda_common.cuh).  Returns NULL, without raising an error, when the
+   CUDABackend - the CUDA backend: fused kernels on the current device, one stream, both stages of
+   the reductions on the device (see cuda_common.cuh).  Returns NULL, without raising an error, when the
    CUDA runtime finds no device (no driver, or 0 devices).
 */
 const Backend *CUDABackend()
 {
-  static const Backend backend = {"cuda",         cuda::MallocBytes, cuda::FreeBytes, cuda::CopyToBackend, cuda::CopyToHost,   &cuda::counters,  cuda::CGUpdate,   cuda::SpMVDots, cuda::Dots,
-                                  cuda::WAXPYDot, cuda::BCGSUpdate,  cuda::MDot,      cuda::MAXPYScale,    cuda::SGMRESUpdate, cuda::BatchBegin, cuda::BatchDefer, cuda::BatchEnd};
+  static const Backend backend = {"cuda",          cuda::MallocBytes, cuda::FreeBytes, cuda::CopyToBackend, cuda::CopyToHost, &cuda::counters,  cuda::CGUpdate,     cuda::SpMVDots,   cuda::SpMVSELLDots, cuda::DiagGet,
+                                  cuda::DiagShift, cuda::Dots,        cuda::WAXPYDot,  cuda::BCGSUpdate,    cuda::MDot,       cuda::MAXPYScale, cuda::SGMRESUpdate, cuda::BatchBegin, cuda::BatchDefer,   cuda::BatchEnd};
   static int           usable  = -1;
 
   if (usable < 0) {

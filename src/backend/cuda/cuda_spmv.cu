@@ -1,4 +1,4 @@
-/* CUDA backend: CSR sparse matrix-vector product fused with the first stage of dot products */
+/* CUDA backend: sparse matrix-vector products (CSR, SELL-P) fused with dot products of the result */
 #include "backend/cuda/cuda_common.cuh"
 
 namespace fusedksp
@@ -35,72 +35,109 @@ __device__ inline void AddDotTerms(const DotList &dots, PetscInt64 i, const Pets
     if (d < dots.count) acc[d] += DotTerm(dots.spec[d], i, in, out_i);
 }
 
-/* The rows [begin, end) of out = wl .* (A (wr .* in)) with LANES threads per row (a power of two
-   <= 32, so a row's threads are lanes of one warp): each thread sums a strided part of the row,
-   __shfl_down_sync adds the parts, and the row's first lane stores out[row] and adds its dot
-   terms to acc.  begin/end are the same in the whole block, so every lane of every warp runs the
-   same number of passes and takes part in every shuffle.                                      */
-template <int LANES>
-__device__ inline void SpMVRows(const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt64 begin, PetscInt64 end, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, const DotList &dots,
-                                PetscScalar (&acc)[FUSED_MAX_DOTS])
+/* Rows per thread block of a sparse product with `lanes` threads per row: whole passes of the
+   block, at least one, at most FUSED_REDUCE_BLOCKS blocks.  With one pass per block for small
+   matrices every thread handles one row, so the kernel's latency is that of one row.            */
+inline Partition PartitionRows(PetscInt nrows, int lanes)
 {
-  constexpr int ROWS_PER_PASS = BLOCK_SIZE / LANES;
-  const int     lane          = threadIdx.x % LANES;
+  const PetscInt64 per_pass = BLOCK_SIZE / lanes;
+  const PetscInt64 passes   = (nrows + per_pass - 1) / per_pass;
+  Partition        part;
 
-  static_assert(LANES >= 2 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "LANES must be a power of two in [2, 32]");
-  for (PetscInt64 first = begin; first < end; first += ROWS_PER_PASS) {
+  if (nrows > 0) {
+    const PetscInt64 nblocks = PetscMin(passes, (PetscInt64)FUSED_REDUCE_BLOCKS);
+    part.chunk               = (PetscInt)(((passes + nblocks - 1) / nblocks) * per_pass);
+    part.nblocks             = (int)((nrows + part.chunk - 1) / part.chunk);
+  }
+  return part;
+}
+
+/* Adds the partial sums of the LANES threads of each row (lanes of one warp, LANES a power of
+   two <= 32); every lane of the warp must call it                                             */
+template <int LANES> __device__ inline PetscScalar RowSum(PetscScalar sum)
+{
+#pragma unroll
+  for (int offset = LANES / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset, LANES);
+  return sum;
+}
+
+/* Stores out[row] = wl[row] * sum and adds its dot terms (the first lane of the row) */
+__device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotList &dots, PetscScalar (&acc)[FUSED_MAX_DOTS])
+{
+  if (wl) sum *= wl[row];
+  out[row] = sum;
+  AddDotTerms(dots, row, in, sum, acc);
+}
+
+/* CSR: one thread block per chunk of rows (whole passes of BLOCK_SIZE / LANES rows), LANES
+   threads per row (chosen on the host from the matrix's average row length): each thread sums a
+   strided part of the row, the shuffles add the parts; then the block's reductions.          */
+template <int LANES>
+__global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out,
+                              const __grid_constant__ DotList dots, const Reduction red)
+{
+  constexpr int    ROWS_PER_PASS       = BLOCK_SIZE / LANES;
+  const int        lane                = threadIdx.x % LANES;
+  const ChunkRange range               = BlockChunk(nrows, chunk);
+  PetscScalar      acc[FUSED_MAX_DOTS] = {};
+
+  for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
     const PetscInt64 row = first + threadIdx.x / LANES;
     PetscScalar      sum = 0;
 
-    if (row < end) {
+    if (row < range.end) {
       const PetscInt row_end = rowptr[row + 1];
       for (PetscInt k = rowptr[row] + lane; k < row_end; k += LANES) {
         const PetscInt c = colidx[k];
         sum += vals[k] * (wr ? wr[c] * in[c] : in[c]);
       }
     }
-#pragma unroll
-    for (int offset = LANES / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset, LANES);
-    if (lane == 0 && row < end) {
-      if (wl) sum *= wl[row];
-      out[row] = sum;
-      AddDotTerms(dots, row, in, sum, acc);
-    }
+    sum = RowSum<LANES>(sum);
+    if (lane == 0 && row < range.end) StoreRow(row, sum, wl, in, out, dots, acc);
   }
+  ReduceBlocks(acc, dots.count, red);
 }
 
-/* One thread block per chunk of rows.  The threads per row are picked per block from the average
-   length of the chunk's rows (the smallest power of two >= it, 2 to 32), so no host knowledge of
-   the matrix (and no copy) is needed; every block then writes its partials of the dots.       */
-__global__ void SpMVDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out,
-                               const __grid_constant__ DotList dots, PetscScalar *partials)
+/* SELL-P (see SELLView): T threads per row; thread t of row i reads the row's entries j * T + t,
+   consecutive threads reading consecutive memory; loads of successive j are independent.      */
+template <int T>
+__global__ void SELLDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt64 *sliceptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out,
+                               const __grid_constant__ DotList dots, const Reduction red)
 {
+  constexpr int    ROWS_PER_PASS       = BLOCK_SIZE / T;
+  constexpr int    STRIDE              = FUSED_SELL_HEIGHT * T; /* entries between j and j + 1 */
+  const int        t                   = threadIdx.x % T;
   const ChunkRange range               = BlockChunk(nrows, chunk);
-  const PetscInt64 nnz                 = rowptr[range.end] - rowptr[range.begin];
-  const PetscInt64 avg                 = (nnz + (range.end - range.begin) - 1) / (range.end - range.begin);
   PetscScalar      acc[FUSED_MAX_DOTS] = {};
 
-  if (avg <= 2)
-    SpMVRows<2>(rowptr, colidx, vals, range.begin, range.end, wl, wr, in, out, dots, acc);
-  else if (avg <= 4)
-    SpMVRows<4>(rowptr, colidx, vals, range.begin, range.end, wl, wr, in, out, dots, acc);
-  else if (avg <= 8)
-    SpMVRows<8>(rowptr, colidx, vals, range.begin, range.end, wl, wr, in, out, dots, acc);
-  else if (avg <= 16)
-    SpMVRows<16>(rowptr, colidx, vals, range.begin, range.end, wl, wr, in, out, dots, acc);
-  else
-    SpMVRows<32>(rowptr, colidx, vals, range.begin, range.end, wl, wr, in, out, dots, acc);
-  WriteBlockPartials(acc, dots.count, partials);
+  for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
+    const PetscInt64 row = first + threadIdx.x / T;
+    PetscScalar      sum = 0;
+
+    if (row < range.end) {
+      const PetscInt64 slice = row / FUSED_SELL_HEIGHT;
+      const PetscInt64 begin = sliceptr[slice] + (row % FUSED_SELL_HEIGHT) * T + t;
+      const PetscInt64 end   = sliceptr[slice + 1];
+#pragma unroll 4
+      for (PetscInt64 k = begin; k < end; k += STRIDE) {
+        const PetscInt c = colidx[k];
+        if (c >= 0) sum += vals[k] * (wr ? wr[c] * in[c] : in[c]);
+      }
+    }
+    if (T > 1) sum = RowSum<T>(sum);
+    if (t == 0 && row < range.end) StoreRow(row, sum, wl, in, out, dots, acc);
+  }
+  ReduceBlocks(acc, dots.count, red);
 }
 
 /* The dot products of Backend::dots: the block's partials of the dot terms of in and out */
-__global__ void DotsKernel(PetscInt n, PetscInt chunk, const PetscScalar *in, const PetscScalar *out, const __grid_constant__ DotList dots, PetscScalar *partials)
+__global__ void DotsKernel(PetscInt n, PetscInt chunk, const PetscScalar *in, const PetscScalar *out, const __grid_constant__ DotList dots, const Reduction red)
 {
   const ChunkRange range               = BlockChunk(n, chunk);
   PetscScalar      acc[FUSED_MAX_DOTS] = {};
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) AddDotTerms(dots, i, in, out[i], acc);
-  WriteBlockPartials(acc, dots.count, partials);
+  ReduceBlocks(acc, dots.count, red);
 }
 
 /* Checks the dot specifications and packs them for a kernel */
@@ -117,41 +154,113 @@ static PetscErrorCode MakeDotList(int ndots, const DotSpec *specs, DotList *dots
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Checks the sizes and the dot specifications of a sparse product */
+static PetscErrorCode CheckProduct(PetscInt nrows, PetscInt ncols, int ndots, const DotSpec *specs, DotList *list)
+{
+  PetscFunctionBegin;
+  PetscCheck(nrows >= 0 && ncols >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative matrix size %" PetscInt_FMT " x %" PetscInt_FMT, nrows, ncols);
+  PetscCall(MakeDotList(ndots, specs, list));
+  for (int d = 0; d < ndots; ++d)
+    PetscCheck(specs[d].kind != DotKind::DOT_INPUT || ncols >= nrows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "DOT_INPUT pairs out[i] with in[i], but the matrix has %" PetscInt_FMT " rows and only %" PetscInt_FMT " columns", nrows, ncols);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Threads per CSR row: the smallest power of two >= the average row length, 2 to 32 (8 when the
+   number of entries is not given)                                                              */
+static int CSRLanes(const CSRView *A)
+{
+  const PetscInt64 avg   = A->nnz < 0 ? 8 : (A->nrows ? (A->nnz + A->nrows - 1) / A->nrows : 0);
+  int              lanes = 2;
+
+  while (lanes < 32 && lanes < avg) lanes *= 2;
+  return lanes;
+}
+
 /*
    SpMVDots - Backend::spmv_dots on the device: one kernel launch (none for 0 rows) and, when
-   ndots > 0, one device->host copy of the ndots x nblocks partials
+   ndots > 0, one device->host copy of the ndots results
 */
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const Partition part     = PartitionRange(A->nrows);
-  PetscScalar    *partials = nullptr;
+  const int       lanes = CSRLanes(A);
+  const Partition part  = PartitionRows(A->nrows, lanes);
+  Reduction       red;
   DotList         list;
   cudaStream_t    stream;
 
   PetscFunctionBegin;
-  PetscCheck(A->nrows >= 0 && A->ncols >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative matrix size %" PetscInt_FMT " x %" PetscInt_FMT, A->nrows, A->ncols);
-  PetscCall(MakeDotList(ndots, specs, &list));
-  for (int d = 0; d < ndots; ++d)
-    PetscCheck(specs[d].kind != DotKind::DOT_INPUT || A->ncols >= A->nrows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "DOT_INPUT pairs out[i] with in[i], but the matrix has %" PetscInt_FMT " rows and only %" PetscInt_FMT " columns", A->nrows, A->ncols);
+  PetscCall(CheckProduct(A->nrows, A->ncols, ndots, specs, &list));
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    if (ndots) PetscCall(GetPartials((size_t)ndots * part.nblocks, &partials));
-    SpMVDotsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, partials);
+    if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
+    switch (lanes) {
+    case 2:
+      CSRDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      break;
+    case 4:
+      CSRDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      break;
+    case 8:
+      CSRDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      break;
+    case 16:
+      CSRDotsKernel<16><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      break;
+    default:
+      CSRDotsKernel<32><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+    }
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(ndots, part.nblocks, dots));
+  PetscCall(FinishReduction(ndots, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SpMVSELLDots - Backend::spmv_sell_dots on the device: one kernel launch (none for 0 rows) and,
+   when ndots > 0, one device->host copy of the ndots results
+*/
+PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  const Partition part = PartitionRows(A->nrows, A->threads);
+  Reduction       red;
+  DotList         list;
+  cudaStream_t    stream;
+
+  PetscFunctionBegin;
+  PetscCall(CheckProduct(A->nrows, A->ncols, ndots, specs, &list));
+  PetscCheck(A->threads == 1 || A->threads == 2 || A->threads == 4 || A->threads == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
+    switch (A->threads) {
+    case 1:
+      SELLDotsKernel<1><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      break;
+    case 2:
+      SELLDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      break;
+    case 4:
+      SELLDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      break;
+    default:
+      SELLDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+    }
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(FinishReduction(ndots, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*
    Dots - Backend::dots on the device: one kernel launch and one device->host copy of the
-   ndots x nblocks partials (none of either when n == 0 or ndots == 0)
+   ndots results (none of either when n == 0 or ndots == 0)
 */
 PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   const Partition part = PartitionRange(ndots ? n : 0);
-  PetscScalar    *partials;
+  Reduction       red;
   DotList         list;
   cudaStream_t    stream;
 
@@ -160,12 +269,12 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
   PetscCall(MakeDotList(ndots, specs, &list));
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
-    PetscCall(GetPartials((size_t)ndots * part.nblocks, &partials));
-    DotsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, in, out, list, partials);
+    PetscCall(GetReduction(ndots, part.nblocks, &red));
+    DotsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, in, out, list, red);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(SumPartials(ndots, part.nblocks, dots));
+  PetscCall(FinishReduction(ndots, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -1,4 +1,4 @@
-/* Host backend: sparse matrix-vector product fused with the first stage of dot products */
+/* Host backend: sparse matrix-vector products (CSR, SELL-P) fused with dot products of the result */
 #include "backend/host/host_reduce.hpp"
 
 namespace fusedksp
@@ -33,6 +33,33 @@ PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScal
       const PetscInt c = A->colidx[k];
       sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
     }
+    if (wl) sum *= wl[i];
+    out[i] = sum;
+    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
+  });
+  for (int d = 0; d < ndots; ++d) dots[d] = all[d];
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::spmv_sell_dots (the reference loop over the SELL-P layout) */
+PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  const PetscInt64 T = A->threads, H = FUSED_SELL_HEIGHT;
+
+  PetscFunctionBegin;
+  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
+  PetscScalar all[FUSED_MAX_DOTS];
+  BlockedReduce<FUSED_MAX_DOTS>(A->nrows, all, [=](PetscInt i, PetscScalar *part) {
+    const PetscInt64 s = i / H, begin = A->sliceptr[s], len = (A->sliceptr[s + 1] - begin) / (H * T);
+    PetscScalar      sum = 0;
+    for (PetscInt64 j = 0; j < len; ++j)
+      for (PetscInt64 t = 0; t < T; ++t) {
+        const PetscInt64 k = begin + (j * H + i % H) * T + t;
+        const PetscInt   c = A->colidx[k];
+        if (c >= 0) sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
+      }
     if (wl) sum *= wl[i];
     out[i] = sum;
     for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
