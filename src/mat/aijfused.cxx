@@ -90,12 +90,17 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
 {
   PetscBool         ascii;
   PetscViewerFormat format;
+  char              backend[PETSC_MAX_PATH_LEN];
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) {
     PetscCall(PetscViewerGetFormat(viewer, &format));
-    if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", Data(A)->backend->name));
+    if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) {
+      /* -ksp_view shows the matrix too: the KSP line already says why the host backend runs */
+      PetscCall(BackendDescription(Data(A)->backend, PETSC_FALSE, backend, sizeof(backend)));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", backend));
+    }
   }
   PetscCall(Data(A)->host_view(A, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
