@@ -30,6 +30,9 @@ PETSC_EXTERN PetscErrorCode FusedKSPFinalizePackage(void);
 /* The backend the fused operations run on: "host" or "cuda" */
 PETSC_EXTERN PetscErrorCode FusedKSPGetBackendName(const char *[]);
 
+/* The CUDA device of this MPI rank (-fused_device_id, default node-local rank modulo GPU count); -1 on the host backend */
+PETSC_EXTERN PetscErrorCode FusedKSPGetDevice(PetscInt *);
+
 /* fusedsgmres: one reorthogonalization pass (CGS2) */
 PETSC_EXTERN PetscErrorCode KSPFusedSGMRESSetCGS2(KSP, PetscBool);
 PETSC_EXTERN PetscErrorCode KSPFusedSGMRESGetCGS2(KSP, PetscBool *);

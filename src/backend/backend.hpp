@@ -153,6 +153,20 @@ const Backend *HostBackend();
 const Backend *CUDABackend(); /* NULL when no usable GPU is present */
 /* Two empty kernels + 1 KB device->host copy + sync (min, median over reps, us); copy bandwidth (GB/s) */
 PetscErrorCode CUDAMeasureFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs);
+
+/* Rank -> GPU (cuda_device.cu).  CUDASelectDevice() binds the process to device `requested`, or with
+   requested == -1 to the node-local rank (MPI_COMM_TYPE_SHARED) modulo the node's device count;
+   collective on comm; called before the backend creates its stream or allocates.  Ranks of a node
+   sharing a GPU are counted by the device's UUID (CUDA_VISIBLE_DEVICES may renumber per rank).  */
+struct CUDADeviceInfo {
+  int  id                = -1; /* the device of this rank; -1 before CUDASelectDevice()          */
+  char name[256]         = ""; /* cudaDeviceProp::name                                           */
+  int  sharing_ranks     = 0;  /* ranks of this node on this rank's GPU, this one included       */
+  int  max_sharing_ranks = 0;  /* the most ranks on one GPU of one node, over the communicator   */
+  int  max_sharing_id    = -1; /* the device id of that GPU (on its node)                        */
+};
+PetscErrorCode CUDASelectDevice(MPI_Comm comm, PetscInt requested);
+PetscErrorCode CUDAGetDeviceInfo(CUDADeviceInfo *info);
 #endif
 
 } // namespace fusedksp

@@ -131,14 +131,16 @@ PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidua
 
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements)
 {
-  PetscBool   ascii;
-  const char *backend;
+  PetscBool ascii;
+  char      backend[PETSC_MAX_PATH_LEN], warning[PETSC_MAX_PATH_LEN];
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (!ascii) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(FusedKSPGetBackendName(&backend));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  FusedKSP backend: %s%s\n", backend, PetscStrcmp(backend, "host", &ascii) == PETSC_SUCCESS && ascii ? " (no GPU in use)" : ""));
+  PetscCall(BackendDescription(ActiveBackend(), PETSC_TRUE, backend, sizeof(backend)));
+  PetscCall(DeviceSharingWarning(warning, sizeof(warning)));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  FusedKSP backend: %s\n", backend));
+  if (warning[0]) PetscCall(PetscViewerASCIIPrintf(viewer, "  %s\n", warning));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  fused kernels: %s\n", kernels));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  preconditioner in the kernels: %s\n", PCModeNames[(int)mode]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " global reductions, %" PetscInt_FMT " residual replacements\n", reductions, replacements));

@@ -436,6 +436,8 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
   MatFusedData     *d = Data(A);
   PetscBool         ascii;
   PetscViewerFormat format;
+  char              backend[PETSC_MAX_PATH_LEN];
+  char              backend[PETSC_MAX_PATH_LEN];
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
@@ -443,15 +445,17 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
     PetscCall(PetscViewerGetFormat(viewer, &format));
     if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) {
       const Mirror *m = &d->mirror;
+      /* -ksp_view shows the matrix too: the KSP line already says why the host backend runs */
+      PetscCall(BackendDescription(d->backend, PETSC_FALSE, backend, sizeof(backend)));
       if (A->ops->destroy != MatDestroy_SeqAIJFused)
-        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s\n", d->backend->name));
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s\n", backend));
       else if (m->nonzerostate < 0)
-        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen at the first product)\n", d->backend->name, FormatNames[d->requested]));
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen at the first product)\n", backend, FormatNames[d->requested]));
       else if (m->format == MAT_AIJFUSED_SELL)
-        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: SELL-P (slice height %" PetscInt_FMT ", %d threads per row, %.1f%% padding)\n", d->backend->name, FUSED_SELL_HEIGHT, m->sell.threads,
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: SELL-P (slice height %" PetscInt_FMT ", %d threads per row, %.1f%% padding)\n", backend, FUSED_SELL_HEIGHT, m->sell.threads,
                                          m->nvals ? 100.0 * (m->nvals - (double)m->layout.position.size()) / (double)m->nvals : 0.0));
       else
-        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", d->backend->name));
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", backend));
     }
   }
   PetscCall(d->host_view(A, viewer));

@@ -10,6 +10,13 @@ namespace fusedksp
 /* The backend fused operations run on, chosen at package initialization (-fused_backend) */
 const Backend *ActiveBackend();
 
+/* The backend as the views name it (-ksp_view, -vec_view/-mat_view ::ascii_info): "cuda, device 0 (NAME)";
+   on the host backend "host", or with `why` the reason: "host (-fused_backend host)" or "no GPU found: host backend" */
+PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char text[], size_t len);
+
+/* "WARNING: N MPI ranks on this node share GPU k" when ranks share a GPU (cuda backend), else "" */
+PetscErrorCode DeviceSharingWarning(char text[], size_t len);
+
 /* One logging event per fused kernel family, and the packed global reduction */
 struct Events {
   PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host;

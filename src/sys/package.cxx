@@ -7,38 +7,98 @@ Events                events;
 static const Backend *active_backend = nullptr;
 static PetscBool      initialized    = PETSC_FALSE;
 
+/* Why the host backend runs: the user asked for it, or no rank could use a GPU */
+enum class HostReason { REQUESTED, NO_GPU, NO_CUDA };
+static HostReason host_reason = HostReason::REQUESTED;
+
 const Backend *ActiveBackend()
 {
   return active_backend ? active_backend : HostBackend();
 }
 
-/* Chooses the backend: -fused_backend host|cuda; the default is cuda when a GPU is usable */
+/* Chooses the backend: -fused_backend host|cuda; the default is cuda when every rank has a usable GPU.
+   On cuda, binds each rank to a GPU (-fused_device_id, default: node-local rank modulo the node's GPUs). */
 static PetscErrorCode SelectBackend()
 {
   const char    *names[] = {"host", "cuda"};
-  PetscInt       choice  = 0;
-  PetscBool      set     = PETSC_FALSE;
-  const Backend *cuda    = nullptr;
+  PetscInt       choice = 0, device = -1;
+  PetscBool      set = PETSC_FALSE, device_set = PETSC_FALSE;
+  const Backend *cuda = nullptr;
+  PetscMPIInt    usable, usable_everywhere;
 
   PetscFunctionBegin;
 #if defined(FUSEDKSP_HAVE_CUDA)
   cuda = CUDABackend();
 #endif
+  usable = cuda ? 1 : 0; /* one backend for all ranks: their fused operations meet in MPI calls */
+  PetscCallMPI(MPI_Allreduce(&usable, &usable_everywhere, 1, MPI_INT, MPI_LAND, PETSC_COMM_WORLD));
+  if (!usable_everywhere) cuda = nullptr;
   choice = cuda ? 1 : 0;
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "FusedKSP package options", "KSP");
   PetscCall(PetscOptionsEList("-fused_backend", "Backend of the fused operations", "FusedKSPInitializePackage", names, 2, names[choice], &choice, &set));
+  PetscCall(PetscOptionsRangeInt("-fused_device_id", "CUDA device of every rank; -1: node-local rank modulo the number of GPUs of the node (ignored by the host backend)", "FusedKSPInitializePackage", device, &device, &device_set, -1, PETSC_INT_MAX));
   PetscOptionsEnd();
   if (choice == 1 && !cuda) {
     PetscCheck(!set, PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend cuda: %s",
 #if defined(FUSEDKSP_HAVE_CUDA)
-               "no usable CUDA device was found"
+               usable ? "another MPI rank finds no usable CUDA device" : "no usable CUDA device was found"
 #else
                "this libfusedksp was built without the CUDA backend (no nvcc at build time)"
 #endif
     );
     choice = 0;
   }
-  active_backend = choice == 1 ? cuda : HostBackend();
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (choice == 1) {
+    PetscCall(CUDASelectDevice(PETSC_COMM_WORLD, device));
+    active_backend = cuda;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  host_reason = set ? HostReason::REQUESTED : HostReason::NO_GPU;
+#else
+  host_reason = set ? HostReason::REQUESTED : HostReason::NO_CUDA;
+#endif
+  active_backend = HostBackend();
+  if (device_set) PetscCall(PetscInfo(NULL, "-fused_device_id %" PetscInt_FMT " ignored: the fused operations run on the host backend\n", device));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char text[], size_t len)
+{
+  PetscFunctionBegin;
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (backend != HostBackend()) {
+    CUDADeviceInfo info;
+
+    PetscCall(CUDAGetDeviceInfo(&info));
+    PetscCall(PetscSNPrintf(text, len, "%s, device %d (%s)", backend->name, info.id, info.name));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+#endif
+  if (!why)
+    PetscCall(PetscStrncpy(text, "host", len));
+  else if (host_reason == HostReason::REQUESTED)
+    PetscCall(PetscStrncpy(text, "host (-fused_backend host)", len));
+  else
+    PetscCall(PetscStrncpy(text, host_reason == HostReason::NO_GPU ? "no GPU found: host backend" : "no GPU found: host backend (libfusedksp built without CUDA)", len));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode DeviceSharingWarning(char text[], size_t len)
+{
+  PetscFunctionBegin;
+  text[0] = 0;
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (ActiveBackend() != HostBackend()) {
+    CUDADeviceInfo info;
+
+    PetscCall(CUDAGetDeviceInfo(&info));
+    if (info.sharing_ranks > 1)
+      PetscCall(PetscSNPrintf(text, len, "WARNING: %d MPI ranks on this node share GPU %d", info.sharing_ranks, info.id));
+    else if (info.max_sharing_ranks > 1)
+      PetscCall(PetscSNPrintf(text, len, "WARNING: %d MPI ranks on another node share GPU %d", info.max_sharing_ranks, info.max_sharing_id));
+  }
+#endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 } // namespace fusedksp
@@ -63,8 +123,11 @@ PetscErrorCode FusedKSPFinalizePackage(void)
   `fusedsgmres`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
   the logging events of the fused kernels; and selects the backend.
 
-  Options Database Key:
-. -fused_backend <host,cuda> - where the fused operations run (default: cuda when a GPU is usable, else host)
+  Collective on `PETSC_COMM_WORLD`
+
+  Options Database Keys:
++ -fused_backend <host,cuda> - where the fused operations run (default: cuda when every MPI rank has a usable GPU, else host)
+- -fused_device_id <id>      - the CUDA device of every MPI rank (default -1: the node-local rank modulo the number of GPUs of the node)
 
   Level: beginner
 
@@ -73,7 +136,20 @@ PetscErrorCode FusedKSPFinalizePackage(void)
   `PETSC_OPTIONS`); applications that link `-lfusedksp` call it once after `PetscInitialize()`.
   Calling it more than once is harmless.
 
-.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `VECFUSED`, `MATAIJFUSED`
+  Device selection: with the cuda backend each MPI rank binds to one GPU before anything is allocated
+  on it. By default rank r of a node (its rank in `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`) takes
+  device r modulo the node's device count, so one rank per GPU gets distinct GPUs, also when
+  `CUDA_VISIBLE_DEVICES` gives each rank a single device. `-fused_device_id` sets the same device id for
+  every rank (use `CUDA_VISIBLE_DEVICES` for per-rank choices); an id that a node does not have is an error
+  naming its device count. Ranks of a node that end up on one GPU (more ranks than GPUs, or
+  `-fused_device_id` with several ranks per node) are reported by `-info` and by a WARNING line in
+  `-ksp_view`. With the host backend (`-fused_backend host`, no GPU, or a library built without CUDA)
+  `-fused_device_id` is accepted and ignored (said by `-info`). `-ksp_view`, `-vec_view ::ascii_info`
+  and `-mat_view ::ascii_info` name the backend and the device; without a GPU they say
+  "no GPU found: host backend". A PETSc configured with CUDA chooses its own device with `-device_select`:
+  keep the two consistent when FusedKSP objects meet PETSc's CUDA types.
+
+.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `VECFUSED`, `MATAIJFUSED`, `FusedKSPGetBackendName()`, `FusedKSPGetDevice()`
 @*/
 PetscErrorCode FusedKSPInitializePackage(void)
 {
@@ -124,6 +200,38 @@ PetscErrorCode FusedKSPGetBackendName(const char *name[])
 {
   PetscFunctionBegin;
   *name = fusedksp::ActiveBackend()->name;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  FusedKSPGetDevice - The CUDA device this MPI rank runs the fused operations on.
+
+  Not Collective
+
+  Output Parameter:
+. id - the CUDA device id (as the CUDA runtime of this process numbers devices), or -1 on the host backend
+
+  Level: intermediate
+
+  Note:
+  The device is chosen by `FusedKSPInitializePackage()`: `-fused_device_id`, else the node-local MPI rank
+  modulo the number of GPUs of the node.
+
+.seealso: `FusedKSPInitializePackage()`, `FusedKSPGetBackendName()`
+@*/
+PetscErrorCode FusedKSPGetDevice(PetscInt *id)
+{
+  PetscFunctionBegin;
+  PetscCheck(id, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The output argument id must be non-NULL");
+  *id = -1;
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (fusedksp::ActiveBackend() != fusedksp::HostBackend()) {
+    fusedksp::CUDADeviceInfo info;
+
+    PetscCall(fusedksp::CUDAGetDeviceInfo(&info));
+    *id = info.id;
+  }
+#endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

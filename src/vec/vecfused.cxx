@@ -187,12 +187,16 @@ PetscErrorCode VecView_Fused(Vec v, PetscViewer viewer)
 {
   PetscBool         ascii;
   PetscViewerFormat format;
+  char              backend[PETSC_MAX_PATH_LEN];
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) {
     PetscCall(PetscViewerGetFormat(viewer, &format));
-    if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP vector, backend: %s%s\n", Data(v)->backend->name, Mirrored(v) ? "" : " (no GPU in use)"));
+    if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) {
+      PetscCall(BackendDescription(Data(v)->backend, PETSC_TRUE, backend, sizeof(backend)));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP vector, backend: %s\n", backend));
+    }
   }
   PetscCall(SyncToHost(v));
   PetscCall(Data(v)->host_view(v, viewer));
