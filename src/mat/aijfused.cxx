@@ -437,7 +437,6 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
   PetscBool         ascii;
   PetscViewerFormat format;
   char              backend[PETSC_MAX_PATH_LEN];
-  char              backend[PETSC_MAX_PATH_LEN];
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
