@@ -183,6 +183,7 @@ static PetscErrorCode CopyMatrix(Mat A, TypeSet t, Mat *B)
   PetscCall(MatCreate(PetscObjectComm((PetscObject)A), B));
   PetscCall(MatSetSizes(*B, m, n, M, N));
   PetscCall(MatSetType(*B, TypeSetMat[t]));
+  PetscCall(MatSetFromOptions(*B)); /* -mat_aijfused_format */
   PetscCall(MatXAIJSetPreallocation(*B, 1, dnnz, onnz, NULL, NULL));
   PetscCall(PetscFree2(dnnz, onnz));
   PetscCall(MatSetOption(*B, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
