@@ -10,6 +10,7 @@ several rank counts, and ends with 'test_compare: PASS' or 'test_compare: FAIL' 
 Options:\n\
   -fused_ksp_type <fusedcg> -ref_ksp_type <cg> ... : the two solvers (any KSP option with these prefixes)\n\
   -fused_mat_type <aijfused>: type of the fused solver's copy of the matrix\n\
+  -fused_mat_format <csr,sell,auto>: its device format (MatAIJFusedSetFormat)\n\
   -ref_mat_type <type>: convert the classical solver's matrix too (default: the problem's matrix as created)\n\
   -pc_type <type>: PC of both solvers (-fused_pc_type / -ref_pc_type override)\n\
   -rtol <1e-8>, -max_it <10000>: tolerances of both solvers (-fused_ksp_rtol / -ref_ksp_rtol override)\n\
@@ -185,7 +186,10 @@ int main(int argc, char **argv)
   char      fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, refmattype[64] = "", pctype[64] = "";
   PetscReal rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10, histtruetol = 1e-9;
   PetscInt  maxit = 10000, itsabs, histits = 0, N;
-  PetscBool isbcgs;
+  PetscBool isbcgs, setformat;
+
+  MatAIJFusedFormat format;
+  const char *const formats[] = {"csr", "sell", "auto", "MatAIJFusedFormat", "MAT_AIJFUSED_", NULL};
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -198,9 +202,11 @@ int main(int argc, char **argv)
      worse.  So the iteration counts to reach rtol spread more than for CG and GMRES (whose histories agree to 1e-10):
      fusedbcgs gets 20% + 3, the others 10% + 2. */
   itstol = isbcgs ? 0.2 : 0.1;
+  format = MAT_AIJFUSED_AUTO;
   itsabs = isbcgs ? 3 : 2;
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "Fused vs classical solver comparison", "test_compare");
   PetscCall(PetscOptionsString("-fused_mat_type", "Matrix type of the fused solver's copy", "MatConvert", mattype, mattype, sizeof(mattype), NULL));
+  PetscCall(PetscOptionsEnum("-fused_mat_format", "Device format of the fused solver's copy", "MatAIJFusedSetFormat", formats, (PetscEnum)format, (PetscEnum *)&format, &setformat));
   PetscCall(PetscOptionsString("-ref_mat_type", "Matrix type of the classical solver's copy (default: no copy)", "MatConvert", refmattype, refmattype, sizeof(refmattype), NULL));
   PetscCall(PetscOptionsString("-pc_type", "PC of both solvers", "PCSetType", pctype, pctype, sizeof(pctype), NULL));
   PetscCall(PetscOptionsReal("-rtol", "Relative tolerance of both solvers", "KSPSetTolerances", rtol, &rtol, NULL));
@@ -215,8 +221,7 @@ int main(int argc, char **argv)
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
   PetscCall(MatConvert(prob.A, mattype, MAT_INITIAL_MATRIX, &Af));
-  PetscCall(MatSetOptionsPrefix(Af, "fused_"));
-  PetscCall(MatSetFromOptions(Af)); /* e.g. -fused_mat_aijfused_format */
+  if (setformat) PetscCall(MatAIJFusedSetFormat(Af, format));
   if (refmattype[0])
     PetscCall(MatConvert(prob.A, refmattype, MAT_INITIAL_MATRIX, &Ar));
   else {

@@ -40,12 +40,12 @@ struct Mirror {
 };
 
 struct MatFusedData {
-  const Backend    *backend        = nullptr;
-  MatAIJFusedFormat requested      = MAT_AIJFUSED_AUTO;
-  PetscBool         keep_transpose = PETSC_FALSE; /* -mat_aijfused_transpose: build A^T with the mirror */
-  Mirror            mirror;
-  Mat               At                                         = nullptr; /* explicit transpose (a MATSEQAIJFUSED), kept once built */
-  PetscObjectState  At_state                                   = -1;      /* the state of A that At transposes                     */
+  const Backend          *backend        = nullptr;
+  MatAIJFusedFormat       requested      = MAT_AIJFUSED_AUTO;
+  PetscBool               keep_transpose = PETSC_FALSE; /* -mat_aijfused_transpose: build A^T with the mirror */
+  Mirror                  mirror;
+  Mirror                  transpose;        /* of A^T, built at the first MatMultTranspose() and kept */
+  std::vector<PetscInt64> transpose_source; /* entry t of A^T is entry transpose_source[t] of A      */
   PetscErrorCode (*host_destroy)(Mat)                          = nullptr;
   PetscErrorCode (*host_mult)(Mat, Vec, Vec)                   = nullptr;
   PetscErrorCode (*host_multadd)(Mat, Vec, Vec, Vec)           = nullptr;
@@ -104,12 +104,12 @@ MatAIJFusedFormat ChooseFormat(const MatFusedData *d, PetscInt nrows, const Pets
   return 4 * SELLEntries(nrows, ai, threads) <= 5 * (PetscInt64)ai[nrows] ? MAT_AIJFUSED_SELL : MAT_AIJFUSED_CSR;
 }
 
-/* Builds the structure of the mirror (format, index arrays, diagonal positions) */
-PetscErrorCode BuildStructure(Mat A, MatFusedData *d, const PetscInt *ai, const PetscInt *aj)
+/* Builds the structure of a mirror of the nrows x ncols CSR pattern ai/aj (format, index arrays,
+   diagonal positions); alias: a CSR mirror on the host backend uses ai/aj themselves        */
+PetscErrorCode BuildStructure(const MatFusedData *d, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m)
 {
-  const Backend          *be    = d->backend;
-  Mirror                 *m     = &d->mirror;
-  const PetscInt          nrows = A->rmap->n, ncols = A->cmap->n, nnz = ai[nrows];
+  const Backend          *be      = d->backend;
+  const PetscInt          nnz     = ai[nrows];
   const int               threads = SELLThreadsPerRow(nrows, nnz);
   std::vector<PetscInt64> diag(nrows, -1);
 
@@ -136,7 +136,7 @@ PetscErrorCode BuildStructure(Mat A, MatFusedData *d, const PetscInt *ai, const 
     m->sell.colidx   = m->colidx;
   } else {
     m->nvals = nnz;
-    if (be != HostBackend()) {
+    if (!alias) {
       PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
       PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&m->colidx));
       PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&m->vals));
@@ -144,63 +144,127 @@ PetscErrorCode BuildStructure(Mat A, MatFusedData *d, const PetscInt *ai, const 
     m->csr.nrows  = nrows;
     m->csr.ncols  = ncols;
     m->csr.nnz    = nnz;
-    m->csr.rowptr = be == HostBackend() ? ai : m->rowptr;
-    m->csr.colidx = be == HostBackend() ? aj : m->colidx;
+    m->csr.rowptr = alias ? ai : m->rowptr;
+    m->csr.colidx = alias ? aj : m->colidx;
   }
-  m->nonzerostate = A->nonzerostate;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Copies the values (in the CSR order of the mirror's pattern) to the mirror; alias: see BuildStructure */
+PetscErrorCode CopyValues(const Backend *be, const PetscScalar *aa, PetscBool alias, Mirror *m)
+{
+  PetscFunctionBegin;
+  if (m->format == MAT_AIJFUSED_SELL) {
+    std::vector<PetscScalar> vals(m->nvals);
+    SELLFillValues(m->layout, aa, vals.data());
+    PetscCall(be->copy_to_backend(m->vals, vals.data(), sizeof(PetscScalar) * m->nvals));
+    m->sell.vals = m->vals;
+  } else if (!alias) {
+    PetscCall(be->copy_to_backend(m->vals, aa, sizeof(PetscScalar) * m->nvals));
+    m->csr.vals = m->vals;
+  } else
+    m->csr.vals = aa;
+  if (m->vals) PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * m->nvals)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The host CSR arrays of A */
+PetscErrorCode HostCSR(Mat A, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa)
+{
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
+  PetscCall(MatSeqAIJGetCSRAndMemType(A, ai, aj, aa, &mtype));
+  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays");
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The mirror of A, refreshed if A changed since the last call */
 PetscErrorCode GetMirror(Mat A, Mirror **mirror)
 {
-  MatFusedData    *d = Data(A);
-  Mirror          *m = &d->mirror;
+  MatFusedData    *d     = Data(A);
+  Mirror          *m     = &d->mirror;
+  const PetscBool  alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
   const PetscInt  *ai, *aj;
   PetscScalar     *aa;
-  PetscMemType     mtype;
   PetscObjectState state;
 
   PetscFunctionBegin;
-  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   if (state != m->state) {
-    const Backend *be = d->backend;
-
-    PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mtype));
-    PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays");
-    if (A->nonzerostate != m->nonzerostate || (m->format == MAT_AIJFUSED_CSR && be == HostBackend() && m->csr.rowptr != ai)) PetscCall(BuildStructure(A, d, ai, aj));
-    if (m->format == MAT_AIJFUSED_SELL) {
-      std::vector<PetscScalar> vals(m->nvals);
-      SELLFillValues(m->layout, aa, vals.data());
-      PetscCall(be->copy_to_backend(m->vals, vals.data(), sizeof(PetscScalar) * m->nvals));
-      m->sell.vals = m->vals;
-    } else if (be != HostBackend()) {
-      PetscCall(be->copy_to_backend(m->vals, aa, sizeof(PetscScalar) * m->nvals));
-      m->csr.vals = m->vals;
-    } else
-      m->csr.vals = aa;
-    if (m->vals) PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * m->nvals)));
+    PetscCall(HostCSR(A, &ai, &aj, &aa));
+    if (A->nonzerostate != m->nonzerostate || (m->format == MAT_AIJFUSED_CSR && alias && m->csr.rowptr != ai)) {
+      PetscCall(BuildStructure(d, A->rmap->n, A->cmap->n, ai, aj, alias, m));
+      m->nonzerostate = A->nonzerostate;
+    }
+    PetscCall(CopyValues(d->backend, aa, alias, m));
     m->state = state;
   }
   *mirror = m;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The explicit transpose of A (a MATSEQAIJFUSED), rebuilt when A changed since it was made */
-PetscErrorCode GetTranspose(Mat A, Mat *At)
+/* The mirror of A^T (built from A's CSR arrays by a counting sort), refreshed if A changed */
+PetscErrorCode GetTransposeMirror(Mat A, Mirror **mirror)
 {
-  MatFusedData    *d = Data(A);
+  MatFusedData    *d     = Data(A);
+  Mirror          *m     = &d->transpose;
+  const PetscInt   nrows = A->rmap->n, ncols = A->cmap->n;
+  const PetscInt  *ai, *aj;
+  PetscScalar     *aa;
   PetscObjectState state;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-  if (!d->At)
-    PetscCall(MatTranspose(A, MAT_INITIAL_MATRIX, &d->At));
-  else if (state != d->At_state)
-    PetscCall(MatTranspose(A, MAT_REUSE_MATRIX, &d->At));
-  d->At_state = state;
-  *At         = d->At;
+  if (state != m->state) {
+    PetscCall(HostCSR(A, &ai, &aj, &aa));
+    if (A->nonzerostate != m->nonzerostate) {
+      const PetscInt        nnz = ai[nrows];
+      std::vector<PetscInt> tai(ncols + 1, 0), taj(nnz), next;
+
+      d->transpose_source.resize(nnz);
+      for (PetscInt k = 0; k < nnz; ++k) tai[aj[k] + 1]++;
+      for (PetscInt c = 0; c < ncols; ++c) tai[c + 1] += tai[c];
+      next.assign(tai.begin(), tai.end() - 1);
+      for (PetscInt i = 0; i < nrows; ++i)
+        for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
+          const PetscInt t       = next[aj[k]]++;
+          taj[t]                 = i;
+          d->transpose_source[t] = k;
+        }
+      PetscCall(BuildStructure(d, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
+      m->nonzerostate = A->nonzerostate;
+    }
+    {
+      std::vector<PetscScalar> tvals(d->transpose_source.size());
+      for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[d->transpose_source[t]];
+      PetscCall(CopyValues(d->backend, tvals.data(), PETSC_FALSE, m));
+    }
+    m->state = state;
+  }
+  *mirror = m;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* out = wl .* (M (wr .* in)) with dots, for the mirror M of A or of A^T */
+PetscErrorCode MirrorProduct(Mat A, const Mirror *m, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  const Backend   *be  = Data(A)->backend;
+  const PetscInt64 nnz = m->format == MAT_AIJFUSED_SELL ? (PetscInt64)m->layout.position.size() : m->csr.nnz;
+  const PetscInt   n   = m->format == MAT_AIJFUSED_SELL ? m->sell.nrows : m->csr.nrows;
+
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+  if (m->format == MAT_AIJFUSED_SELL)
+    PetscCall(be->spmv_sell_dots(&m->sell, wl, wr, in, out, ndots, specs, dots));
+  else
+    PetscCall(be->spmv_dots(&m->csr, wl, wr, in, out, ndots, specs, dots));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  if (be != HostBackend())
+    PetscCall(PetscLogGpuFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));
+  else
+    PetscCall(PetscLogFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -213,16 +277,16 @@ const BlasKernels *Blas(const MatFusedData *d)
   return HostBlas();
 }
 
-/* PETSC_TRUE when the product with these vectors runs on the (device) backend */
-PetscErrorCode OnDevice(Mat A, std::initializer_list<Vec> vecs, PetscBool *device)
+/* PETSC_TRUE when the operation runs on the backend's mirror: every vector is fused (with the host
+   backend too, so that the host backend checks the mirror code in CI); else PETSc's host operation */
+PetscErrorCode OnBackend(std::initializer_list<Vec> vecs, PetscBool *backend)
 {
   PetscFunctionBegin;
-  *device = Data(A)->backend != HostBackend() ? PETSC_TRUE : PETSC_FALSE;
+  *backend = PETSC_TRUE;
   for (Vec v : vecs) {
     PetscBool fused;
-    if (!*device) break;
     PetscCall(VecIsFused(v, &fused));
-    if (!fused) *device = PETSC_FALSE;
+    if (!fused) *backend = PETSC_FALSE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -233,41 +297,43 @@ PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
 
   PetscFunctionBegin;
   PetscCall(FreeMirror(d->backend, &d->mirror));
-  PetscCall(MatDestroy(&d->At));
+  PetscCall(FreeMirror(d->backend, &d->transpose));
   PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
   delete registry.Take(A);
   PetscCall(host_destroy(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = A x on the backend's arrays (fused vectors) */
-PetscErrorCode MultDevice(Mat A, Vec x, Vec y)
+/* y = op(A) x on the backend's arrays (fused vectors); op(A) = A or A^T */
+PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
 {
+  Mirror      *m;
   PetscScalar *xa, *ya;
 
   PetscFunctionBegin;
+  PetscCall(transpose ? GetTransposeMirror(A, &m) : GetMirror(A, &m));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-  PetscCall(MatSeqAIJFusedMultDots(A, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
+  PetscCall(MirrorProduct(A, m, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
   PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = A x + z on the backend's arrays: the product into the mirror's work array, then one BLAS-1 kernel */
-PetscErrorCode MultAddDevice(Mat A, Vec x, Vec z, Vec y)
+/* y = op(A) x + z on the backend's arrays: the product into the mirror's work array, then one BLAS-1 kernel */
+PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
 {
   MatFusedData      *d    = Data(A);
   const BlasKernels *blas = Blas(d);
   Mirror            *m;
   PetscScalar       *xa, *ya, *za;
-  PetscInt           n = A->rmap->n;
+  const PetscInt     n = transpose ? A->cmap->n : A->rmap->n;
 
   PetscFunctionBegin;
-  PetscCall(GetMirror(A, &m));
+  PetscCall(transpose ? GetTransposeMirror(A, &m) : GetMirror(A, &m));
   if (!m->work && n) PetscCall(d->backend->malloc_bytes(sizeof(PetscScalar) * n, (void **)&m->work));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(MatSeqAIJFusedMultDots(A, nullptr, nullptr, xa, m->work, 0, nullptr, nullptr));
+  PetscCall(MirrorProduct(A, m, nullptr, nullptr, xa, m->work, 0, nullptr, nullptr));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   if (y == z) {
     PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
@@ -290,9 +356,9 @@ PetscErrorCode MatMult_SeqAIJFused(Mat A, Vec x, Vec y)
   PetscBool device;
 
   PetscFunctionBegin;
-  PetscCall(OnDevice(A, {x, y}, &device));
+  PetscCall(OnBackend({x, y}, &device));
   if (device)
-    PetscCall(MultDevice(A, x, y));
+    PetscCall(MultDevice(A, PETSC_FALSE, x, y));
   else
     PetscCall(Data(A)->host_mult(A, x, y));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -303,9 +369,9 @@ PetscErrorCode MatMultAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
   PetscBool device;
 
   PetscFunctionBegin;
-  PetscCall(OnDevice(A, {x, y, z}, &device));
+  PetscCall(OnBackend({x, y, z}, &device));
   if (device)
-    PetscCall(MultAddDevice(A, x, z, y));
+    PetscCall(MultAddDevice(A, PETSC_FALSE, x, z, y));
   else
     PetscCall(Data(A)->host_multadd(A, x, z, y));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -315,13 +381,11 @@ PetscErrorCode MatMultAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
 PetscErrorCode MatMultTranspose_SeqAIJFused(Mat A, Vec x, Vec y)
 {
   PetscBool device;
-  Mat       At;
 
   PetscFunctionBegin;
-  PetscCall(OnDevice(A, {x, y}, &device));
+  PetscCall(OnBackend({x, y}, &device));
   if (device) {
-    PetscCall(GetTranspose(A, &At));
-    PetscCall(MultDevice(At, x, y));
+    PetscCall(MultDevice(A, PETSC_TRUE, x, y));
   } else
     PetscCall(Data(A)->host_multtranspose(A, x, y));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -330,13 +394,11 @@ PetscErrorCode MatMultTranspose_SeqAIJFused(Mat A, Vec x, Vec y)
 PetscErrorCode MatMultTransposeAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
 {
   PetscBool device;
-  Mat       At;
 
   PetscFunctionBegin;
-  PetscCall(OnDevice(A, {x, y, z}, &device));
+  PetscCall(OnBackend({x, y, z}, &device));
   if (device) {
-    PetscCall(GetTranspose(A, &At));
-    PetscCall(MultAddDevice(At, x, z, y));
+    PetscCall(MultAddDevice(A, PETSC_TRUE, x, z, y));
   } else
     PetscCall(Data(A)->host_multtransposeadd(A, x, z, y));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -351,7 +413,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscInt      n;
 
   PetscFunctionBegin;
-  PetscCall(OnDevice(A, {v}, &device));
+  PetscCall(OnBackend({v}, &device));
   if (!device) {
     PetscCall(d->host_getdiagonal(A, v));
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -360,7 +422,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscCheck(n == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Vector has %" PetscInt_FMT " local entries, the matrix %" PetscInt_FMT " rows", n, A->rmap->n);
   PetscCall(GetMirror(A, &m));
   PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
-  PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, m->vals, va));
+  PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, m->format == MAT_AIJFUSED_SELL ? m->sell.vals : m->csr.vals, va));
   PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -528,23 +590,12 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused)
 
 PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  MatFusedData *d = Data(A);
-  Mirror       *m;
-  Mat           At;
+  Mirror *m;
 
   PetscFunctionBegin;
+  if (Data(A)->keep_transpose) PetscCall(GetTransposeMirror(A, &m)); /* -mat_aijfused_transpose */
   PetscCall(GetMirror(A, &m));
-  if (d->keep_transpose) PetscCall(GetTranspose(A, &At));
-  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-  if (m->format == MAT_AIJFUSED_SELL)
-    PetscCall(d->backend->spmv_sell_dots(&m->sell, wl, wr, in, out, ndots, specs, dots));
-  else
-    PetscCall(d->backend->spmv_dots(&m->csr, wl, wr, in, out, ndots, specs, dots));
-  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
-  if (d->backend != HostBackend())
-    PetscCall(PetscLogGpuFlops(2.0 * (PetscLogDouble)(m->format == MAT_AIJFUSED_SELL ? m->layout.position.size() : m->csr.nnz) + 2.0 * ndots * A->rmap->n));
-  else
-    PetscCall(PetscLogFlops(2.0 * (PetscLogDouble)(m->format == MAT_AIJFUSED_SELL ? m->layout.position.size() : m->csr.nnz) + 2.0 * ndots * A->rmap->n));
+  PetscCall(MirrorProduct(A, m, wl, wr, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
