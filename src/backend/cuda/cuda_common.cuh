@@ -68,6 +68,15 @@ PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const
 PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
 PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
 PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
+PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
+PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode MallocHost(size_t, void **);
+PetscErrorCode FreeHost(void *);
+PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
+PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
+PetscErrorCode FenceRecord(void);
+PetscErrorCode FenceWait(void);
 
 /* How a range of n entries (or rows) is cut into thread blocks: the host backend's chunks */
 struct Partition {
