@@ -1,10 +1,11 @@
 /*
-   MATSEQAIJFUSED / MATMPIAIJFUSED: PETSc's MATSEQAIJ / MATMPIAIJ (assembly, MatSetValues,
+   MATSEQAIJFUSED: PETSc's MATSEQAIJ (assembly, MatSetValues,
    factorizations and every host operation stay PETSc's) whose vectors are fused (MatCreateVecs
    gives VECFUSED) and whose CSR arrays are mirrored in the backend's memory for the fused
    "SpMV + partial reductions" kernels.  The mirror is refreshed lazily: when the matrix's object
    state changed since the last copy, the values are copied again, and the structure too when its
    nonzero state changed.  With the host backend the mirror is PETSc's own CSR arrays.
+   MATMPIAIJFUSED is in mpiaijfused.cxx.
 */
 #include "mat/aijfused.hpp"
 #include "vec/vecfused.hpp"
@@ -101,18 +102,7 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
-{
-  MatFusedData *d = Data(A);
-
-  PetscFunctionBegin;
-  PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
-  delete registry.Take(A);
-  PetscCall(host_destroy(A));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MatConvertToFused(Mat A, const char *name, PetscBool seq)
+PetscErrorCode MatConvertToFused(Mat A, const char *name)
 {
   MatFusedData *d = new MatFusedData;
 
@@ -122,9 +112,9 @@ PetscErrorCode MatConvertToFused(Mat A, const char *name, PetscBool seq)
   d->host_mult    = A->ops->mult;
   d->host_view    = A->ops->view;
   registry.Set(A, d);
-  A->ops->destroy = seq ? MatDestroy_SeqAIJFused : MatDestroy_MPIAIJFused;
+  A->ops->destroy = MatDestroy_SeqAIJFused;
   A->ops->view    = MatView_AIJFused;
-  if (seq) A->ops->mult = MatMult_SeqAIJFused;
+  A->ops->mult    = MatMult_SeqAIJFused;
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, name));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -201,23 +191,7 @@ PETSC_INTERN PetscErrorCode MatCreate_SeqAIJFused(Mat A)
 {
   PetscFunctionBegin;
   PetscCall(MatSetType(A, MATSEQAIJ));
-  PetscCall(fusedksp::MatConvertToFused(A, MATSEQAIJFUSED, PETSC_TRUE));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/*MC
-   MATMPIAIJFUSED - "mpiaijfused" - The parallel counterpart of `MATSEQAIJFUSED`, built on `MATMPIAIJ`;
-   `MatCreateVecs()` returns `VECMPIFUSED` vectors.
-
-   Level: beginner
-
-.seealso: `MATAIJFUSED`, `MATSEQAIJFUSED`
-M*/
-PETSC_INTERN PetscErrorCode MatCreate_MPIAIJFused(Mat A)
-{
-  PetscFunctionBegin;
-  PetscCall(MatSetType(A, MATMPIAIJ));
-  PetscCall(fusedksp::MatConvertToFused(A, MATMPIAIJFUSED, PETSC_FALSE));
+  PetscCall(fusedksp::MatConvertToFused(A, MATSEQAIJFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

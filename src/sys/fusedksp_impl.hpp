@@ -12,7 +12,7 @@ const Backend *ActiveBackend();
 
 /* One logging event per fused kernel family, and the packed global reduction */
 struct Events {
-  PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host;
+  PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host, halo_pack, halo_mpi, spmv_offdiag;
 };
 extern Events events;
 
