@@ -75,15 +75,26 @@ inline MatMPIFusedData *Data(Mat A)
   return registry.Get(A);
 }
 
-/* Whether MPI accepts device pointers: Open MPI says so (MPIX_Query_cuda_support()); other MPIs
-   have no query this code trusts, so the answer is no (-fused_cuda_aware_mpi 1 overrides). */
-PetscBool DetectCUDAAwareMPI()
+/* What the MPI library says about device pointers (*known: whether it has a query):
+   Open MPI answers with MPIX_Query_cuda_support(), MPICH 4 with MPIX_GPU_query_support().      */
+PetscErrorCode QueryCUDASupport(PetscBool *known, PetscBool *supported)
 {
+  PetscFunctionBegin;
+  *known     = PETSC_TRUE;
+  *supported = PETSC_FALSE;
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
-  return MPIX_Query_cuda_support() == 1 ? PETSC_TRUE : PETSC_FALSE;
+  *supported = MPIX_Query_cuda_support() == 1 ? PETSC_TRUE : PETSC_FALSE;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+  /* Open MPI built without CUDA */
+#elif defined(MPICH_NUMVERSION) && defined(MPIX_GPU_SUPPORT_CUDA)
+  int gpu = 0;
+
+  PetscCallMPI(MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &gpu));
+  *supported = gpu ? PETSC_TRUE : PETSC_FALSE;
 #else
-  return PETSC_FALSE;
+  *known = PETSC_FALSE;
 #endif
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode FreeBlock(const Backend *be, Block *b)
@@ -212,16 +223,28 @@ PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* -fused_cuda_aware_mpi, read once (at the first product, which is collective) */
+/* -fused_cuda_aware_mpi, read once (at the first product, which is collective).  The default is
+   the answer of Open MPI; other MPIs (MPICH) answer no query this code trusts to say yes, so the
+   default there is 0, but a "no" from the MPI turns a forced 1 into an error instead of a crash. */
 PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
 {
-  PetscBool direct = d->backend == HostBackend() ? PETSC_TRUE : DetectCUDAAwareMPI();
+  PetscBool   host = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE, known, supported, direct;
+  const char *prefix;
 
   PetscFunctionBegin;
-  PetscObjectOptionsBegin((PetscObject)A);
-  PetscCall(PetscOptionsBool("-fused_cuda_aware_mpi", "Halo exchange of MATMPIAIJFUSED: 1 hands device buffers to MPI (CUDA-aware MPI), 0 stages them through pinned host buffers (default: detected; the host backend exchanges in place)",
-                             "MATMPIAIJFUSED", direct, &direct, nullptr));
+  PetscCall(QueryCUDASupport(&known, &supported));
+#if defined(OPEN_MPI) && OPEN_MPI
+  direct = host || supported ? PETSC_TRUE : PETSC_FALSE;
+#else
+  direct = host;
+#endif
+  PetscCall(MatGetOptionsPrefix(A, &prefix));
+  PetscOptionsBegin(PetscObjectComm((PetscObject)A), prefix, "MATMPIAIJFUSED options (read at the first product)", "Mat");
+  PetscCall(PetscOptionsBool("-fused_cuda_aware_mpi",
+                             "Halo exchange of MATMPIAIJFUSED: 1 hands device buffers to MPI (CUDA-aware MPI), 0 stages them through pinned host buffers (default: Open MPI's answer, else 0; the host backend exchanges in place)", "MATMPIAIJFUSED",
+                             direct, &direct, nullptr));
   PetscOptionsEnd();
+  PetscCheck(host || !direct || !known || supported, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP_SYS, "-fused_cuda_aware_mpi 1: this MPI library reports no CUDA support; use -fused_cuda_aware_mpi 0 (halo through pinned host buffers)");
   d->direct       = direct;
   d->options_read = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -434,7 +457,8 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
 +  -mat_type mpiaijfused - sets the matrix type in `MatSetFromOptions()`
 -  -fused_cuda_aware_mpi <0,1> - 1: MPI reads and writes device buffers directly (CUDA-aware MPI); 0: the halo
    goes through pinned host buffers. Default: 1 when Open MPI reports CUDA support (`MPIX_Query_cuda_support()`),
-   else 0 (MPICH and others: set it to 1 only for an MPI built with CUDA support). Read at the first product.
+   else 0 (MPICH and others: set 1 only for an MPI built with CUDA support; 1 is an error when the MPI reports
+   none). The host backend exchanges its (host) buffers in place unless 0 is given. Read at the first product.
 
    Level: beginner
 
