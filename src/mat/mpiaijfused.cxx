@@ -62,7 +62,7 @@ struct MatMPIFusedData {
   Halo             halo;
   PetscBool        options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
   PetscObjectState state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
-  PetscSF          sf                           = nullptr; /* PETSc's product PetscSF the pattern was built from (not referenced) */
+  PetscSF          sf                           = nullptr; /* PETSc's product PetscSF the pattern was built from (a reference, so its address identifies it) */
   PetscErrorCode (*host_destroy)(Mat)           = nullptr;
   PetscErrorCode (*host_mult)(Mat, Vec, Vec)    = nullptr;
   PetscErrorCode (*host_view)(Mat, PetscViewer) = nullptr;
@@ -279,6 +279,8 @@ PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
   if (structure) {
     PetscCall(MatGetLocalSize(Ao, nullptr, &nhalo));
     PetscCall(BuildHalo(A, d, sf, nhalo));
+    PetscCall(PetscObjectReference((PetscObject)sf));
+    PetscCall(PetscSFDestroy(&d->sf));
     d->nonzerostate = A->nonzerostate;
     d->sf           = sf;
   }
@@ -327,6 +329,7 @@ PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
   PetscCall(FreeBlock(d->backend, &d->diag));
   PetscCall(FreeBlock(d->backend, &d->offdiag));
   PetscCall(FreeHalo(d->backend, &d->halo));
+  PetscCall(PetscSFDestroy(&d->sf));
   PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
   delete registry.Take(A);
   PetscCall(host_destroy(A));
