@@ -8,7 +8,9 @@
    without the weights wl/wr, in CSR and in SELL-P with 1, 2, 4 and 8 threads per row (against the
    host's CSR product); diag_get/diag_shift; every DotSpec kind; mdot/maxpy_scale with 1, 5, 40 (and 300)
    vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); a batch of deferred
-   second stages.
+   second stages; the halo operations (spmv_offdiag_dots on short-row and rectangular blocks with
+   and without wl, gather with and without the weight, scatter) and the staging path (pinned
+   buffers, asynchronous copies, fence).
    Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
    inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
    values of their terms.  The CUDA backend's counters must show exactly one kernel launch and one
@@ -563,6 +565,136 @@ PetscErrorCode TestSpMVMatrix(Tester &t, MatrixKind kind, PetscInt n)
 
 /* ---------------------------------------------------------------------------------------- */
 
+/* spmv_offdiag_dots: A is the off-diagonal block (A.ncols halo entries); out holds the diagonal
+   block's product on entry */
+PetscErrorCode TestOffDiagDots(Tester &t, const Matrix &A, const char *matrix, bool with_wl, const DotSet &set)
+{
+  Operands             ops(t);
+  const int            halo = ops.Add("halo", t.RandomArray(A.ncols)), in = ops.Add("in", t.RandomArray(A.nrows)), out = ops.Add("out", t.RandomArray(A.nrows));
+  const int            wl = with_wl ? ops.Add("wl", t.RandomArray(A.nrows)) : NONE;
+  DotOperands          dotops;
+  std::vector<DotSpec> rspecs, dspecs;
+  const int            nd = (int)set.kinds.size();
+  PetscScalar          ref[FUSED_MAX_DOTS], dots[FUSED_MAX_DOTS];
+  PetscReal            scale[FUSED_MAX_DOTS];
+  BackendCounters      before;
+  char                 variant[160];
+  std::string          label;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s", matrix, with_wl ? ", wl" : "", set.Name().c_str()));
+  label = Label("spmv_offdiag_dots", variant, A.nrows);
+  dotops.Add(t, ops, set, A.nrows);
+  PetscCall(ops.Upload());
+  dotops.Specs(ops, set, rspecs, dspecs);
+  std::fill(ref, ref + FUSED_MAX_DOTS, NaN);
+  std::fill(dots, dots + FUSED_MAX_DOTS, NaN);
+  PetscCall(t.host->spmv_offdiag_dots(&A.ref, wl != NONE ? ops.Ref(wl) : nullptr, ops.Ref(halo), ops.Ref(in), ops.Ref(out), nd, rspecs.data(), ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->spmv_offdiag_dots(&A.dev, wl != NONE ? ops.Dev(wl) : nullptr, ops.Dev(halo), ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  PetscCall(CheckCounters(t, label, before, A.nrows > 0, A.nrows > 0 && nd > 0));
+  dotops.Scales(ops, set, ops.RefArray(in), ops.RefArray(out), scale);
+  PetscCall(CheckDots(t, label, nd, dots, ref, scale));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode TestOffDiagMatrix(Tester &t, MatrixKind kind, PetscInt n)
+{
+  Matrix A;
+
+  PetscFunctionBegin;
+  GenerateMatrix(t, kind, n, A);
+  PetscCall(UploadMatrix(t, A));
+  for (const DotSet &set : DOT_SETS)
+    for (int wl = 0; wl < 2; ++wl) PetscCall(TestOffDiagDots(t, A, MATRIX_NAMES[(int)kind], wl, set));
+  PetscCall(FreeMatrix(t, A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* gather (random indices with repeats, with and without the weight) and scatter (distinct indices)
+   into a vector of n + 5 entries */
+PetscErrorCode TestGatherScatter(Tester &t, PetscInt n, bool weighted)
+{
+  const PetscInt        m = n + 5;
+  std::vector<PetscInt> gidx(n), sidx(m);
+  PetscInt             *dgidx, *dsidx;
+  Operands              ops(t);
+  const int             x = ops.Add("x", t.RandomArray(m)), buf = ops.Add("buf", Array(n, NaN)), y = ops.Add("y", t.RandomArray(m));
+  const int             w = weighted ? ops.Add("w", t.RandomArray(m)) : NONE;
+  BackendCounters       before;
+  const std::string     label = Label("gather + scatter", weighted ? "weighted" : "unweighted", n);
+
+  PetscFunctionBegin;
+  for (auto &i : gidx) i = t.RandomInt(0, m - 1);
+  for (PetscInt i = 0; i < m; ++i) sidx[i] = i;
+  std::shuffle(sidx.begin(), sidx.end(), t.rng);
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(n, 1) * sizeof(PetscInt), (void **)&dgidx));
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(n, 1) * sizeof(PetscInt), (void **)&dsidx));
+  PetscCall(t.dev->copy_to_backend(dgidx, gidx.data(), n * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_backend(dsidx, sidx.data(), n * sizeof(PetscInt)));
+  PetscCall(ops.Upload());
+  PetscCall(t.host->gather(n, gidx.data(), w != NONE ? ops.Ref(w) : nullptr, ops.Ref(x), ops.Ref(buf)));
+  PetscCall(t.host->scatter(n, sidx.data(), ops.Ref(buf), ops.Ref(y)));
+  before = *t.dev->counters;
+  PetscCall(t.dev->gather(n, dgidx, w != NONE ? ops.Dev(w) : nullptr, ops.Dev(x), ops.Dev(buf)));
+  PetscCall(CheckCounters(t, label + " (gather)", before, n > 0, 0));
+  before = *t.dev->counters;
+  PetscCall(t.dev->scatter(n, dsidx, ops.Dev(buf), ops.Dev(y)));
+  PetscCall(CheckCounters(t, label + " (scatter)", before, n > 0, 0));
+  PetscCall(ops.CompareAndFree(label));
+  PetscCall(t.dev->free_bytes(dgidx));
+  PetscCall(t.dev->free_bytes(dsidx));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The staging path of the halo exchange: pinned host buffers, an asynchronous host->device copy,
+   a kernel reading it, an asynchronous device->host copy of its result, a fence */
+PetscErrorCode TestAsyncCopies(Tester &t, PetscInt n)
+{
+  const Array           data = t.RandomArray(n), w = t.RandomArray(n);
+  std::vector<PetscInt> idx(n);
+  PetscScalar          *hsrc, *hdst, *dsrc, *ddst, *dw;
+  PetscInt             *didx;
+  Array                 back(n), ref(n);
+  BackendCounters       before;
+  const std::string     label = Label("copy_to_backend_async + gather + copy_to_host_async + fence", "pinned", n);
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < n; ++i) {
+    idx[i] = n - 1 - i;
+    ref[i] = w[n - 1 - i] * data[n - 1 - i];
+  }
+  PetscCall(t.dev->malloc_host(n * sizeof(PetscScalar), (void **)&hsrc));
+  PetscCall(t.dev->malloc_host(n * sizeof(PetscScalar), (void **)&hdst));
+  PetscCall(t.dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&dsrc));
+  PetscCall(t.dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&ddst));
+  PetscCall(t.dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&dw));
+  PetscCall(t.dev->malloc_bytes(n * sizeof(PetscInt), (void **)&didx));
+  PetscCall(t.dev->copy_to_backend(dw, w.data(), n * sizeof(PetscScalar)));
+  PetscCall(t.dev->copy_to_backend(didx, idx.data(), n * sizeof(PetscInt)));
+  std::copy(data.begin(), data.end(), hsrc);
+  std::fill(hdst, hdst + n, NaN);
+  before = *t.dev->counters;
+  PetscCall(t.dev->copy_to_backend_async(dsrc, hsrc, n * sizeof(PetscScalar)));
+  PetscCall(t.dev->gather(n, didx, dw, dsrc, ddst));
+  PetscCall(t.dev->copy_to_host_async(hdst, ddst, n * sizeof(PetscScalar)));
+  PetscCall(t.dev->fence_record());
+  PetscCall(t.dev->fence_wait());
+  std::copy(hdst, hdst + n, back.begin());
+  PetscCall(Record(t, t.dev->counters->h2d - before.h2d == (n > 0) && t.dev->counters->d2h - before.d2h == (n > 0) && t.dev->counters->launches - before.launches == (n > 0), label, "counters: expected 1 h2d, 1 d2h, 1 launch", 0, 0));
+  PetscCall(CheckVector(t, label, "round trip", back, ref));
+  PetscCall(t.dev->free_host(hsrc));
+  PetscCall(t.dev->free_host(hdst));
+  PetscCall(t.dev->free_bytes(dsrc));
+  PetscCall(t.dev->free_bytes(ddst));
+  PetscCall(t.dev->free_bytes(dw));
+  PetscCall(t.dev->free_bytes(didx));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 /* A call against nv vectors uses one launch in the CUDA backend up to this many dot products
    (the GMRES restarts the solvers use); above it only the single copy is asserted */
 constexpr PetscInt ONE_LAUNCH_VECTORS = 200;
@@ -829,6 +961,9 @@ PetscErrorCode RunAll(Tester &t)
       if (kind == MatrixKind::LONG_16_64 && n > 1000) continue; /* 40 M nonzeros: no new code path */
       PetscCall(TestSpMVMatrix(t, kind, n));
     }
+    for (MatrixKind kind : {MatrixKind::SHORT_0_2, MatrixKind::RECTANGULAR_0_12}) PetscCall(TestOffDiagMatrix(t, kind, n));
+    for (bool weighted : {false, true}) PetscCall(TestGatherScatter(t, n, weighted));
+    PetscCall(TestAsyncCopies(t, n));
     for (PetscInt nv : nvs) {
       if (nv > 40 && n > 1000) continue; /* 300 vectors of 10^6: 2.4 GB, no new code path */
       for (PetscBool selfdot : {PETSC_FALSE, PETSC_TRUE})

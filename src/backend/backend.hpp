@@ -145,6 +145,38 @@ struct Backend {
   PetscErrorCode (*batch_begin)(void);
   PetscErrorCode (*batch_defer)(PetscBool);
   PetscErrorCode (*batch_end)(void);
+
+  /* Halo exchange of parallel matrices (src/mat/mpiaijfused.cxx).  An MPI rank's product is
+     out = wl .* (Ad (wr .* in) + Ao halo) with Ad the diagonal block, Ao the off-diagonal block
+     (columns compressed to the halo entries) and halo the entries of wr .* in that other ranks own.
+
+     Pack:   buf[k] = (w ? w[idx[k]] : 1) * x[idx[k]] for k < n
+     Unpack: y[idx[k]] = buf[k] for k < n                                                        */
+  PetscErrorCode (*gather)(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf);
+  PetscErrorCode (*scatter)(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y);
+
+  /* The off-diagonal part of the product, completing the diagonal part already in out:
+       out[i] = (wl ? wl[i] : 1) * (out[i] + sum_j B_ij halo[j])
+     fused with ndots dot products of the new out exactly as in spmv_dots (DOT_INPUT pairs out[i]
+     with in[i], in being the operator's input on the local rows; same reduction partition over
+     B.nrows, same batch deferral).  halo has B.ncols entries.                                   */
+  PetscErrorCode (*spmv_offdiag_dots)(const CSRView *B, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+  /* Staging buffers of the exchange: host memory the backend copies to and from asynchronously
+     (pinned on the device backend).                                                            */
+  PetscErrorCode (*malloc_host)(size_t bytes, void **ptr);
+  PetscErrorCode (*free_host)(void *ptr);
+
+  /* Asynchronous copies, queued after the kernels already queued: copy_to_host_async is complete
+     (and the kernels before it too) once fence_wait() returns after a later fence_record();
+     operations queued after copy_to_backend_async see the data, and hostsrc must stay unchanged
+     until the host has waited for a fence recorded after the copy.  fence_record() marks the
+     work queued so far, fence_wait() blocks the host until the last mark is reached, leaving the
+     work queued after it running.  The host backend copies at once; its fences are no-ops.    */
+  PetscErrorCode (*copy_to_host_async)(void *hostdst, const void *src, size_t bytes);
+  PetscErrorCode (*copy_to_backend_async)(void *dst, const void *hostsrc, size_t bytes);
+  PetscErrorCode (*fence_record)(void);
+  PetscErrorCode (*fence_wait)(void);
 };
 
 /* The backends compiled into the library */

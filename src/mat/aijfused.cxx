@@ -1,5 +1,5 @@
 /*
-   MATSEQAIJFUSED / MATMPIAIJFUSED: PETSc's MATSEQAIJ / MATMPIAIJ (assembly, MatSetValues,
+   MATSEQAIJFUSED: PETSc's MATSEQAIJ (assembly, MatSetValues,
    factorizations and every host operation stay PETSc's) whose vectors are fused (MatCreateVecs
    gives VECFUSED) and whose local rows are mirrored in the backend's memory, in CSR or SELL-P
    (-mat_aijfused_format), for the fused "SpMV + partial reductions" kernels and the device
@@ -10,6 +10,7 @@
    MatShift update a current mirror in place instead.  With the host backend a CSR mirror is
    PETSc's own arrays (the host backend then runs PETSc's own products, except in the fused
    solvers' operations).
+   MATMPIAIJFUSED is in mpiaijfused.cxx.
 */
 #include "mat/aijfused.hpp"
 #include "mat/sellp.hpp"
@@ -523,17 +524,6 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
-{
-  MatFusedData *d = Data(A);
-
-  PetscFunctionBegin;
-  PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
-  delete registry.Take(A);
-  PetscCall(host_destroy(A));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode MatAIJFusedSetFormat_SeqAIJFused(Mat A, MatAIJFusedFormat format)
 {
   MatFusedData *d = Data(A);
@@ -544,7 +534,7 @@ PetscErrorCode MatAIJFusedSetFormat_SeqAIJFused(Mat A, MatAIJFusedFormat format)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatConvertToFused(Mat A, const char *name, PetscBool seq)
+PetscErrorCode MatConvertToFused(Mat A, const char *name)
 {
   MatFusedData *d = new MatFusedData;
 
@@ -554,26 +544,24 @@ PetscErrorCode MatConvertToFused(Mat A, const char *name, PetscBool seq)
   d->host_mult    = A->ops->mult;
   d->host_view    = A->ops->view;
   registry.Set(A, d);
-  A->ops->destroy = seq ? MatDestroy_SeqAIJFused : MatDestroy_MPIAIJFused;
-  A->ops->view    = MatView_AIJFused;
-  if (seq) {
-    d->host_multadd          = A->ops->multadd;
-    d->host_multtranspose    = A->ops->multtranspose;
-    d->host_multtransposeadd = A->ops->multtransposeadd;
-    d->host_getdiagonal      = A->ops->getdiagonal;
-    d->host_scale            = A->ops->scale;
-    d->host_shift            = A->ops->shift;
-    d->host_setfromoptions   = A->ops->setfromoptions;
-    A->ops->mult             = MatMult_SeqAIJFused;
-    A->ops->multadd          = MatMultAdd_SeqAIJFused;
-    A->ops->multtranspose    = MatMultTranspose_SeqAIJFused;
-    A->ops->multtransposeadd = MatMultTransposeAdd_SeqAIJFused;
-    A->ops->getdiagonal      = MatGetDiagonal_SeqAIJFused;
-    A->ops->scale            = MatScale_SeqAIJFused;
-    A->ops->shift            = MatShift_SeqAIJFused;
-    A->ops->setfromoptions   = MatSetFromOptions_SeqAIJFused;
-    PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_SeqAIJFused));
-  }
+  A->ops->destroy          = MatDestroy_SeqAIJFused;
+  A->ops->view             = MatView_AIJFused;
+  d->host_multadd          = A->ops->multadd;
+  d->host_multtranspose    = A->ops->multtranspose;
+  d->host_multtransposeadd = A->ops->multtransposeadd;
+  d->host_getdiagonal      = A->ops->getdiagonal;
+  d->host_scale            = A->ops->scale;
+  d->host_shift            = A->ops->shift;
+  d->host_setfromoptions   = A->ops->setfromoptions;
+  A->ops->mult             = MatMult_SeqAIJFused;
+  A->ops->multadd          = MatMultAdd_SeqAIJFused;
+  A->ops->multtranspose    = MatMultTranspose_SeqAIJFused;
+  A->ops->multtransposeadd = MatMultTransposeAdd_SeqAIJFused;
+  A->ops->getdiagonal      = MatGetDiagonal_SeqAIJFused;
+  A->ops->scale            = MatScale_SeqAIJFused;
+  A->ops->shift            = MatShift_SeqAIJFused;
+  A->ops->setfromoptions   = MatSetFromOptions_SeqAIJFused;
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_SeqAIJFused));
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, name));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -628,23 +616,7 @@ PETSC_INTERN PetscErrorCode MatCreate_SeqAIJFused(Mat A)
 {
   PetscFunctionBegin;
   PetscCall(MatSetType(A, MATSEQAIJ));
-  PetscCall(fusedksp::MatConvertToFused(A, MATSEQAIJFUSED, PETSC_TRUE));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/*MC
-   MATMPIAIJFUSED - "mpiaijfused" - The parallel counterpart of `MATSEQAIJFUSED`, built on `MATMPIAIJ`;
-   `MatCreateVecs()` returns `VECMPIFUSED` vectors.
-
-   Level: beginner
-
-.seealso: `MATAIJFUSED`, `MATSEQAIJFUSED`
-M*/
-PETSC_INTERN PetscErrorCode MatCreate_MPIAIJFused(Mat A)
-{
-  PetscFunctionBegin;
-  PetscCall(MatSetType(A, MATMPIAIJ));
-  PetscCall(fusedksp::MatConvertToFused(A, MATMPIAIJFUSED, PETSC_FALSE));
+  PetscCall(fusedksp::MatConvertToFused(A, MATSEQAIJFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

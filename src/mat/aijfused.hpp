@@ -10,4 +10,9 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused);
 /* out = wl .* (A (wr .* in)) with ndots fused dot products (backend/backend.hpp) on the backend
    arrays in/out of a MATSEQAIJFUSED, in the format of its mirror (refreshed if A changed)      */
 PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+/* PETSC_TRUE if A is a MATMPIAIJFUSED whose blocks live with the active backend (src/mat/mpiaijfused.cxx) */
+PetscErrorCode MatIsMPIAIJFused(Mat A, PetscBool *fused);
+/* out = wl .* (A (wr .* in)) on the local rows of a MATMPIAIJFUSED fused with ndots dot products of
+   out (see Backend::spmv_dots), arrays in the backend's memory; halo exchange included.  Collective. */
+PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
 } // namespace fusedksp

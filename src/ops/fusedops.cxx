@@ -182,12 +182,28 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
 
 PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots)
 {
-  PetscBool fusedvecs, fusedmat;
+  PetscBool fusedvecs, fusedmat, fusedmpi;
 
   PetscFunctionBegin;
   PetscCall(AllFused({wl, wr, in, out}, &fusedvecs));
   for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec}, &fusedvecs));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
+  if (fusedvecs && fusedmpi) { /* the local rows: diagonal block overlapped with the halo exchange, then the off-diagonal one with the dots */
+    BackendArrays arr;
+    DotSpec       bspecs[FUSED_MAX_DOTS];
+    PetscScalar  *ina, *outa, *wla, *wra;
+    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
+    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
+    PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
+    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+    PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
+    PetscCall(DeferBegin());
+    PetscCall(MatMPIAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
+    PetscCall(DeferEnd());
+    PetscCall(arr.RestoreAll());
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if (fusedvecs && fusedmat) {
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];

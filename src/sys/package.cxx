@@ -179,6 +179,9 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(PetscLogEventRegister("FusedAllreduce", classid, &fusedksp::events.allreduce));
   PetscCall(PetscLogEventRegister("FusedCopyToDev", classid, &fusedksp::events.to_device));
   PetscCall(PetscLogEventRegister("FusedCopyToHost", classid, &fusedksp::events.to_host));
+  PetscCall(PetscLogEventRegister("FusedHaloPack", classid, &fusedksp::events.halo_pack));
+  PetscCall(PetscLogEventRegister("FusedHaloMPI", classid, &fusedksp::events.halo_mpi));
+  PetscCall(PetscLogEventRegister("FusedSpMVOffDiag", classid, &fusedksp::events.spmv_offdiag));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -86,6 +86,15 @@ PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const
 PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
 PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
 PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
+PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
+PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode MallocHost(size_t, void **);
+PetscErrorCode FreeHost(void *);
+PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
+PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
+PetscErrorCode FenceRecord(void);
+PetscErrorCode FenceWait(void);
 
 /* How a range of n entries (or rows) is cut into thread blocks: the host backend's chunks */
 struct Partition {
@@ -171,6 +180,49 @@ template <class Op = SumOp, int ND> __device__ inline void ReduceBlocks(const Pe
     __syncthreads();
   }
   if (threadIdx.x == 0) red.tickets[blockIdx.y] = 0; /* ready for the next launch */
+}
+
+/* The dot products of one fused call, passed by value to the kernel */
+struct DotList {
+  int     count = 0;
+  DotSpec spec[FUSED_MAX_DOTS];
+};
+
+/* The term entry i adds to the dot product `spec` (as in the host backend; in == NULL reads as 0) */
+__device__ inline PetscScalar DotTerm(const DotSpec &spec, PetscInt64 i, const PetscScalar *in, PetscScalar out_i)
+{
+  switch (spec.kind) {
+  case DotKind::DOT_INPUT:
+    return in ? out_i * in[i] : 0;
+  case DotKind::DOT_SELF:
+    return out_i * out_i;
+  case DotKind::DOT_SELF_W:
+    return out_i * spec.vec[i] * out_i;
+  case DotKind::DOT_VECTOR:
+    return out_i * spec.vec[i];
+  }
+  return 0;
+}
+
+__device__ inline void AddDotTerms(const DotList &dots, PetscInt64 i, const PetscScalar *in, PetscScalar out_i, PetscScalar (&acc)[FUSED_MAX_DOTS])
+{
+#pragma unroll
+  for (int d = 0; d < FUSED_MAX_DOTS; ++d)
+    if (d < dots.count) acc[d] += DotTerm(dots.spec[d], i, in, out_i);
+}
+
+/* Checks the dot specifications and packs them for a kernel */
+inline PetscErrorCode MakeDotList(int ndots, const DotSpec *specs, DotList *dots)
+{
+  PetscFunctionBegin;
+  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  dots->count = ndots;
+  for (int d = 0; d < ndots; ++d) {
+    const bool needs_vec = specs[d].kind == DotKind::DOT_SELF_W || specs[d].kind == DotKind::DOT_VECTOR;
+    PetscCheck(!needs_vec || specs[d].vec, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector (DOT_SELF_W or DOT_VECTOR) but DotSpec.vec is NULL", d);
+    dots->spec[d] = specs[d];
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 } // namespace cuda

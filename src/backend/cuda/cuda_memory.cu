@@ -260,8 +260,9 @@ static PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes)
 */
 const Backend *CUDABackend()
 {
-  static const Backend backend = {"cuda",          cuda::MallocBytes, cuda::FreeBytes, cuda::CopyToBackend, cuda::CopyToHost, &cuda::counters,  cuda::CGUpdate,     cuda::SpMVDots,   cuda::SpMVSELLDots, cuda::DiagGet,
-                                  cuda::DiagShift, cuda::Dots,        cuda::WAXPYDot,  cuda::BCGSUpdate,    cuda::MDot,       cuda::MAXPYScale, cuda::SGMRESUpdate, cuda::BatchBegin, cuda::BatchDefer,   cuda::BatchEnd};
+  static const Backend backend = {"cuda",          cuda::MallocBytes, cuda::FreeBytes,       cuda::CopyToBackend, cuda::CopyToHost, &cuda::counters,       cuda::CGUpdate,           cuda::SpMVDots,    cuda::SpMVSELLDots, cuda::DiagGet,
+                                  cuda::DiagShift, cuda::Dots,        cuda::WAXPYDot,        cuda::BCGSUpdate,    cuda::MDot,       cuda::MAXPYScale,      cuda::SGMRESUpdate,       cuda::BatchBegin,  cuda::BatchDefer,   cuda::BatchEnd,
+                                  cuda::Gather,    cuda::Scatter,     cuda::SpMVOffDiagDots, cuda::MallocHost,    cuda::FreeHost,   cuda::CopyToHostAsync, cuda::CopyToBackendAsync, cuda::FenceRecord, cuda::FenceWait};
   static int           usable  = -1;
 
   if (usable < 0) {

@@ -6,35 +6,6 @@ namespace fusedksp
 namespace cuda
 {
 
-/* The dot products of one fused call, passed by value to the kernel */
-struct DotList {
-  int     count = 0;
-  DotSpec spec[FUSED_MAX_DOTS];
-};
-
-/* The term entry i adds to the dot product `spec` (as in the host backend; in == NULL reads as 0) */
-__device__ inline PetscScalar DotTerm(const DotSpec &spec, PetscInt64 i, const PetscScalar *in, PetscScalar out_i)
-{
-  switch (spec.kind) {
-  case DotKind::DOT_INPUT:
-    return in ? out_i * in[i] : 0;
-  case DotKind::DOT_SELF:
-    return out_i * out_i;
-  case DotKind::DOT_SELF_W:
-    return out_i * spec.vec[i] * out_i;
-  case DotKind::DOT_VECTOR:
-    return out_i * spec.vec[i];
-  }
-  return 0;
-}
-
-__device__ inline void AddDotTerms(const DotList &dots, PetscInt64 i, const PetscScalar *in, PetscScalar out_i, PetscScalar (&acc)[FUSED_MAX_DOTS])
-{
-#pragma unroll
-  for (int d = 0; d < FUSED_MAX_DOTS; ++d)
-    if (d < dots.count) acc[d] += DotTerm(dots.spec[d], i, in, out_i);
-}
-
 /* Rows per thread block of a sparse product with `lanes` threads per row: whole passes of the
    block, at least one, at most FUSED_REDUCE_BLOCKS blocks.  With one pass per block for small
    matrices every thread handles one row, so the kernel's latency is that of one row.            */
@@ -138,20 +109,6 @@ __global__ void DotsKernel(PetscInt n, PetscInt chunk, const PetscScalar *in, co
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) AddDotTerms(dots, i, in, out[i], acc);
   ReduceBlocks(acc, dots.count, red);
-}
-
-/* Checks the dot specifications and packs them for a kernel */
-static PetscErrorCode MakeDotList(int ndots, const DotSpec *specs, DotList *dots)
-{
-  PetscFunctionBegin;
-  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
-  dots->count = ndots;
-  for (int d = 0; d < ndots; ++d) {
-    const bool needs_vec = specs[d].kind == DotKind::DOT_SELF_W || specs[d].kind == DotKind::DOT_VECTOR;
-    PetscCheck(!needs_vec || specs[d].vec, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector (DOT_SELF_W or DOT_VECTOR) but DotSpec.vec is NULL", d);
-    dots->spec[d] = specs[d];
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Checks the sizes and the dot specifications of a sparse product */

@@ -62,8 +62,9 @@ static PetscErrorCode BatchEnd(void)
 */
 const Backend *HostBackend()
 {
-  static const Backend backend = {"host",          host::MallocBytes, host::FreeBytes, host::CopyToBackend, host::CopyToHost, &host::counters,  host::CGUpdate,     host::SpMVDots,   host::SpMVSELLDots, host::DiagGet,
-                                  host::DiagShift, host::Dots,        host::WAXPYDot,  host::BCGSUpdate,    host::MDot,       host::MAXPYScale, host::SGMRESUpdate, host::BatchBegin, host::BatchDefer,   host::BatchEnd};
+  static const Backend backend = {"host",          host::MallocBytes, host::FreeBytes,       host::CopyToBackend, host::CopyToHost, &host::counters,       host::CGUpdate,           host::SpMVDots,    host::SpMVSELLDots, host::DiagGet,
+                                  host::DiagShift, host::Dots,        host::WAXPYDot,        host::BCGSUpdate,    host::MDot,       host::MAXPYScale,      host::SGMRESUpdate,       host::BatchBegin,  host::BatchDefer,   host::BatchEnd,
+                                  host::Gather,    host::Scatter,     host::SpMVOffDiagDots, host::MallocBytes,   host::FreeBytes,  host::CopyToHostAsync, host::CopyToBackendAsync, host::FenceRecord, host::FenceWait};
   return &backend;
 }
 

@@ -44,6 +44,22 @@ template <class Body> inline void BlockedReduceN(PetscInt n, int nd, PetscScalar
   }
 }
 
+/* The term entry i adds to the dot product s of a matrix-vector kernel (see DotKind) */
+inline PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, PetscScalar out_i)
+{
+  switch (s.kind) {
+  case DotKind::DOT_INPUT:
+    return out_i * in_i;
+  case DotKind::DOT_SELF:
+    return out_i * out_i;
+  case DotKind::DOT_SELF_W:
+    return out_i * s.vec[i] * out_i;
+  case DotKind::DOT_VECTOR:
+    return out_i * s.vec[i];
+  }
+  return 0;
+}
+
 extern BackendCounters counters;
 
 PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
@@ -58,6 +74,13 @@ PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const
 PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
 PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
 PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
+PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
+PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
+PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
+PetscErrorCode FenceRecord(void);
+PetscErrorCode FenceWait(void);
 
 } // namespace host
 } // namespace fusedksp

@@ -6,21 +6,6 @@ namespace fusedksp
 namespace host
 {
 
-static inline PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, PetscScalar out_i)
-{
-  switch (s.kind) {
-  case DotKind::DOT_INPUT:
-    return out_i * in_i;
-  case DotKind::DOT_SELF:
-    return out_i * out_i;
-  case DotKind::DOT_SELF_W:
-    return out_i * s.vec[i] * out_i;
-  case DotKind::DOT_VECTOR:
-    return out_i * s.vec[i];
-  }
-  return 0;
-}
-
 /* See Backend::spmv_dots */
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {

@@ -1,0 +1,219 @@
+/* CUDA backend: the halo exchange operations of parallel matrices (pack, unpack, off-diagonal
+   product fused with the first stage of dot products), staging buffers, asynchronous copies, fences */
+#include "backend/cuda/cuda_common.cuh"
+
+namespace fusedksp
+{
+namespace cuda
+{
+
+constexpr int HALO_MAX_BLOCKS = 4096; /* grid of the pack/unpack kernels (grid-stride loops beyond) */
+
+static cudaEvent_t fence              = nullptr; /* the mark of fence_record, created on first use */
+static PetscBool   finalize_scheduled = PETSC_FALSE;
+
+/* Releases the fence event; registered with PetscRegisterFinalize() */
+static PetscErrorCode FinalizeFence(void)
+{
+  PetscFunctionBegin;
+  if (fence) FusedKSPCallCUDA(cudaEventDestroy(fence));
+  fence              = nullptr;
+  finalize_scheduled = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static inline int HaloBlocks(PetscInt n)
+{
+  return (int)PetscMin(((PetscInt64)n + BLOCK_SIZE - 1) / BLOCK_SIZE, (PetscInt64)HALO_MAX_BLOCKS);
+}
+
+__global__ void GatherKernel(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf)
+{
+  for (PetscInt64 k = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (PetscInt64)blockDim.x * gridDim.x) {
+    const PetscInt i = idx[k];
+    buf[k]           = w ? w[i] * x[i] : x[i];
+  }
+}
+
+__global__ void ScatterKernel(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y)
+{
+  for (PetscInt64 k = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (PetscInt64)blockDim.x * gridDim.x) y[idx[k]] = buf[k];
+}
+
+/* One thread block per chunk of rows (the reduction partition of spmv_dots), one thread per row:
+   off-diagonal rows are short (most are empty), so a row is one thread's loop.  The block then
+   writes its partials of the dots.                                                              */
+__global__ void SpMVOffDiagDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out,
+                                      const __grid_constant__ DotList dots, const Reduction red)
+{
+  const ChunkRange range               = BlockChunk(nrows, chunk);
+  PetscScalar      acc[FUSED_MAX_DOTS] = {};
+
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
+    PetscScalar    sum     = out[i];
+    const PetscInt row_end = rowptr[i + 1];
+
+    for (PetscInt k = rowptr[i]; k < row_end; ++k) sum += vals[k] * halo[colidx[k]];
+    if (wl) sum *= wl[i];
+    out[i] = sum;
+    AddDotTerms(dots, i, in, sum, acc);
+  }
+  ReduceBlocks(acc, dots.count, red);
+}
+
+/*
+   Gather - Backend::gather on the device: one kernel launch (none for n == 0)
+*/
+PetscErrorCode Gather(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (n) {
+    PetscCall(GetStream(&stream));
+    GatherKernel<<<HaloBlocks(n), BLOCK_SIZE, 0, stream>>>(n, idx, w, x, buf);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   Scatter - Backend::scatter on the device: one kernel launch (none for n == 0)
+*/
+PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (n) {
+    PetscCall(GetStream(&stream));
+    ScatterKernel<<<HaloBlocks(n), BLOCK_SIZE, 0, stream>>>(n, idx, buf, y);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SpMVOffDiagDots - Backend::spmv_offdiag_dots on the device: one kernel launch (none for 0
+   rows) and, when ndots > 0, one device->host copy of the ndots results
+*/
+PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  const Partition part = PartitionRange(B->nrows);
+  Reduction       red;
+  DotList         list;
+  cudaStream_t    stream;
+
+  PetscFunctionBegin;
+  PetscCheck(B->nrows >= 0 && B->ncols >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative matrix size %" PetscInt_FMT " x %" PetscInt_FMT, B->nrows, B->ncols);
+  PetscCall(MakeDotList(ndots, specs, &list));
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
+    SpMVOffDiagDotsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(B->nrows, part.chunk, B->rowptr, B->colidx, B->vals, wl, halo, in, out, list, red);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(FinishReduction(ndots, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MallocHost - pinned host memory (cudaMallocHost), so that the asynchronous copies are; a
+   failure is a PETSC_ERR_MEM error naming the bytes requested
+*/
+PetscErrorCode MallocHost(size_t bytes, void **ptr)
+{
+  cudaError_t err;
+
+  PetscFunctionBegin;
+  *ptr = nullptr;
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  err = cudaMallocHost(ptr, bytes);
+  if (err != cudaSuccess) {
+    *ptr = nullptr;
+    (void)cudaGetLastError();
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "cudaMallocHost of %zu bytes of pinned host memory failed (%s)", bytes, cudaGetErrorName(err));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   FreeHost - cudaFreeHost; NULL is allowed
+*/
+PetscErrorCode FreeHost(void *ptr)
+{
+  PetscFunctionBegin;
+  FusedKSPCallCUDA(cudaFreeHost(ptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   CopyToHostAsync - device -> host copy queued on the backend's stream; complete after the next
+   FenceRecord() + FenceWait()
+*/
+PetscErrorCode CopyToHostAsync(void *hostdst, const void *src, size_t bytes)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetStream(&stream));
+  FusedKSPCallCUDA(cudaMemcpyAsync(hostdst, src, bytes, cudaMemcpyDeviceToHost, stream));
+  counters.d2h++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   CopyToBackendAsync - host -> device copy queued on the backend's stream (kernels queued later
+   see the data)
+*/
+PetscErrorCode CopyToBackendAsync(void *dst, const void *hostsrc, size_t bytes)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetStream(&stream));
+  FusedKSPCallCUDA(cudaMemcpyAsync(dst, hostsrc, bytes, cudaMemcpyHostToDevice, stream));
+  counters.h2d++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   FenceRecord - records the fence event on the backend's stream after the work queued so far
+*/
+PetscErrorCode FenceRecord(void)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCall(GetStream(&stream));
+  if (!fence) {
+    FusedKSPCallCUDA(cudaEventCreateWithFlags(&fence, cudaEventDisableTiming));
+    if (!finalize_scheduled) {
+      PetscCall(PetscRegisterFinalize(FinalizeFence));
+      finalize_scheduled = PETSC_TRUE;
+    }
+  }
+  FusedKSPCallCUDA(cudaEventRecord(fence, stream));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   FenceWait - blocks the host until the stream has passed the last FenceRecord() (the work queued
+   after it keeps running)
+*/
+PetscErrorCode FenceWait(void)
+{
+  PetscFunctionBegin;
+  if (fence) FusedKSPCallCUDA(cudaEventSynchronize(fence));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace cuda
+} // namespace fusedksp

@@ -1,0 +1,480 @@
+/*
+   MATMPIAIJFUSED: PETSc's MATMPIAIJ (assembly, MatSetValues and every host operation stay PETSc's)
+   whose diagonal block Ad and off-diagonal block Ao (columns compressed to the halo entries, as
+   MATMPIAIJ keeps them) are mirrored in the backend's memory, and whose product runs on the backend
+   with a halo exchange of its own:
+
+     1. pack     gather kernel: buf = (wr .* x)[entries other ranks need]; on the device backend an
+                 asynchronous copy of buf to a pinned host buffer follows (unless MPI is CUDA-aware);
+                 a fence is recorded after them
+     2. diagonal the SpMV of the diagonal block, out = Ad (wr .* x), queued behind the fence
+     3. exchange the host waits for the fence only (the pack, not the diagonal SpMV), then
+                 persistent MPI_Recv_init/MPI_Send_init requests are started and completed while the
+                 diagonal SpMV runs on the device
+     4. unpack   asynchronous copy of the received values to the device (unless MPI is CUDA-aware),
+                 and a scatter kernel when the receive order is not the halo order
+     5. off-diag out = wl .* (out + Ao halo) fused with the partial dot products of the solvers
+
+   A rank that receives nothing runs step 2 as the whole product (wl and the dot products included)
+   and skips 4 and 5.  The mirror and the pattern are refreshed lazily: values when the object state
+   of the matrix (or of a block) changed, arrays and pattern when its nonzero state or its PetscSF
+   changed.  The pattern is that of PETSc's own product (MatGetMultPetscSF()): the ranks it receives
+   from and the halo slots (PetscSFGetRootRanks()), the ranks it sends to and the local entries
+   (PetscSFGetLeafRanks()).  With the host backend the blocks are PETSc's own CSR arrays.
+*/
+#include "mat/aijfused.hpp"
+#include "vec/vecfused.hpp"
+#include <petsc/private/matimpl.h>
+#include <petscsf.h>
+#include "sys/objectdata.hpp"
+#include <vector>
+#if defined(OPEN_MPI) && OPEN_MPI && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support() */
+#endif
+
+namespace fusedksp
+{
+namespace
+{
+
+/* One block's CSR arrays in the backend's memory (PETSc's own arrays with the host backend) */
+struct Block {
+  CSRView      csr;
+  PetscInt    *rowptr = nullptr, *colidx = nullptr;
+  PetscScalar *vals = nullptr;
+  PetscInt     nnz  = 0;
+};
+
+/* The halo exchange pattern, its buffers and its persistent requests (receives, then sends) */
+struct Halo {
+  PetscInt                 nsend = 0, nrecv = 0;                                     /* entries sent, received (= halo size) */
+  PetscMPIInt              nsend_ranks = 0, nrecv_ranks = 0;                         /* ranks sent to, received from */
+  PetscInt                *send_idx = nullptr, *recv_idx = nullptr;                  /* backend: local entries packed; halo slot of each received entry (NULL: received in halo order) */
+  PetscScalar             *send_buf = nullptr, *recv_buf = nullptr, *halo = nullptr; /* backend (recv_buf only with recv_idx) */
+  PetscScalar             *host_send = nullptr, *host_recv = nullptr;                /* staging buffers (not with direct) */
+  PetscBool                direct = PETSC_FALSE;                                     /* MPI reads and writes the backend buffers */
+  std::vector<MPI_Request> requests;
+};
+
+struct MatMPIFusedData {
+  const Backend   *backend = nullptr;
+  Block            diag, offdiag;
+  Halo             halo;
+  PetscBool        options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
+  PetscObjectState state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
+  PetscSF          sf                           = nullptr; /* PETSc's product PetscSF the pattern was built from (a reference, so its address identifies it) */
+  PetscErrorCode (*host_destroy)(Mat)           = nullptr;
+  PetscErrorCode (*host_mult)(Mat, Vec, Vec)    = nullptr;
+  PetscErrorCode (*host_view)(Mat, PetscViewer) = nullptr;
+};
+
+ObjectData<MatMPIFusedData> registry;
+
+inline MatMPIFusedData *Data(Mat A)
+{
+  return registry.Get(A);
+}
+
+/* What the MPI library says about device pointers (*known: whether it has a query):
+   Open MPI answers with MPIX_Query_cuda_support(), MPICH 4 with MPIX_GPU_query_support().      */
+PetscErrorCode QueryCUDASupport(PetscBool *known, PetscBool *supported)
+{
+  PetscFunctionBegin;
+  *known     = PETSC_TRUE;
+  *supported = PETSC_FALSE;
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  *supported = MPIX_Query_cuda_support() == 1 ? PETSC_TRUE : PETSC_FALSE;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+  /* Open MPI built without CUDA */
+#elif defined(MPICH_NUMVERSION) && defined(MPIX_GPU_SUPPORT_CUDA)
+  int gpu = 0;
+
+  PetscCallMPI(MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &gpu));
+  *supported = gpu ? PETSC_TRUE : PETSC_FALSE;
+#else
+  *known = PETSC_FALSE;
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode FreeBlock(const Backend *be, Block *b)
+{
+  PetscFunctionBegin;
+  if (be != HostBackend()) {
+    PetscCall(be->free_bytes(b->rowptr));
+    PetscCall(be->free_bytes(b->colidx));
+    PetscCall(be->free_bytes(b->vals));
+  }
+  *b = Block();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Points b at the CSR arrays of the MATSEQAIJ block S, copying them to a mirrored backend: the
+   structure too when `structure` (the arrays are then reallocated), else the values only */
+PetscErrorCode MirrorBlock(const Backend *be, Mat S, PetscBool structure, Block *b)
+{
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscMemType    mtype;
+  PetscInt        m, n;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetSize(S, &m, &n));
+  PetscCall(MatSeqAIJGetCSRAndMemType(S, &ai, &aj, &aa, &mtype));
+  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays in the blocks of a MATMPIAIJFUSED");
+  if (be == HostBackend()) {
+    b->csr = {m, n, ai, aj, aa, ai[m]};
+  } else {
+    if (structure) {
+      PetscCall(FreeBlock(be, b));
+      PetscCall(be->malloc_bytes(sizeof(PetscInt) * (m + 1), (void **)&b->rowptr));
+      PetscCall(be->malloc_bytes(sizeof(PetscInt) * ai[m], (void **)&b->colidx));
+      PetscCall(be->malloc_bytes(sizeof(PetscScalar) * ai[m], (void **)&b->vals));
+      PetscCall(be->copy_to_backend(b->rowptr, ai, sizeof(PetscInt) * (m + 1)));
+      PetscCall(be->copy_to_backend(b->colidx, aj, sizeof(PetscInt) * ai[m]));
+      b->csr = {m, n, b->rowptr, b->colidx, b->vals, ai[m]};
+    }
+    PetscCall(be->copy_to_backend(b->vals, aa, sizeof(PetscScalar) * ai[m]));
+    PetscCall(PetscLogCpuToGpu((PetscLogDouble)sizeof(PetscScalar) * ai[m]));
+  }
+  b->nnz = ai[m];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode FreeHalo(const Backend *be, Halo *h)
+{
+  PetscFunctionBegin;
+  for (MPI_Request &r : h->requests) PetscCallMPI(MPI_Request_free(&r));
+  PetscCall(be->free_bytes(h->send_idx));
+  PetscCall(be->free_bytes(h->recv_idx));
+  PetscCall(be->free_bytes(h->send_buf));
+  PetscCall(be->free_bytes(h->recv_buf));
+  PetscCall(be->free_bytes(h->halo));
+  PetscCall(be->free_host(h->host_send));
+  PetscCall(be->free_host(h->host_recv));
+  *h = Halo();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Builds the exchange of the halo (the lvec of MATMPIAIJ, nhalo entries) from the PetscSF of
+   PETSc's product.  The ranks are taken from a PETSCSFBASIC copy of its graph, whose root-side
+   lists (PetscSFGetLeafRanks) are in the order of the leaf side's (PetscSFGetRootRanks) on the
+   other rank: the k-th entry sent to a rank is the k-th one it receives from this rank.  Collective. */
+PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
+{
+  const Backend     *be = d->backend;
+  Halo              &h  = d->halo;
+  MPI_Comm           comm;
+  PetscSF            sf;
+  PetscInt           nroots, nleaves;
+  const PetscInt    *ilocal, *roffset, *rmine, *loffset, *lrootloc;
+  const PetscSFNode *iremote;
+  const PetscMPIInt *rranks, *lranks;
+  PetscMPIInt        tag, count;
+  PetscBool          ordered = PETSC_TRUE;
+  PetscScalar       *sendptr, *recvptr;
+
+  PetscFunctionBegin;
+  PetscCall(FreeHalo(be, &h));
+  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
+  PetscCall(PetscSFGetGraph(msf, &nroots, &nleaves, &ilocal, &iremote));
+  PetscCheck(nleaves == nhalo, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The product's PetscSF has %" PetscInt_FMT " leaves, the off-diagonal block %" PetscInt_FMT " columns", nleaves, nhalo);
+  PetscCall(PetscSFCreate(comm, &sf));
+  PetscCall(PetscSFSetType(sf, PETSCSFBASIC));
+  PetscCall(PetscSFSetGraph(sf, nroots, nleaves, (PetscInt *)ilocal, PETSC_COPY_VALUES, (PetscSFNode *)iremote, PETSC_COPY_VALUES));
+  PetscCall(PetscSFSetUp(sf));
+  PetscCall(PetscSFGetRootRanks(sf, &h.nrecv_ranks, &rranks, &roffset, &rmine, nullptr));
+  PetscCall(PetscSFGetLeafRanks(sf, &h.nsend_ranks, &lranks, &loffset, &lrootloc));
+  h.nrecv  = roffset[h.nrecv_ranks];
+  h.nsend  = loffset[h.nsend_ranks];
+  h.direct = d->direct;
+  for (PetscInt k = 0; k < h.nrecv; ++k) {
+    PetscCheck(rmine[k] >= 0 && rmine[k] < nhalo, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Halo slot %" PetscInt_FMT " out of range [0, %" PetscInt_FMT ")", rmine[k], nhalo);
+    if (rmine[k] != k) ordered = PETSC_FALSE;
+  }
+
+  PetscCall(be->malloc_bytes(sizeof(PetscInt) * h.nsend, (void **)&h.send_idx));
+  PetscCall(be->copy_to_backend(h.send_idx, lrootloc, sizeof(PetscInt) * h.nsend));
+  PetscCall(be->malloc_bytes(sizeof(PetscScalar) * h.nsend, (void **)&h.send_buf));
+  PetscCall(be->malloc_bytes(sizeof(PetscScalar) * nhalo, (void **)&h.halo));
+  if (!ordered) {
+    PetscCall(be->malloc_bytes(sizeof(PetscInt) * h.nrecv, (void **)&h.recv_idx));
+    PetscCall(be->copy_to_backend(h.recv_idx, rmine, sizeof(PetscInt) * h.nrecv));
+    PetscCall(be->malloc_bytes(sizeof(PetscScalar) * h.nrecv, (void **)&h.recv_buf));
+  }
+  if (!h.direct) {
+    PetscCall(be->malloc_host(sizeof(PetscScalar) * h.nsend, (void **)&h.host_send));
+    PetscCall(be->malloc_host(sizeof(PetscScalar) * h.nrecv, (void **)&h.host_recv));
+  }
+  sendptr = h.direct ? h.send_buf : h.host_send;
+  recvptr = h.direct ? (ordered ? h.halo : h.recv_buf) : h.host_recv;
+
+  PetscCall(PetscObjectGetNewTag((PetscObject)A, &tag));
+  h.requests.resize((size_t)h.nrecv_ranks + h.nsend_ranks, MPI_REQUEST_NULL);
+  for (PetscMPIInt j = 0; j < h.nrecv_ranks; ++j) {
+    PetscCall(PetscMPIIntCast(roffset[j + 1] - roffset[j], &count));
+    PetscCallMPI(MPI_Recv_init(recvptr + roffset[j], count, MPIU_SCALAR, rranks[j], tag, comm, &h.requests[j]));
+  }
+  for (PetscMPIInt i = 0; i < h.nsend_ranks; ++i) {
+    PetscCall(PetscMPIIntCast(loffset[i + 1] - loffset[i], &count));
+    PetscCallMPI(MPI_Send_init(sendptr + loffset[i], count, MPIU_SCALAR, lranks[i], tag, comm, &h.requests[h.nrecv_ranks + i]));
+  }
+  PetscCall(PetscSFDestroy(&sf));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* -fused_cuda_aware_mpi, read once (at the first product, which is collective).  The default is
+   the answer of Open MPI; other MPIs (MPICH) answer no query this code trusts to say yes, so the
+   default there is 0, but a "no" from the MPI turns a forced 1 into an error instead of a crash. */
+PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
+{
+  PetscBool   host = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE, known, supported, direct;
+  const char *prefix;
+
+  PetscFunctionBegin;
+  PetscCall(QueryCUDASupport(&known, &supported));
+#if defined(OPEN_MPI) && OPEN_MPI
+  direct = host || supported ? PETSC_TRUE : PETSC_FALSE;
+#else
+  direct = host;
+#endif
+  PetscCall(MatGetOptionsPrefix(A, &prefix));
+  PetscOptionsBegin(PetscObjectComm((PetscObject)A), prefix, "MATMPIAIJFUSED options (read at the first product)", "Mat");
+  PetscCall(PetscOptionsBool("-fused_cuda_aware_mpi",
+                             "Halo exchange of MATMPIAIJFUSED: 1 hands device buffers to MPI (CUDA-aware MPI), 0 stages them through pinned host buffers (default: Open MPI's answer, else 0; the host backend exchanges in place)", "MATMPIAIJFUSED",
+                             direct, &direct, nullptr));
+  PetscOptionsEnd();
+  PetscCheck(host || !direct || !known || supported, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP_SYS, "-fused_cuda_aware_mpi 1: this MPI library reports no CUDA support; use -fused_cuda_aware_mpi 0 (halo through pinned host buffers)");
+  d->direct       = direct;
+  d->options_read = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Brings the mirrored blocks and the halo pattern up to date with A.  Collective. */
+PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
+{
+  Mat              Ad, Ao;
+  PetscSF          sf;
+  PetscObjectState state, diag_state, offdiag_state;
+  PetscBool        structure;
+  PetscInt         nhalo;
+
+  PetscFunctionBegin;
+  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
+  if (!d->options_read) PetscCall(ReadOptions(A, d));
+  PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, nullptr));
+  PetscCall(MatGetMultPetscSF(A, &sf));
+  PetscCheck(sf, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "The MATMPIAIJ has no PetscSF for its product");
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  PetscCall(PetscObjectStateGet((PetscObject)Ad, &diag_state));
+  PetscCall(PetscObjectStateGet((PetscObject)Ao, &offdiag_state));
+  structure = (A->nonzerostate != d->nonzerostate || sf != d->sf) ? PETSC_TRUE : PETSC_FALSE;
+  if (structure || state != d->state || diag_state != d->diag_state || offdiag_state != d->offdiag_state) {
+    PetscCall(MirrorBlock(d->backend, Ad, structure, &d->diag));
+    PetscCall(MirrorBlock(d->backend, Ao, structure, &d->offdiag));
+    d->state         = state;
+    d->diag_state    = diag_state;
+    d->offdiag_state = offdiag_state;
+  }
+  if (structure) {
+    PetscCall(MatGetLocalSize(Ao, nullptr, &nhalo));
+    PetscCall(BuildHalo(A, d, sf, nhalo));
+    PetscCall(PetscObjectReference((PetscObject)sf));
+    PetscCall(PetscSFDestroy(&d->sf));
+    d->nonzerostate = A->nonzerostate;
+    d->sf           = sf;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Steps 1 (pack) of the exchange: queued on the backend, marked with a fence */
+PetscErrorCode HaloBegin(MatMPIFusedData *d, const PetscScalar *wr, const PetscScalar *x)
+{
+  const Backend *be = d->backend;
+  Halo          &h  = d->halo;
+
+  PetscFunctionBegin;
+  if (h.requests.empty()) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscLogEventBegin(events.halo_pack, 0, 0, 0, 0));
+  PetscCall(be->gather(h.nsend, h.send_idx, wr, x, h.send_buf));
+  if (!h.direct) PetscCall(be->copy_to_host_async(h.host_send, h.send_buf, sizeof(PetscScalar) * h.nsend));
+  PetscCall(be->fence_record());
+  PetscCall(PetscLogEventEnd(events.halo_pack, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Steps 3 and 4: waits for the pack only, exchanges, queues the unpack into h.halo */
+PetscErrorCode HaloEnd(MatMPIFusedData *d)
+{
+  const Backend *be = d->backend;
+  Halo          &h  = d->halo;
+
+  PetscFunctionBegin;
+  if (h.requests.empty()) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscLogEventBegin(events.halo_mpi, 0, 0, 0, 0));
+  PetscCall(be->fence_wait());
+  PetscCallMPI(MPI_Startall((PetscMPIInt)h.requests.size(), h.requests.data()));
+  PetscCallMPI(MPI_Waitall((PetscMPIInt)h.requests.size(), h.requests.data(), MPI_STATUSES_IGNORE));
+  PetscCall(PetscLogEventEnd(events.halo_mpi, 0, 0, 0, 0));
+  if (!h.direct) PetscCall(be->copy_to_backend_async(h.recv_idx ? h.recv_buf : h.halo, h.host_recv, sizeof(PetscScalar) * h.nrecv));
+  if (h.recv_idx) PetscCall(be->scatter(h.nrecv, h.recv_idx, h.recv_buf, h.halo));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
+{
+  MatMPIFusedData *d = Data(A);
+
+  PetscFunctionBegin;
+  PetscCall(FreeBlock(d->backend, &d->diag));
+  PetscCall(FreeBlock(d->backend, &d->offdiag));
+  PetscCall(FreeHalo(d->backend, &d->halo));
+  PetscCall(PetscSFDestroy(&d->sf));
+  PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
+  delete registry.Take(A);
+  PetscCall(host_destroy(A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = A x on the backend when both vectors are fused, else PETSc's host product */
+PetscErrorCode MatMult_MPIAIJFused(Mat A, Vec x, Vec y)
+{
+  PetscBool    fx, fy;
+  PetscScalar *xa, *ya;
+
+  PetscFunctionBegin;
+  PetscCall(VecIsFused(x, &fx));
+  PetscCall(VecIsFused(y, &fy));
+  if (!fx || !fy || Data(A)->backend != ActiveBackend()) {
+    PetscCall(Data(A)->host_mult(A, x, y));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+  PetscCall(MatMPIAIJFusedMultDots(A, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
+  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
+{
+  MatMPIFusedData  *d = Data(A);
+  PetscBool         ascii;
+  PetscViewerFormat format;
+  PetscMPIInt       rank;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (ascii) PetscCall(PetscViewerGetFormat(viewer, &format));
+  if (ascii && (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL)) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR diagonal and off-diagonal blocks\n", d->backend->name));
+    if (A->assembled) {
+      const Halo &h = d->halo;
+
+      PetscCall(Refresh(A, d));
+      PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)A), &rank));
+      PetscCall(PetscViewerASCIIPushSynchronized(viewer));
+      PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "  [%d] halo exchange: %" PetscInt_FMT " entries to %d ranks, %" PetscInt_FMT " entries from %d ranks, %s\n", rank, h.nsend, h.nsend_ranks, h.nrecv, h.nrecv_ranks,
+                                                   !h.direct                     ? "through host buffers"
+                                                   : d->backend == HostBackend() ? "in place (host backend)"
+                                                                                 : "CUDA-aware MPI"));
+      PetscCall(PetscViewerFlush(viewer));
+      PetscCall(PetscViewerASCIIPopSynchronized(viewer));
+    }
+  }
+  PetscCall(d->host_view(A, viewer));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Turns a freshly typed MATMPIAIJ into a MATMPIAIJFUSED */
+PetscErrorCode MatConvertToMPIFused(Mat A)
+{
+  MatMPIFusedData *d = new MatMPIFusedData;
+
+  PetscFunctionBegin;
+  d->backend      = ActiveBackend();
+  d->host_destroy = A->ops->destroy;
+  d->host_mult    = A->ops->mult;
+  d->host_view    = A->ops->view;
+  registry.Set(A, d);
+  A->ops->destroy = MatDestroy_MPIAIJFused;
+  A->ops->mult    = MatMult_MPIAIJFused;
+  A->ops->view    = MatView_MPIAIJFused;
+  PetscCall(MatSetVecType(A, VECFUSED));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJFUSED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+
+PetscErrorCode MatIsMPIAIJFused(Mat A, PetscBool *fused)
+{
+  PetscFunctionBegin;
+  *fused = (A && Data(A) && A->ops->destroy == MatDestroy_MPIAIJFused && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+  MatMPIAIJFusedMultDots - out = wl .* (A (wr .* in)) on the local rows of a MATMPIAIJFUSED, fused
+  with ndots partial (local) dot products of out (Backend::spmv_dots semantics); the arrays are in
+  the backend's memory.  The halo exchange overlaps the diagonal-block SpMV (see the top of this
+  file).  Collective.
+*/
+PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  MatMPIFusedData *d = Data(A);
+  const Backend   *be;
+
+  PetscFunctionBegin;
+  PetscCheck(d && A->ops->destroy == MatDestroy_MPIAIJFused, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
+  be = d->backend;
+  PetscCall(Refresh(A, d));
+  PetscCall(HaloBegin(d, wr, in));
+  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+  if (d->halo.nrecv)
+    PetscCall(be->spmv_dots(&d->diag.csr, nullptr, wr, in, out, 0, nullptr, nullptr));
+  else
+    PetscCall(be->spmv_dots(&d->diag.csr, wl, wr, in, out, ndots, specs, dots));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(HaloEnd(d));
+  if (d->halo.nrecv) {
+    PetscCall(PetscLogEventBegin(events.spmv_offdiag, A, 0, 0, 0));
+    PetscCall(be->spmv_offdiag_dots(&d->offdiag.csr, wl, d->halo.halo, in, out, ndots, specs, dots));
+    PetscCall(PetscLogEventEnd(events.spmv_offdiag, A, 0, 0, 0));
+  }
+  PetscCall(PetscLogFlops(2.0 * (d->diag.nnz + d->offdiag.nnz) + 2.0 * d->diag.csr.nrows * ndots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace fusedksp
+
+/*MC
+   MATMPIAIJFUSED - "mpiaijfused" - The parallel counterpart of `MATSEQAIJFUSED`, built on `MATMPIAIJ`;
+   `MatCreateVecs()` returns `VECMPIFUSED` vectors.  The diagonal and off-diagonal blocks live on the
+   active FusedKSP backend; the product packs the halo on the backend, exchanges it with MPI point-to-point
+   messages while the diagonal block's SpMV runs, unpacks it on the backend and finishes with the
+   off-diagonal block's SpMV fused with the solvers' partial dot products.
+
+   Options Database Keys:
++  -mat_type mpiaijfused - sets the matrix type in `MatSetFromOptions()`
+-  -fused_cuda_aware_mpi <0,1> - 1: MPI reads and writes device buffers directly (CUDA-aware MPI); 0: the halo
+   goes through pinned host buffers. Default: 1 when Open MPI reports CUDA support (`MPIX_Query_cuda_support()`),
+   else 0 (MPICH and others: set 1 only for an MPI built with CUDA support; 1 is an error when the MPI reports
+   none). The host backend exchanges its (host) buffers in place unless 0 is given. Read at the first product.
+
+   Level: beginner
+
+   Note:
+   `-mat_view ::ascii_info` shows the halo exchange of each rank. `MatMultAdd()` and `MatMultTranspose()` are
+   `MATMPIAIJ`'s host operations.
+
+.seealso: `MATAIJFUSED`, `MATSEQAIJFUSED`, `VECMPIFUSED`
+M*/
+PETSC_INTERN PetscErrorCode MatCreate_MPIAIJFused(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(MatSetType(A, MATMPIAIJ));
+  PetscCall(fusedksp::MatConvertToMPIFused(A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
