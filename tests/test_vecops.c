@@ -512,6 +512,20 @@ static PetscErrorCode TestReductions(Tester *t, Operands *R, Operands *F)
     PetscCall(CompareValues(t, label, "value", 1, &dr, &df, &scale));
   }
 
+  { /* VecDotNorm2: <x,y> and <y,y> in one fused pass, one device->host copy */
+    PetscScalar r[2] = {NAN, NAN}, f[2] = {NAN, NAN};
+    PetscReal   sc[2];
+
+    PetscCall(Prepare(R, F, 0));
+    PetscCall(DotScale(R->x, R->y, &sc[0]));
+    PetscCall(DotScale(R->y, R->y, &sc[1]));
+    PetscCall(VecDotNorm2(R->x, R->y, &r[0], &r[1]));
+    PetscCall(Start(t));
+    PetscCall(VecDotNorm2(F->x, F->y, &f[0], &f[1]));
+    PetscCall(Finish(t, "VecDotNorm2", DEVICE, 1, R, F));
+    PetscCall(CompareValues(t, "VecDotNorm2", "value", 2, r, f, sc));
+  }
+
   for (int k = 0; k < 5; ++k) {
     PetscReal   nr[2] = {NAN, NAN}, nf[2] = {NAN, NAN};
     PetscScalar sr[2], sf[2];

@@ -16,7 +16,9 @@
    into a single MPI_Allreduce.
 
    Conventions: n is the local length; `w` arguments are optional pointwise weights (the inverse
-   diagonal of a Jacobi preconditioner), NULL meaning "all ones".  All kernels accept n == 0.
+   diagonal of a Jacobi preconditioner), NULL meaning "all ones".  All kernels accept n == 0.  The
+   arrays of one call are distinct (no two arguments overlap; the CUDA kernels are compiled with
+   __restrict__ pointers), unless an operation says otherwise.
 */
 #pragma once
 

@@ -345,6 +345,36 @@ template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, Vec, PetscScalar *), boo
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* dotnorm2: *dp = <s,t>, *nm = <t,t> in one pass (the backend's fused dot products: one kernel,
+   one copy) and one reduction of the two values; PETSc's VecDotNorm2() would otherwise read the
+   host arrays (a copy of both vectors per call)                                               */
+template <Kind K> PetscErrorCode VecDotNorm2_Fused(Vec s, Vec t, PetscScalar *dp, PetscScalar *nm)
+{
+  const BlasKernels *blas;
+  PetscScalar        z[2];
+  PetscScalar       *sa, *ta;
+
+  PetscFunctionBegin;
+  PetscCall(DeviceKernels({s, t}, &blas));
+  if (!blas) {
+    PetscCall(host_ops[K].dot_local(s, t, &z[0]));
+    PetscCall(host_ops[K].dot_local(t, t, &z[1]));
+  } else {
+    const DotSpec specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
+
+    PetscCall(VecFusedGetArray(s, PETSC_MEMORY_ACCESS_READ, &sa));
+    PetscCall(VecFusedGetArray(t, PETSC_MEMORY_ACCESS_READ, &ta));
+    PetscCall(ActiveBackend()->dots(s->map->n, sa, ta, 2, specs, z));
+    PetscCall(VecFusedRestoreArray(s, PETSC_MEMORY_ACCESS_READ, &sa));
+    PetscCall(VecFusedRestoreArray(t, PETSC_MEMORY_ACCESS_READ, &ta));
+    PetscCall(PetscLogGpuFlops(ReductionFlops(s->map->n, 2.0) * 2));
+  }
+  if (K == KIND_MPI) PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, z, 2, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)s)));
+  *dp = z[0];
+  *nm = z[1];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* mdot, mtdot (Global) and mdot_local, mtdot_local: val[j] = <x, Y[j]> */
 template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, PetscInt, const Vec[], PetscScalar *), bool Global> PetscErrorCode VecMDot_Fused(Vec x, PetscInt nv, const Vec Y[], PetscScalar *val)
 {
@@ -457,6 +487,7 @@ template <Kind K> PetscErrorCode Install(Vec v)
   Replace(ops->mtdot_local, VecMDot_Fused<K, &_VecOps::mtdot_local, false>);
   Replace(ops->norm, VecNorm_Fused<K, &_VecOps::norm, true>);
   Replace(ops->norm_local, VecNorm_Fused<K, &_VecOps::norm_local, false>);
+  ops->dotnorm2 = VecDotNorm2_Fused<K>; /* VECSEQ and VECMPI have none (PETSc then reads the host arrays) */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -465,7 +496,7 @@ template <Kind K> PetscErrorCode Install(Vec v)
 /*
   VecFusedInstallDeviceOps - Gives a VECSEQ or VECMPI that is becoming fused the device versions
   of the BLAS-1 operations (axpy, aypx, axpby, axpbypcz, waxpy, maxpy, scale, set, copy, swap,
-  pointwisemult, pointwisedivide, dot, tdot, mdot, mtdot, norm and the *_local variants) and saves
+  pointwisemult, pointwisedivide, dot, tdot, mdot, mtdot, norm, dotnorm2 and the *_local variants) and saves
   its host operations, which run when the backend is the host or an operand is not fused.
 
   Called by the create routines of VECSEQFUSED and VECMPIFUSED before the type name changes.

@@ -7,11 +7,12 @@ namespace cuda
 {
 
 /* y := x + a v and the block's partial of <y,y> */
-__global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, const Reduction red)
+__global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *__restrict__ x, const PetscScalar *__restrict__ v, PetscScalar *__restrict__ y, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
 
+#pragma unroll 4
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
     const PetscScalar yi = x[i] + a * v[i];
     y[i]                 = yi;
@@ -21,12 +22,13 @@ __global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const 
 }
 
 /* The updates of Backend::bcgs_update and the block's partials of <r,rstar>, <r,r> (and <r,rhat>) */
-__global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
-                                 const PetscScalar *As, const PetscScalar *rstar, const PetscScalar *rhat, int ndots, const Reduction red)
+__global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *__restrict__ wr, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ p,
+                                 const PetscScalar *__restrict__ s, const PetscScalar *__restrict__ Ap, const PetscScalar *__restrict__ As, const PetscScalar *__restrict__ rstar, const PetscScalar *__restrict__ rhat, int ndots, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[3] = {0, 0, 0};
 
+#pragma unroll 4
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
     const PetscScalar pi = p[i];
     const PetscScalar dx = alpha * pi + omega * s[i];

@@ -8,11 +8,13 @@ namespace cuda
 
 /* One thread block per chunk: the updates of Backend::cg_update and the block's partials of
    <r,z>, <r,r>, <z,z> (the z of the update: w .* r, z - a u or r)                            */
-__global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, const Reduction red)
+__global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ z, PetscScalar *__restrict__ p, const PetscScalar *__restrict__ q,
+                               const PetscScalar *__restrict__ u, const PetscScalar *__restrict__ w, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[3] = {0, 0, 0};
 
+#pragma unroll 4
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
     const PetscScalar ri = r[i] - a * q[i];
     PetscScalar       zi;

@@ -44,8 +44,8 @@ __device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const PetscScal
    threads per row (chosen on the host from the matrix's average row length): each thread sums a
    strided part of the row, the shuffles add the parts; then the block's reductions.          */
 template <int LANES>
-__global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out,
-                              const __grid_constant__ DotList dots, const Reduction red)
+__global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
+                              const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots, const Reduction red)
 {
   constexpr int    ROWS_PER_PASS       = BLOCK_SIZE / LANES;
   const int        lane                = threadIdx.x % LANES;
@@ -72,8 +72,8 @@ __global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *ro
 /* SELL-P (see SELLView): T threads per row; thread t of row i reads the row's entries j * T + t,
    consecutive threads reading consecutive memory; loads of successive j are independent.      */
 template <int T>
-__global__ void SELLDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt64 *sliceptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out,
-                               const __grid_constant__ DotList dots, const Reduction red)
+__global__ void SELLDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt64 *__restrict__ sliceptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
+                               const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots, const Reduction red)
 {
   constexpr int    ROWS_PER_PASS       = BLOCK_SIZE / T;
   constexpr int    STRIDE              = FUSED_SELL_HEIGHT * T; /* entries between j and j + 1 */
