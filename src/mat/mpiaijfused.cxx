@@ -368,7 +368,10 @@ PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) PetscCall(PetscViewerGetFormat(viewer, &format));
   if (ascii && (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL)) {
-    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR diagonal and off-diagonal blocks\n", d->backend->name));
+    char backend[PETSC_MAX_PATH_LEN];
+
+    PetscCall(BackendDescription(d->backend, PETSC_FALSE, backend, sizeof(backend)));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR diagonal and off-diagonal blocks\n", backend));
     if (A->assembled) {
       const Halo &h = d->halo;
 

@@ -211,15 +211,16 @@ __device__ inline void AddDotTerms(const DotList &dots, PetscInt64 i, const Pets
     if (d < dots.count) acc[d] += DotTerm(dots.spec[d], i, in, out_i);
 }
 
-/* Checks the dot specifications and packs them for a kernel */
-inline PetscErrorCode MakeDotList(int ndots, const DotSpec *specs, DotList *dots)
+/* Checks the dot specifications of a range of n entries and packs them for a kernel (the vector
+   of a dot product may be NULL when n == 0: an empty array, as on a rank that owns no rows)      */
+inline PetscErrorCode MakeDotList(PetscInt n, int ndots, const DotSpec *specs, DotList *dots)
 {
   PetscFunctionBegin;
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
   dots->count = ndots;
   for (int d = 0; d < ndots; ++d) {
     const bool needs_vec = specs[d].kind == DotKind::DOT_SELF_W || specs[d].kind == DotKind::DOT_VECTOR;
-    PetscCheck(!needs_vec || specs[d].vec, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector (DOT_SELF_W or DOT_VECTOR) but DotSpec.vec is NULL", d);
+    PetscCheck(!needs_vec || specs[d].vec || n == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector (DOT_SELF_W or DOT_VECTOR) but DotSpec.vec is NULL", d);
     dots->spec[d] = specs[d];
   }
   PetscFunctionReturn(PETSC_SUCCESS);

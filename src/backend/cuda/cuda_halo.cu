@@ -110,7 +110,7 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscScalar *wl, const Pe
 
   PetscFunctionBegin;
   PetscCheck(B->nrows >= 0 && B->ncols >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative matrix size %" PetscInt_FMT " x %" PetscInt_FMT, B->nrows, B->ncols);
-  PetscCall(MakeDotList(ndots, specs, &list));
+  PetscCall(MakeDotList(B->nrows, ndots, specs, &list));
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
     if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));

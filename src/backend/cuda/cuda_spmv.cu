@@ -116,7 +116,7 @@ static PetscErrorCode CheckProduct(PetscInt nrows, PetscInt ncols, int ndots, co
 {
   PetscFunctionBegin;
   PetscCheck(nrows >= 0 && ncols >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative matrix size %" PetscInt_FMT " x %" PetscInt_FMT, nrows, ncols);
-  PetscCall(MakeDotList(ndots, specs, list));
+  PetscCall(MakeDotList(nrows, ndots, specs, list));
   for (int d = 0; d < ndots; ++d)
     PetscCheck(specs[d].kind != DotKind::DOT_INPUT || ncols >= nrows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "DOT_INPUT pairs out[i] with in[i], but the matrix has %" PetscInt_FMT " rows and only %" PetscInt_FMT " columns", nrows, ncols);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -223,7 +223,7 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  PetscCall(MakeDotList(ndots, specs, &list));
+  PetscCall(MakeDotList(n, ndots, specs, &list));
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
     PetscCall(GetReduction(ndots, part.nblocks, &red));
