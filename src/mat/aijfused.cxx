@@ -13,7 +13,7 @@
    MATMPIAIJFUSED is in mpiaijfused.cxx.
 */
 #include "mat/aijfused.hpp"
-#include "mat/sellp.hpp"
+#include "mat/mirror.hpp"
 #include "vec/vecfused.hpp"
 #include "backend/blas.hpp"
 #include <petsc/private/matimpl.h>
@@ -23,22 +23,6 @@ namespace fusedksp
 {
 namespace
 {
-
-const char *const FormatNames[] = {"csr", "sell", "auto", "MatAIJFusedFormat", "MAT_AIJFUSED_", nullptr};
-
-/* The backend copy of one MATSEQAIJ's local rows */
-struct Mirror {
-  MatAIJFusedFormat format = MAT_AIJFUSED_CSR; /* the format in use (never AUTO) */
-  CSRView           csr;
-  SELLView          sell;
-  SELLLayout        layout;                              /* SELL-P: host structure, for value refreshes  */
-  PetscInt         *rowptr = nullptr, *colidx = nullptr; /* backend arrays we own (NULL: aliasing) */
-  PetscInt64       *sliceptr = nullptr, *diagpos = nullptr;
-  PetscScalar      *vals = nullptr, *work = nullptr; /* work: nrows entries for MatMultAdd          */
-  PetscInt64        nvals   = 0;                     /* entries of vals (SELL-P: with padding)     */
-  PetscBool         alldiag = PETSC_FALSE;           /* every row i < ncols stores (i, i)          */
-  PetscObjectState  state = -1, nonzerostate = -1;
-};
 
 struct MatFusedData {
   const Backend          *backend        = nullptr;
@@ -64,109 +48,6 @@ ObjectData<MatFusedData> registry;
 inline MatFusedData *Data(Mat A)
 {
   return registry.Get(A);
-}
-
-PetscErrorCode FreeBackend(const Backend *be, void *ptr)
-{
-  PetscFunctionBegin;
-  if (ptr) PetscCall(be->free_bytes(ptr));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode FreeMirror(const Backend *be, Mirror *m)
-{
-  PetscFunctionBegin;
-  PetscCall(FreeBackend(be, m->rowptr));
-  PetscCall(FreeBackend(be, m->colidx));
-  PetscCall(FreeBackend(be, m->sliceptr));
-  PetscCall(FreeBackend(be, m->diagpos));
-  PetscCall(FreeBackend(be, m->vals));
-  PetscCall(FreeBackend(be, m->work));
-  *m = Mirror();
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Allocates `bytes` in the backend's memory and copies `host` there */
-PetscErrorCode Upload(const Backend *be, const void *host, size_t bytes, void **dev)
-{
-  PetscFunctionBegin;
-  PetscCall(be->malloc_bytes(PetscMax(bytes, sizeof(PetscScalar)), dev));
-  PetscCall(be->copy_to_backend(*dev, host, bytes));
-  PetscCall(PetscLogCpuToGpu((PetscLogDouble)bytes));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* The format of a new mirror: the requested one; AUTO: SELL-P on a device backend when its padding
-   adds at most 25% to the stored entries, else CSR (always CSR on the host backend)          */
-MatAIJFusedFormat ChooseFormat(const MatFusedData *d, PetscInt nrows, const PetscInt *ai, int threads)
-{
-  if (d->requested != MAT_AIJFUSED_AUTO) return d->requested;
-  if (d->backend == HostBackend() || !nrows) return MAT_AIJFUSED_CSR;
-  return 4 * SELLEntries(nrows, ai, threads) <= 5 * (PetscInt64)ai[nrows] ? MAT_AIJFUSED_SELL : MAT_AIJFUSED_CSR;
-}
-
-/* Builds the structure of a mirror of the nrows x ncols CSR pattern ai/aj (format, index arrays,
-   diagonal positions); alias: a CSR mirror on the host backend uses ai/aj themselves        */
-PetscErrorCode BuildStructure(const MatFusedData *d, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m)
-{
-  const Backend          *be      = d->backend;
-  const PetscInt          nnz     = ai[nrows];
-  const int               threads = SELLThreadsPerRow(nrows, nnz);
-  std::vector<PetscInt64> diag(nrows, -1);
-
-  PetscFunctionBegin;
-  PetscCall(FreeMirror(be, m));
-  m->format  = ChooseFormat(d, nrows, ai, threads);
-  m->alldiag = PETSC_TRUE;
-  if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLBuild(nrows, ai, aj, threads, &m->layout));
-  for (PetscInt i = 0; i < nrows; ++i) {
-    for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
-      if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? m->layout.position[k] : k;
-    if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
-  }
-  PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
-  if (m->format == MAT_AIJFUSED_SELL) {
-    m->nvals = m->layout.Entries();
-    PetscCall(Upload(be, m->layout.sliceptr.data(), sizeof(PetscInt64) * m->layout.sliceptr.size(), (void **)&m->sliceptr));
-    PetscCall(Upload(be, m->layout.colidx.data(), sizeof(PetscInt) * m->nvals, (void **)&m->colidx));
-    PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(m->nvals, 1), (void **)&m->vals));
-    m->sell.nrows    = nrows;
-    m->sell.ncols    = ncols;
-    m->sell.threads  = threads;
-    m->sell.sliceptr = m->sliceptr;
-    m->sell.colidx   = m->colidx;
-  } else {
-    m->nvals = nnz;
-    if (!alias) {
-      PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
-      PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&m->colidx));
-      PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&m->vals));
-    }
-    m->csr.nrows  = nrows;
-    m->csr.ncols  = ncols;
-    m->csr.nnz    = nnz;
-    m->csr.rowptr = alias ? ai : m->rowptr;
-    m->csr.colidx = alias ? aj : m->colidx;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Copies the values (in the CSR order of the mirror's pattern) to the mirror; alias: see BuildStructure */
-PetscErrorCode CopyValues(const Backend *be, const PetscScalar *aa, PetscBool alias, Mirror *m)
-{
-  PetscFunctionBegin;
-  if (m->format == MAT_AIJFUSED_SELL) {
-    std::vector<PetscScalar> vals(m->nvals);
-    SELLFillValues(m->layout, aa, vals.data());
-    PetscCall(be->copy_to_backend(m->vals, vals.data(), sizeof(PetscScalar) * m->nvals));
-    m->sell.vals = m->vals;
-  } else if (!alias) {
-    PetscCall(be->copy_to_backend(m->vals, aa, sizeof(PetscScalar) * m->nvals));
-    m->csr.vals = m->vals;
-  } else
-    m->csr.vals = aa;
-  if (m->vals) PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * m->nvals)));
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The host CSR arrays of A */
@@ -196,10 +77,10 @@ PetscErrorCode GetMirror(Mat A, Mirror **mirror)
   if (state != m->state) {
     PetscCall(HostCSR(A, &ai, &aj, &aa));
     if (A->nonzerostate != m->nonzerostate || (m->format == MAT_AIJFUSED_CSR && alias && m->csr.rowptr != ai)) {
-      PetscCall(BuildStructure(d, A->rmap->n, A->cmap->n, ai, aj, alias, m));
+      PetscCall(MirrorBuild(d->backend, d->requested, A->rmap->n, A->cmap->n, ai, aj, alias, m));
       m->nonzerostate = A->nonzerostate;
     }
-    PetscCall(CopyValues(d->backend, aa, alias, m));
+    PetscCall(MirrorSetValues(d->backend, aa, alias, m));
     m->state = state;
   }
   *mirror = m;
@@ -234,13 +115,13 @@ PetscErrorCode GetTransposeMirror(Mat A, Mirror **mirror)
           taj[t]                 = i;
           d->transpose_source[t] = k;
         }
-      PetscCall(BuildStructure(d, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
+      PetscCall(MirrorBuild(d->backend, d->requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
       m->nonzerostate = A->nonzerostate;
     }
     {
       std::vector<PetscScalar> tvals(d->transpose_source.size());
       for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[d->transpose_source[t]];
-      PetscCall(CopyValues(d->backend, tvals.data(), PETSC_FALSE, m));
+      PetscCall(MirrorSetValues(d->backend, tvals.data(), PETSC_FALSE, m));
     }
     m->state = state;
   }
@@ -248,24 +129,13 @@ PetscErrorCode GetTransposeMirror(Mat A, Mirror **mirror)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* out = wl .* (M (wr .* in)) with dots, for the mirror M of A or of A^T */
-PetscErrorCode MirrorProduct(Mat A, const Mirror *m, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+/* MirrorProduct() for the mirror m of A or of A^T, logged as A's FusedSpMVDots event */
+PetscErrorCode Product(Mat A, const Mirror *m, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const Backend   *be  = Data(A)->backend;
-  const PetscInt64 nnz = m->format == MAT_AIJFUSED_SELL ? (PetscInt64)m->layout.position.size() : m->csr.nnz;
-  const PetscInt   n   = m->format == MAT_AIJFUSED_SELL ? m->sell.nrows : m->csr.nrows;
-
   PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-  if (m->format == MAT_AIJFUSED_SELL)
-    PetscCall(be->spmv_sell_dots(&m->sell, wl, wr, in, out, ndots, specs, dots));
-  else
-    PetscCall(be->spmv_dots(&m->csr, wl, wr, in, out, ndots, specs, dots));
+  PetscCall(MirrorProduct(Data(A)->backend, m, wl, wr, in, out, ndots, specs, dots));
   PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
-  if (be != HostBackend())
-    PetscCall(PetscLogGpuFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));
-  else
-    PetscCall(PetscLogFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -297,8 +167,8 @@ PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
   MatFusedData *d = Data(A);
 
   PetscFunctionBegin;
-  PetscCall(FreeMirror(d->backend, &d->mirror));
-  PetscCall(FreeMirror(d->backend, &d->transpose));
+  PetscCall(MirrorFree(d->backend, &d->mirror));
+  PetscCall(MirrorFree(d->backend, &d->transpose));
   PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
   delete registry.Take(A);
   PetscCall(host_destroy(A));
@@ -315,7 +185,7 @@ PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
   PetscCall(transpose ? GetTransposeMirror(A, &m) : GetMirror(A, &m));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-  PetscCall(MirrorProduct(A, m, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
+  PetscCall(Product(A, m, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
   PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -334,7 +204,7 @@ PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
   PetscCall(transpose ? GetTransposeMirror(A, &m) : GetMirror(A, &m));
   if (!m->work && n) PetscCall(d->backend->malloc_bytes(sizeof(PetscScalar) * n, (void **)&m->work));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(MirrorProduct(A, m, nullptr, nullptr, xa, m->work, 0, nullptr, nullptr));
+  PetscCall(Product(A, m, nullptr, nullptr, xa, m->work, 0, nullptr, nullptr));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   if (y == z) {
     PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
@@ -423,7 +293,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscCheck(n == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Vector has %" PetscInt_FMT " local entries, the matrix %" PetscInt_FMT " rows", n, A->rmap->n);
   PetscCall(GetMirror(A, &m));
   PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
-  PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, m->format == MAT_AIJFUSED_SELL ? m->sell.vals : m->csr.vals, va));
+  PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, MirrorValues(m), va));
   PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -487,7 +357,7 @@ PetscErrorCode MatSetFromOptions_SeqAIJFused(Mat A, PetscOptionItems PetscOption
   PetscFunctionBegin;
   if (d->host_setfromoptions) PetscCall(d->host_setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "MATSEQAIJFUSED options");
-  PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the matrix on the backend", "MatAIJFusedSetFormat", FormatNames, (PetscEnum)d->requested, (PetscEnum *)&d->requested, &set));
+  PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the matrix on the backend", "MatAIJFusedSetFormat", MatAIJFusedFormats, (PetscEnum)d->requested, (PetscEnum *)&d->requested, &set));
   if (set) d->mirror.nonzerostate = -1; /* rebuilt in the new format at the next product */
   PetscCall(PetscOptionsBool("-mat_aijfused_transpose", "Build and keep the explicit transpose with the mirror (else at the first MatMultTranspose)", "MATSEQAIJFUSED", d->keep_transpose, &d->keep_transpose, nullptr));
   PetscOptionsHeadEnd();
@@ -512,10 +382,10 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
       if (A->ops->destroy != MatDestroy_SeqAIJFused)
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s\n", backend));
       else if (m->nonzerostate < 0)
-        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen at the first product)\n", backend, FormatNames[d->requested]));
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen at the first product)\n", backend, MatAIJFusedFormats[d->requested]));
       else if (m->format == MAT_AIJFUSED_SELL)
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: SELL-P (slice height %" PetscInt_FMT ", %d threads per row, %.1f%% padding)\n", backend, FUSED_SELL_HEIGHT, m->sell.threads,
-                                         m->nvals ? 100.0 * (m->nvals - (double)m->layout.position.size()) / (double)m->nvals : 0.0));
+                                         m->nvals ? 100.0 * (m->nvals - (double)MirrorEntries(m)) / (double)m->nvals : 0.0));
       else
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", backend));
     }
@@ -583,7 +453,7 @@ PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   PetscFunctionBegin;
   if (Data(A)->keep_transpose) PetscCall(GetTransposeMirror(A, &m)); /* -mat_aijfused_transpose */
   PetscCall(GetMirror(A, &m));
-  PetscCall(MirrorProduct(A, m, wl, wr, in, out, ndots, specs, dots));
+  PetscCall(Product(A, m, wl, wr, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -23,6 +23,7 @@
    (PetscSFGetLeafRanks()).  With the host backend the blocks are PETSc's own CSR arrays.
 */
 #include "mat/aijfused.hpp"
+#include "mat/mirror.hpp"
 #include "vec/vecfused.hpp"
 #include <petsc/private/matimpl.h>
 #include <petscsf.h>
@@ -57,12 +58,14 @@ struct Halo {
 };
 
 struct MatMPIFusedData {
-  const Backend   *backend = nullptr;
-  Block            diag, offdiag;
-  Halo             halo;
-  PetscBool        options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
-  PetscObjectState state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
-  PetscSF          sf                           = nullptr; /* PETSc's product PetscSF the pattern was built from (a reference, so its address identifies it) */
+  const Backend    *backend = nullptr;
+  Mirror            diag;    /* CSR or SELL-P (-mat_aijfused_format), as a MATSEQAIJFUSED */
+  Block             offdiag; /* CSR: its rows are short, most are empty                    */
+  MatAIJFusedFormat requested = MAT_AIJFUSED_AUTO;
+  Halo              halo;
+  PetscBool         options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
+  PetscObjectState  state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
+  PetscSF           sf                          = nullptr; /* PETSc's product PetscSF the pattern was built from (a reference, so its address identifies it) */
   PetscErrorCode (*host_destroy)(Mat)           = nullptr;
   PetscErrorCode (*host_mult)(Mat, Vec, Vec)    = nullptr;
   PetscErrorCode (*host_view)(Mat, PetscViewer) = nullptr;
@@ -240,6 +243,7 @@ PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
 #endif
   PetscCall(MatGetOptionsPrefix(A, &prefix));
   PetscOptionsBegin(PetscObjectComm((PetscObject)A), prefix, "MATMPIAIJFUSED options (read at the first product)", "Mat");
+  PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the diagonal block on the backend", "MatAIJFusedSetFormat", MatAIJFusedFormats, (PetscEnum)d->requested, (PetscEnum *)&d->requested, nullptr));
   PetscCall(PetscOptionsBool("-fused_cuda_aware_mpi",
                              "Halo exchange of MATMPIAIJFUSED: 1 hands device buffers to MPI (CUDA-aware MPI), 0 stages them through pinned host buffers (default: Open MPI's answer, else 0; the host backend exchanges in place)", "MATMPIAIJFUSED",
                              direct, &direct, nullptr));
@@ -247,6 +251,24 @@ PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
   PetscCheck(host || !direct || !known || supported, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP_SYS, "-fused_cuda_aware_mpi 1: this MPI library reports no CUDA support; use -fused_cuda_aware_mpi 0 (halo through pinned host buffers)");
   d->direct       = direct;
   d->options_read = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The mirror of the diagonal block Ad: the structure when `structure`, then the values */
+PetscErrorCode MirrorDiagonalBlock(MatMPIFusedData *d, Mat Ad, PetscBool structure)
+{
+  const PetscBool alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscMemType    mtype;
+  PetscInt        m, n;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetSize(Ad, &m, &n));
+  PetscCall(MatSeqAIJGetCSRAndMemType(Ad, &ai, &aj, &aa, &mtype));
+  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays in the blocks of a MATMPIAIJFUSED");
+  if (structure || (alias && d->diag.format == MAT_AIJFUSED_CSR && d->diag.csr.rowptr != ai)) PetscCall(MirrorBuild(d->backend, d->requested, m, n, ai, aj, alias, &d->diag));
+  PetscCall(MirrorSetValues(d->backend, aa, alias, &d->diag));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -270,7 +292,7 @@ PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
   PetscCall(PetscObjectStateGet((PetscObject)Ao, &offdiag_state));
   structure = (A->nonzerostate != d->nonzerostate || sf != d->sf) ? PETSC_TRUE : PETSC_FALSE;
   if (structure || state != d->state || diag_state != d->diag_state || offdiag_state != d->offdiag_state) {
-    PetscCall(MirrorBlock(d->backend, Ad, structure, &d->diag));
+    PetscCall(MirrorDiagonalBlock(d, Ad, structure));
     PetscCall(MirrorBlock(d->backend, Ao, structure, &d->offdiag));
     d->state         = state;
     d->diag_state    = diag_state;
@@ -326,7 +348,7 @@ PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
   MatMPIFusedData *d = Data(A);
 
   PetscFunctionBegin;
-  PetscCall(FreeBlock(d->backend, &d->diag));
+  PetscCall(MirrorFree(d->backend, &d->diag));
   PetscCall(FreeBlock(d->backend, &d->offdiag));
   PetscCall(FreeHalo(d->backend, &d->halo));
   PetscCall(PetscSFDestroy(&d->sf));
@@ -371,11 +393,14 @@ PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
     char backend[PETSC_MAX_PATH_LEN];
 
     PetscCall(BackendDescription(d->backend, PETSC_FALSE, backend, sizeof(backend)));
-    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR diagonal and off-diagonal blocks\n", backend));
+    if (A->assembled) PetscCall(Refresh(A, d));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s diagonal block, CSR off-diagonal block\n", backend,
+                                     !A->assembled                         ? MatAIJFusedFormats[d->requested]
+                                     : d->diag.format == MAT_AIJFUSED_SELL ? "SELL-P"
+                                                                           : "CSR"));
     if (A->assembled) {
       const Halo &h = d->halo;
 
-      PetscCall(Refresh(A, d));
       PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)A), &rank));
       PetscCall(PetscViewerASCIIPushSynchronized(viewer));
       PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "  [%d] halo exchange: %" PetscInt_FMT " entries to %d ranks, %" PetscInt_FMT " entries from %d ranks, %s\n", rank, h.nsend, h.nsend_ranks, h.nrecv, h.nrecv_ranks,
@@ -387,6 +412,16 @@ PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
     }
   }
   PetscCall(d->host_view(A, viewer));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatAIJFusedSetFormat_MPIAIJFused(Mat A, MatAIJFusedFormat format)
+{
+  MatMPIFusedData *d = Data(A);
+
+  PetscFunctionBegin;
+  if (format != d->requested) d->nonzerostate = -1; /* rebuilt in the new format at the next product */
+  d->requested = format;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -404,6 +439,7 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
   A->ops->destroy = MatDestroy_MPIAIJFused;
   A->ops->mult    = MatMult_MPIAIJFused;
   A->ops->view    = MatView_MPIAIJFused;
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_MPIAIJFused));
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -436,9 +472,9 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   PetscCall(HaloBegin(d, wr, in));
   PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
   if (d->halo.nrecv)
-    PetscCall(be->spmv_dots(&d->diag.csr, nullptr, wr, in, out, 0, nullptr, nullptr));
+    PetscCall(MirrorProduct(be, &d->diag, nullptr, wr, in, out, 0, nullptr, nullptr));
   else
-    PetscCall(be->spmv_dots(&d->diag.csr, wl, wr, in, out, ndots, specs, dots));
+    PetscCall(MirrorProduct(be, &d->diag, wl, wr, in, out, ndots, specs, dots));
   PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
   PetscCall(HaloEnd(d));
   if (d->halo.nrecv) {
@@ -446,7 +482,7 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
     PetscCall(be->spmv_offdiag_dots(&d->offdiag.csr, wl, d->halo.halo, in, out, ndots, specs, dots));
     PetscCall(PetscLogEventEnd(events.spmv_offdiag, A, 0, 0, 0));
   }
-  PetscCall(PetscLogFlops(2.0 * (d->diag.nnz + d->offdiag.nnz) + 2.0 * d->diag.csr.nrows * ndots));
+  PetscCall(PetscLogFlops(2.0 * d->offdiag.nnz));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

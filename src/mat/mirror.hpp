@@ -1,0 +1,45 @@
+/* The backend copy of a MATSEQAIJ (or of a block of a MATMPIAIJ): CSR or SELL-P, diagonal positions */
+#pragma once
+
+#include "sys/fusedksp_impl.hpp"
+#include "mat/sellp.hpp"
+
+namespace fusedksp
+{
+/* The backend copy of the local rows of a sparse matrix */
+struct Mirror {
+  MatAIJFusedFormat format = MAT_AIJFUSED_CSR; /* the format in use (never AUTO) */
+  CSRView           csr;
+  SELLView          sell;
+  SELLLayout        layout;                              /* SELL-P: host structure, for value refreshes  */
+  PetscInt         *rowptr = nullptr, *colidx = nullptr; /* backend arrays we own (NULL: aliasing) */
+  PetscInt64       *sliceptr = nullptr, *diagpos = nullptr;
+  PetscScalar      *vals = nullptr, *work = nullptr; /* work: nrows entries for MatMultAdd          */
+  PetscInt64        nvals   = 0;                     /* entries of vals (SELL-P: with padding)     */
+  PetscBool         alldiag = PETSC_FALSE;           /* every row i < ncols stores (i, i)          */
+  PetscObjectState  state = -1, nonzerostate = -1;
+};
+
+/* Option values of MatAIJFusedFormat (PetscOptionsEnum) */
+extern const char *const MatAIJFusedFormats[];
+
+/* Releases the backend arrays of a mirror and resets it */
+PetscErrorCode MirrorFree(const Backend *be, Mirror *m);
+
+/* Builds the structure of a mirror of the nrows x ncols CSR pattern ai/aj in the requested format
+   (MAT_AIJFUSED_AUTO: see MatAIJFusedSetFormat()), with the diagonal positions; alias: a CSR
+   mirror on the host backend uses ai/aj (and later the values) themselves                    */
+PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m);
+
+/* Copies the values (in the CSR order of the mirror's pattern) to the mirror */
+PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBool alias, Mirror *m);
+
+/* out = wl .* (M (wr .* in)) with ndots fused dot products (Backend::spmv_dots), in M's format */
+PetscErrorCode MirrorProduct(const Backend *be, const Mirror *m, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+/* Stored entries of the matrix (without padding) */
+PetscInt64 MirrorEntries(const Mirror *m);
+
+/* The value array of the mirror in the backend's memory (for diag_get, scale, ...) */
+const PetscScalar *MirrorValues(const Mirror *m);
+} // namespace fusedksp
