@@ -143,13 +143,15 @@ int main(int argc, char **argv)
   } else if (host) {
     PetscCall(Check(Occurrences(kview, "FusedKSP backend: host (-fused_backend host)") == 1 ? PETSC_TRUE : PETSC_FALSE, "-fused_backend host: -ksp_view says so"));
   } else {
-    char line[64];
+    char     line[64];
+    PetscInt device0 = device; /* the views are printed by rank 0: they name its device */
 
-    PetscCall(PetscSNPrintf(line, sizeof(line), "FusedKSP backend: %s, device %" PetscInt_FMT " (", backend, device));
+    PetscCallMPI(MPI_Bcast(&device0, 1, MPIU_INT, 0, PETSC_COMM_WORLD));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "FusedKSP backend: %s, device %" PetscInt_FMT " (", backend, device0));
     PetscCall(Check(Occurrences(kview, line) == 1 ? PETSC_TRUE : PETSC_FALSE, "-ksp_view names the device: %s...", line));
-    PetscCall(PetscSNPrintf(line, sizeof(line), "FusedKSP vector, backend: %s, device %" PetscInt_FMT " (", backend, device));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "FusedKSP vector, backend: %s, device %" PetscInt_FMT " (", backend, device0));
     PetscCall(Check(Occurrences(vview, line) == 1 ? PETSC_TRUE : PETSC_FALSE, "-vec_view names the device: %s...", line));
-    PetscCall(PetscSNPrintf(line, sizeof(line), "FusedKSP matrix, backend: %s, device %" PetscInt_FMT " (", backend, device));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "FusedKSP matrix, backend: %s, device %" PetscInt_FMT " (", backend, device0));
     PetscCall(Check(Occurrences(mview, line) == 1 ? PETSC_TRUE : PETSC_FALSE, "-mat_view names the device: %s...", line));
   }
 
