@@ -565,35 +565,44 @@ PetscErrorCode TestSpMVMatrix(Tester &t, MatrixKind kind, PetscInt n)
 
 /* ---------------------------------------------------------------------------------------- */
 
-/* spmv_offdiag_dots: A is the off-diagonal block (A.ncols halo entries); out holds the diagonal
-   block's product on entry */
+/* spmv_offdiag_dots: A holds the rows with entries of an off-diagonal block (A.ncols halo entries),
+   the local rows 2 A.nrows + 3 of which A's rows are a sorted random subset; out and dots hold the
+   diagonal block's product and its dot products on entry (random values) */
 PetscErrorCode TestOffDiagDots(Tester &t, const Matrix &A, const char *matrix, bool with_wl, const DotSet &set)
 {
-  Operands             ops(t);
-  const int            halo = ops.Add("halo", t.RandomArray(A.ncols)), in = ops.Add("in", t.RandomArray(A.nrows)), out = ops.Add("out", t.RandomArray(A.nrows));
-  const int            wl = with_wl ? ops.Add("wl", t.RandomArray(A.nrows)) : NONE;
-  DotOperands          dotops;
-  std::vector<DotSpec> rspecs, dspecs;
-  const int            nd = (int)set.kinds.size();
-  PetscScalar          ref[FUSED_MAX_DOTS], dots[FUSED_MAX_DOTS];
-  PetscReal            scale[FUSED_MAX_DOTS];
-  BackendCounters      before;
-  char                 variant[160];
-  std::string          label;
+  const PetscInt        nlocal = 2 * A.nrows + 3;
+  Operands              ops(t);
+  const int             halo = ops.Add("halo", t.RandomArray(A.ncols)), in = ops.Add("in", t.RandomArray(nlocal)), out = ops.Add("out", t.RandomArray(nlocal));
+  const int             wl = with_wl ? ops.Add("wl", t.RandomArray(nlocal)) : NONE;
+  DotOperands           dotops;
+  std::vector<DotSpec>  rspecs, dspecs;
+  std::vector<PetscInt> rows;
+  PetscInt             *drows;
+  const int             nd = (int)set.kinds.size();
+  PetscScalar           ref[FUSED_MAX_DOTS], dots[FUSED_MAX_DOTS];
+  PetscReal             scale[FUSED_MAX_DOTS];
+  BackendCounters       before;
+  char                  variant[160];
+  std::string           label;
 
   PetscFunctionBegin;
+  for (PetscInt i = 0; i < nlocal && (PetscInt)rows.size() < A.nrows; ++i) /* A.nrows of the nlocal rows, in order */
+    if (t.RandomInt(0, nlocal - 1 - i) < A.nrows - (PetscInt)rows.size()) rows.push_back(i);
   PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s", matrix, with_wl ? ", wl" : "", set.Name().c_str()));
   label = Label("spmv_offdiag_dots", variant, A.nrows);
-  dotops.Add(t, ops, set, A.nrows);
+  dotops.Add(t, ops, set, nlocal);
   PetscCall(ops.Upload());
   dotops.Specs(ops, set, rspecs, dspecs);
-  std::fill(ref, ref + FUSED_MAX_DOTS, NaN);
-  std::fill(dots, dots + FUSED_MAX_DOTS, NaN);
-  PetscCall(t.host->spmv_offdiag_dots(&A.ref, wl != NONE ? ops.Ref(wl) : nullptr, ops.Ref(halo), ops.Ref(in), ops.Ref(out), nd, rspecs.data(), ref));
+  PetscCall(t.dev->malloc_bytes(std::max<size_t>(rows.size(), 1) * sizeof(PetscInt), (void **)&drows));
+  PetscCall(t.dev->copy_to_backend(drows, rows.data(), rows.size() * sizeof(PetscInt)));
+  for (int d = 0; d < FUSED_MAX_DOTS; ++d) ref[d] = dots[d] = t.Random(); /* the diagonal block's dot products */
+  PetscCall(t.host->spmv_offdiag_dots(&A.ref, rows.data(), wl != NONE ? ops.Ref(wl) : nullptr, ops.Ref(halo), ops.Ref(in), ops.Ref(out), nd, rspecs.data(), ref));
   before = *t.dev->counters;
-  PetscCall(t.dev->spmv_offdiag_dots(&A.dev, wl != NONE ? ops.Dev(wl) : nullptr, ops.Dev(halo), ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  PetscCall(t.dev->spmv_offdiag_dots(&A.dev, drows, wl != NONE ? ops.Dev(wl) : nullptr, ops.Dev(halo), ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
   PetscCall(CheckCounters(t, label, before, A.nrows > 0, A.nrows > 0 && nd > 0));
+  PetscCall(t.dev->free_bytes(drows));
   dotops.Scales(ops, set, ops.RefArray(in), ops.RefArray(out), scale);
+  for (int d = 0; d < nd; ++d) scale[d] += 1; /* the initial values */
   PetscCall(CheckDots(t, label, nd, dots, ref, scale));
   PetscCall(ops.CompareAndFree(label));
   PetscFunctionReturn(PETSC_SUCCESS);

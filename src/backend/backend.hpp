@@ -157,12 +157,14 @@ struct Backend {
   PetscErrorCode (*gather)(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf);
   PetscErrorCode (*scatter)(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y);
 
-  /* The off-diagonal part of the product, completing the diagonal part already in out:
-       out[i] = (wl ? wl[i] : 1) * (out[i] + sum_j B_ij halo[j])
-     fused with ndots dot products of the new out exactly as in spmv_dots (DOT_INPUT pairs out[i]
-     with in[i], in being the operator's input on the local rows; same reduction partition over
-     B.nrows, same batch deferral).  halo has B.ncols entries.                                   */
-  PetscErrorCode (*spmv_offdiag_dots)(const CSRView *B, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+  /* The off-diagonal block of an MPI product, on the rows that have off-diagonal entries only:
+     B holds those rows, in order (B->nrows of them, B->ncols halo entries), rows[k] is the local
+     row of B's row k.  On entry out and dots hold the diagonal block's product wl .* (A_d (wr .* in))
+     and its dot products (DotSpec as in spmv_dots, `in` the operator's input); for each such row i
+     out[i] += wl[i] (B_k halo), and dots[d] += the change of dot d (its terms at the new out[i]
+     minus those at the old), so they become the dot products of the whole product.  Deferred
+     inside a batch like spmv_dots: the change is then added by batch_end().                    */
+  PetscErrorCode (*spmv_offdiag_dots)(const CSRView *B, const PetscInt *rows, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
 
   /* Staging buffers of the exchange: host memory the backend copies to and from asynchronously
      (pinned on the device backend).                                                            */

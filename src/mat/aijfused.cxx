@@ -50,18 +50,6 @@ inline MatFusedData *Data(Mat A)
   return registry.Get(A);
 }
 
-/* The host CSR arrays of A */
-PetscErrorCode HostCSR(Mat A, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa)
-{
-  PetscMemType mtype;
-
-  PetscFunctionBegin;
-  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
-  PetscCall(MatSeqAIJGetCSRAndMemType(A, ai, aj, aa, &mtype));
-  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays");
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* The mirror of A, refreshed if A changed since the last call */
 PetscErrorCode GetMirror(Mat A, Mirror **mirror)
 {
@@ -70,12 +58,13 @@ PetscErrorCode GetMirror(Mat A, Mirror **mirror)
   const PetscBool  alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
   const PetscInt  *ai, *aj;
   PetscScalar     *aa;
+  PetscInt         nr, nc;
   PetscObjectState state;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   if (state != m->state) {
-    PetscCall(HostCSR(A, &ai, &aj, &aa));
+    PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
     if (A->nonzerostate != m->nonzerostate || (m->format == MAT_AIJFUSED_CSR && alias && m->csr.rowptr != ai)) {
       PetscCall(MirrorBuild(d->backend, d->requested, A->rmap->n, A->cmap->n, ai, aj, alias, m));
       m->nonzerostate = A->nonzerostate;
@@ -95,12 +84,13 @@ PetscErrorCode GetTransposeMirror(Mat A, Mirror **mirror)
   const PetscInt   nrows = A->rmap->n, ncols = A->cmap->n;
   const PetscInt  *ai, *aj;
   PetscScalar     *aa;
+  PetscInt         nr, nc;
   PetscObjectState state;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   if (state != m->state) {
-    PetscCall(HostCSR(A, &ai, &aj, &aa));
+    PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
     if (A->nonzerostate != m->nonzerostate) {
       const PetscInt        nnz = ai[nrows];
       std::vector<PetscInt> tai(ncols + 1, 0), taj(nnz), next;

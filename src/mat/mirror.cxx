@@ -1,5 +1,6 @@
 /* The backend copy of the local rows of a sparse matrix (see mirror.hpp) */
 #include "mat/mirror.hpp"
+#include <petsc/private/matimpl.h>
 #include <vector>
 
 namespace fusedksp
@@ -115,6 +116,21 @@ PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBo
   } else
     m->csr.vals = aa;
   if (m->vals) PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * m->nvals)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SeqAIJHostCSR - see mirror.hpp
+*/
+PetscErrorCode SeqAIJHostCSR(Mat S, PetscInt *m, PetscInt *n, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa)
+{
+  PetscMemType mtype;
+
+  PetscFunctionBegin;
+  PetscCheck(S->assembled, PetscObjectComm((PetscObject)S), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
+  PetscCall(MatGetSize(S, m, n));
+  PetscCall(MatSeqAIJGetCSRAndMemType(S, ai, aj, aa, &mtype));
+  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays");
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -23,6 +23,9 @@ struct Mirror {
 /* Option values of MatAIJFusedFormat (PetscOptionsEnum) */
 extern const char *const MatAIJFusedFormats[];
 
+/* The sizes and host CSR arrays of an assembled MATSEQAIJ (a fused matrix or a block of one) */
+PetscErrorCode SeqAIJHostCSR(Mat S, PetscInt *m, PetscInt *n, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa);
+
 /* Releases the backend arrays of a mirror and resets it */
 PetscErrorCode MirrorFree(const Backend *be, Mirror *m);
 

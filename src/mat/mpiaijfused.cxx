@@ -7,16 +7,17 @@
      1. pack     gather kernel: buf = (wr .* x)[entries other ranks need]; on the device backend an
                  asynchronous copy of buf to a pinned host buffer follows (unless MPI is CUDA-aware);
                  a fence is recorded after them
-     2. diagonal the SpMV of the diagonal block, out = Ad (wr .* x), queued behind the fence
+     2. diagonal the SpMV of the diagonal block with wl and the solvers' dot products,
+                 out = wl .* (Ad (wr .* x)) (CSR or SELL-P, as a MATSEQAIJFUSED), queued behind the fence
      3. exchange the host waits for the fence only (the pack, not the diagonal SpMV), then
                  persistent MPI_Recv_init/MPI_Send_init requests are started and completed while the
                  diagonal SpMV runs on the device
      4. unpack   asynchronous copy of the received values to the device (unless MPI is CUDA-aware),
                  and a scatter kernel when the receive order is not the halo order
-     5. off-diag out = wl .* (out + Ao halo) fused with the partial dot products of the solvers
+     5. off-diag on the rows with off-diagonal entries only: out += wl .* (Ao halo), and the change of
+                 their terms added to the dot products (Backend::spmv_offdiag_dots)
 
-   A rank that receives nothing runs step 2 as the whole product (wl and the dot products included)
-   and skips 4 and 5.  The mirror and the pattern are refreshed lazily: values when the object state
+   A rank without off-diagonal entries skips 4 and 5.  The mirror and the pattern are refreshed lazily: values when the object state
    of the matrix (or of a block) changed, arrays and pattern when its nonzero state or its PetscSF
    changed.  The pattern is that of PETSc's own product (MatGetMultPetscSF()): the ranks it receives
    from and the halo slots (PetscSFGetRootRanks()), the ranks it sends to and the local entries
@@ -38,12 +39,15 @@ namespace fusedksp
 namespace
 {
 
-/* One block's CSR arrays in the backend's memory (PETSc's own arrays with the host backend) */
+/* The rows of the off-diagonal block that have entries, in the backend's memory (with the host
+   backend: PETSc's column and value arrays, our row lists)                                     */
 struct Block {
-  CSRView      csr;
-  PetscInt    *rowptr = nullptr, *colidx = nullptr;
-  PetscScalar *vals = nullptr;
-  PetscInt     nnz  = 0;
+  CSRView               csr; /* nrows: the rows with entries                     */
+  std::vector<PetscInt> host_rows, host_rowptr;
+  PetscInt             *rows   = nullptr; /* local row of each of csr's rows                  */
+  PetscInt             *rowptr = nullptr, *colidx = nullptr;
+  PetscScalar          *vals = nullptr;
+  PetscInt              nnz  = 0;
 };
 
 /* The halo exchange pattern, its buffers and its persistent requests (receives, then sends) */
@@ -104,6 +108,7 @@ PetscErrorCode FreeBlock(const Backend *be, Block *b)
 {
   PetscFunctionBegin;
   if (be != HostBackend()) {
+    PetscCall(be->free_bytes(b->rows));
     PetscCall(be->free_bytes(b->rowptr));
     PetscCall(be->free_bytes(b->colidx));
     PetscCall(be->free_bytes(b->vals));
@@ -112,35 +117,44 @@ PetscErrorCode FreeBlock(const Backend *be, Block *b)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Points b at the CSR arrays of the MATSEQAIJ block S, copying them to a mirrored backend: the
-   structure too when `structure` (the arrays are then reallocated), else the values only */
-PetscErrorCode MirrorBlock(const Backend *be, Mat S, PetscBool structure, Block *b)
+/* The rows with entries of the off-diagonal block S (the structure when `structure`, the arrays
+   then reallocated on a mirrored backend), then its values                                       */
+PetscErrorCode MirrorOffDiagonalBlock(const Backend *be, Mat S, PetscBool structure, Block *b)
 {
   const PetscInt *ai, *aj;
   PetscScalar    *aa;
-  PetscMemType    mtype;
   PetscInt        m, n;
 
   PetscFunctionBegin;
-  PetscCall(MatGetSize(S, &m, &n));
-  PetscCall(MatSeqAIJGetCSRAndMemType(S, &ai, &aj, &aa, &mtype));
-  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays in the blocks of a MATMPIAIJFUSED");
-  if (be == HostBackend()) {
-    b->csr = {m, n, ai, aj, aa, ai[m]};
-  } else {
-    if (structure) {
-      PetscCall(FreeBlock(be, b));
-      PetscCall(be->malloc_bytes(sizeof(PetscInt) * (m + 1), (void **)&b->rowptr));
-      PetscCall(be->malloc_bytes(sizeof(PetscInt) * ai[m], (void **)&b->colidx));
-      PetscCall(be->malloc_bytes(sizeof(PetscScalar) * ai[m], (void **)&b->vals));
-      PetscCall(be->copy_to_backend(b->rowptr, ai, sizeof(PetscInt) * (m + 1)));
+  PetscCall(SeqAIJHostCSR(S, &m, &n, &ai, &aj, &aa));
+  if (structure) {
+    PetscCall(FreeBlock(be, b));
+    for (PetscInt i = 0; i < m; ++i)
+      if (ai[i + 1] > ai[i]) {
+        b->host_rows.push_back(i);
+        b->host_rowptr.push_back(ai[i]);
+      }
+    b->host_rowptr.push_back(ai[m]);
+    b->nnz = ai[m];
+    if (be != HostBackend()) {
+      const size_t nb = b->host_rows.size();
+
+      PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(nb, 1), (void **)&b->rows));
+      PetscCall(be->malloc_bytes(sizeof(PetscInt) * (nb + 1), (void **)&b->rowptr));
+      PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(ai[m], 1), (void **)&b->colidx));
+      PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(ai[m], 1), (void **)&b->vals));
+      PetscCall(be->copy_to_backend(b->rows, b->host_rows.data(), sizeof(PetscInt) * nb));
+      PetscCall(be->copy_to_backend(b->rowptr, b->host_rowptr.data(), sizeof(PetscInt) * (nb + 1)));
       PetscCall(be->copy_to_backend(b->colidx, aj, sizeof(PetscInt) * ai[m]));
-      b->csr = {m, n, b->rowptr, b->colidx, b->vals, ai[m]};
     }
+  }
+  b->csr = {(PetscInt)b->host_rows.size(), n, be != HostBackend() ? b->rowptr : b->host_rowptr.data(), be != HostBackend() ? b->colidx : aj, be != HostBackend() ? b->vals : aa, ai[m]};
+  if (be == HostBackend())
+    b->rows = b->host_rows.data();
+  else {
     PetscCall(be->copy_to_backend(b->vals, aa, sizeof(PetscScalar) * ai[m]));
     PetscCall(PetscLogCpuToGpu((PetscLogDouble)sizeof(PetscScalar) * ai[m]));
   }
-  b->nnz = ai[m];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -260,13 +274,10 @@ PetscErrorCode MirrorDiagonalBlock(MatMPIFusedData *d, Mat Ad, PetscBool structu
   const PetscBool alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
   const PetscInt *ai, *aj;
   PetscScalar    *aa;
-  PetscMemType    mtype;
   PetscInt        m, n;
 
   PetscFunctionBegin;
-  PetscCall(MatGetSize(Ad, &m, &n));
-  PetscCall(MatSeqAIJGetCSRAndMemType(Ad, &ai, &aj, &aa, &mtype));
-  PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays in the blocks of a MATMPIAIJFUSED");
+  PetscCall(SeqAIJHostCSR(Ad, &m, &n, &ai, &aj, &aa));
   if (structure || (alias && d->diag.format == MAT_AIJFUSED_CSR && d->diag.csr.rowptr != ai)) PetscCall(MirrorBuild(d->backend, d->requested, m, n, ai, aj, alias, &d->diag));
   PetscCall(MirrorSetValues(d->backend, aa, alias, &d->diag));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -293,7 +304,7 @@ PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
   structure = (A->nonzerostate != d->nonzerostate || sf != d->sf) ? PETSC_TRUE : PETSC_FALSE;
   if (structure || state != d->state || diag_state != d->diag_state || offdiag_state != d->offdiag_state) {
     PetscCall(MirrorDiagonalBlock(d, Ad, structure));
-    PetscCall(MirrorBlock(d->backend, Ao, structure, &d->offdiag));
+    PetscCall(MirrorOffDiagonalBlock(d->backend, Ao, structure, &d->offdiag));
     d->state         = state;
     d->diag_state    = diag_state;
     d->offdiag_state = offdiag_state;
@@ -471,15 +482,12 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   PetscCall(Refresh(A, d));
   PetscCall(HaloBegin(d, wr, in));
   PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-  if (d->halo.nrecv)
-    PetscCall(MirrorProduct(be, &d->diag, nullptr, wr, in, out, 0, nullptr, nullptr));
-  else
-    PetscCall(MirrorProduct(be, &d->diag, wl, wr, in, out, ndots, specs, dots));
+  PetscCall(MirrorProduct(be, &d->diag, wl, wr, in, out, ndots, specs, dots));
   PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
   PetscCall(HaloEnd(d));
-  if (d->halo.nrecv) {
+  if (d->offdiag.csr.nrows) {
     PetscCall(PetscLogEventBegin(events.spmv_offdiag, A, 0, 0, 0));
-    PetscCall(be->spmv_offdiag_dots(&d->offdiag.csr, wl, d->halo.halo, in, out, ndots, specs, dots));
+    PetscCall(be->spmv_offdiag_dots(&d->offdiag.csr, d->offdiag.rows, wl, d->halo.halo, in, out, ndots, specs, dots));
     PetscCall(PetscLogEventEnd(events.spmv_offdiag, A, 0, 0, 0));
   }
   PetscCall(PetscLogFlops(2.0 * d->offdiag.nnz));

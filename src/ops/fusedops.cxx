@@ -189,7 +189,7 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
   for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec}, &fusedvecs));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
-  if (fusedvecs && fusedmpi) { /* the local rows: diagonal block overlapped with the halo exchange, then the off-diagonal one with the dots */
+  if (fusedvecs && (fusedmat || fusedmpi)) { /* MPI: the local rows, diagonal block overlapped with the halo exchange */
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
     PetscScalar  *ina, *outa, *wla, *wra;
@@ -199,22 +199,10 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     PetscCall(DeferBegin());
-    PetscCall(MatMPIAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
-    PetscCall(DeferEnd());
-    PetscCall(arr.RestoreAll());
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (fusedvecs && fusedmat) {
-    BackendArrays arr;
-    DotSpec       bspecs[FUSED_MAX_DOTS];
-    PetscScalar  *ina, *outa, *wla, *wra;
-    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
-    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
-    PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
-    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
-    PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
-    PetscCall(DeferBegin());
-    PetscCall(MatSeqAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
+    if (fusedmpi)
+      PetscCall(MatMPIAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
+    else
+      PetscCall(MatSeqAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
     PetscCall(DeferEnd());
     PetscCall(arr.RestoreAll());
     PetscFunctionReturn(PETSC_SUCCESS);

@@ -66,9 +66,9 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red);
 
 /* The host's side of the second stage: copies the ndots results of the launch that used the last
    GetReduction() to the pinned host buffer (one copy, one wait) into dots[].  With nblocks == 0
-   (empty range, nothing launched) the dots are 0 and nothing is copied.  Inside a deferring batch
+   (empty range, nothing launched) the dots are 0 and nothing is copied.  add: dots[] += results.  Inside a deferring batch
    (BatchBegin/BatchDefer) it only records the request; BatchEnd completes all of them.       */
-PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots);
+PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool add = false);
 PetscErrorCode BatchBegin(void);
 PetscErrorCode BatchDefer(PetscBool);
 PetscErrorCode BatchEnd(void);
@@ -88,7 +88,7 @@ PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscSc
 PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
-PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode MallocHost(size_t, void **);
 PetscErrorCode FreeHost(void *);
 PetscErrorCode CopyToHostAsync(void *, const void *, size_t);

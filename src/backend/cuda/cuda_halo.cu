@@ -40,24 +40,28 @@ __global__ void ScatterKernel(PetscInt n, const PetscInt *idx, const PetscScalar
   for (PetscInt64 k = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (PetscInt64)blockDim.x * gridDim.x) y[idx[k]] = buf[k];
 }
 
-/* One thread block per chunk of rows (the reduction partition of spmv_dots), one thread per row:
-   off-diagonal rows are short (most are empty), so a row is one thread's loop.  The block then
-   writes its partials of the dots.                                                              */
-__global__ void SpMVOffDiagDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out,
-                                      const __grid_constant__ DotList dots, const Reduction red)
+/* One thread block per chunk of the rows with off-diagonal entries, one thread per row (they are
+   short): out[i] += wl[i] (B_k halo) for i = rows[k], and the block's partials of the change of
+   the dot products (terms at the new value minus terms at the old one).                         */
+__global__ void SpMVOffDiagDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *rows, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in,
+                                      PetscScalar *out, const __grid_constant__ DotList dots, const Reduction red)
 {
   const ChunkRange range               = BlockChunk(nrows, chunk);
-  PetscScalar      acc[FUSED_MAX_DOTS] = {};
+  PetscScalar      acc[FUSED_MAX_DOTS] = {}, gone[FUSED_MAX_DOTS] = {};
 
-  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    PetscScalar    sum     = out[i];
-    const PetscInt row_end = rowptr[i + 1];
+  for (PetscInt64 k = range.begin + threadIdx.x; k < range.end; k += blockDim.x) {
+    const PetscInt    i       = rows[k];
+    const PetscScalar old     = out[i];
+    const PetscInt    row_end = rowptr[k + 1];
+    PetscScalar       sum     = 0;
 
-    for (PetscInt k = rowptr[i]; k < row_end; ++k) sum += vals[k] * halo[colidx[k]];
-    if (wl) sum *= wl[i];
-    out[i] = sum;
-    AddDotTerms(dots, i, in, sum, acc);
+    for (PetscInt e = rowptr[k]; e < row_end; ++e) sum += vals[e] * halo[colidx[e]];
+    out[i] = old + (wl ? wl[i] * sum : sum);
+    AddDotTerms(dots, i, in, out[i], acc);
+    AddDotTerms(dots, i, in, old, gone);
   }
+#pragma unroll
+  for (int d = 0; d < FUSED_MAX_DOTS; ++d) acc[d] -= gone[d];
   ReduceBlocks(acc, dots.count, red);
 }
 
@@ -99,9 +103,9 @@ PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, 
 
 /*
    SpMVOffDiagDots - Backend::spmv_offdiag_dots on the device: one kernel launch (none for 0
-   rows) and, when ndots > 0, one device->host copy of the ndots results
+   rows) and, when ndots > 0, one device->host copy of the ndots changes, added to dots[]
 */
-PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   const Partition part = PartitionRange(B->nrows);
   Reduction       red;
@@ -114,11 +118,11 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscScalar *wl, const Pe
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
     if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
-    SpMVOffDiagDotsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(B->nrows, part.chunk, B->rowptr, B->colidx, B->vals, wl, halo, in, out, list, red);
+    SpMVOffDiagDotsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(B->nrows, part.chunk, rows, B->rowptr, B->colidx, B->vals, wl, halo, in, out, list, red);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
-  PetscCall(FinishReduction(ndots, part.nblocks, dots));
+  PetscCall(FinishReduction(ndots, part.nblocks, dots, true));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

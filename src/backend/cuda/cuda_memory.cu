@@ -24,6 +24,7 @@ struct PendingResult {
   int          ndots;
   size_t       offset;
   PetscScalar *dots;
+  bool         add; /* dots[] += results (else =) */
 };
 static bool                       batch_open  = false;
 static bool                       batch_defer = false;
@@ -117,18 +118,19 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
 /*
    FinishReduction - the host's side of the second stage (see cuda_common.cuh)
 */
-PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots)
+PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool add)
 {
   cudaStream_t s;
 
   PetscFunctionBegin;
   if (!ndots) PetscFunctionReturn(PETSC_SUCCESS);
   if (!nblocks) {
-    for (int d = 0; d < ndots; ++d) dots[d] = 0;
+    if (!add)
+      for (int d = 0; d < ndots; ++d) dots[d] = 0;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (batch_open && batch_defer) {
-    batch_pending.push_back({ndots, batch_used, dots});
+    batch_pending.push_back({ndots, batch_used, dots, add});
     batch_used += ndots;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -137,7 +139,7 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots)
   FusedKSPCallCUDA(cudaMemcpyAsync(results_host + batch_used, results_device + batch_used, ndots * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
   counters.d2h++;
   FusedKSPCallCUDA(cudaStreamSynchronize(s));
-  for (int d = 0; d < ndots; ++d) dots[d] = results_host[batch_used + d];
+  for (int d = 0; d < ndots; ++d) dots[d] = (add ? dots[d] : 0) + results_host[batch_used + d];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -177,7 +179,7 @@ PetscErrorCode BatchEnd(void)
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
   }
   for (const PendingResult &p : batch_pending)
-    for (int d = 0; d < p.ndots; ++d) p.dots[d] = results_host[p.offset + d];
+    for (int d = 0; d < p.ndots; ++d) p.dots[d] = (p.add ? p.dots[d] : 0) + results_host[p.offset + d];
   batch_pending.clear();
   batch_open  = false;
   batch_defer = false;

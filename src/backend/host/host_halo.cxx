@@ -26,19 +26,20 @@ PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, 
 }
 
 /* See Backend::spmv_offdiag_dots */
-PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   PetscFunctionBegin;
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
-  PetscScalar all[FUSED_MAX_DOTS];
-  BlockedReduce<FUSED_MAX_DOTS>(B->nrows, all, [=](PetscInt i, PetscScalar *part) {
-    PetscScalar sum = out[i];
-    for (PetscInt k = B->rowptr[i]; k < B->rowptr[i + 1]; ++k) sum += B->vals[k] * halo[B->colidx[k]];
-    if (wl) sum *= wl[i];
-    out[i] = sum;
-    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in ? in[i] : 0, sum);
+  PetscScalar change[FUSED_MAX_DOTS];
+  BlockedReduce<FUSED_MAX_DOTS>(B->nrows, change, [=](PetscInt k, PetscScalar *part) {
+    const PetscInt    i   = rows[k];
+    const PetscScalar old = out[i];
+    PetscScalar       sum = 0;
+    for (PetscInt e = B->rowptr[k]; e < B->rowptr[k + 1]; ++e) sum += B->vals[e] * halo[B->colidx[e]];
+    out[i] = old + (wl ? wl[i] * sum : sum);
+    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in ? in[i] : 0, out[i]) - DotTerm(specs[d], i, in ? in[i] : 0, old);
   });
-  for (int d = 0; d < ndots; ++d) dots[d] = all[d];
+  for (int d = 0; d < ndots; ++d) dots[d] += change[d];
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -76,7 +76,7 @@ PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscSc
 PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
-PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
 PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);

@@ -6,6 +6,14 @@ namespace fusedksp
 namespace host
 {
 
+/* out[i] = wl[i] sum and its terms of the dot products (the end of a row of every sparse product) */
+static inline void StoreRow(PetscInt i, PetscScalar sum, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *part)
+{
+  if (wl) sum *= wl[i];
+  out[i] = sum;
+  for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
+}
+
 /* See Backend::spmv_dots */
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
@@ -18,9 +26,7 @@ PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScal
       const PetscInt c = A->colidx[k];
       sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
     }
-    if (wl) sum *= wl[i];
-    out[i] = sum;
-    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
+    StoreRow(i, sum, wl, in, out, ndots, specs, part);
   });
   for (int d = 0; d < ndots; ++d) dots[d] = all[d];
   counters.launches++;
@@ -45,9 +51,7 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
         const PetscInt   c = A->colidx[k];
         if (c >= 0) sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
       }
-    if (wl) sum *= wl[i];
-    out[i] = sum;
-    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
+    StoreRow(i, sum, wl, in, out, ndots, specs, part);
   });
   for (int d = 0; d < ndots; ++d) dots[d] = all[d];
   counters.launches++;
