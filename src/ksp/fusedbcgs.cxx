@@ -325,7 +325,9 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
    reduction (one MPI_Allreduce) when the operator has `MatMultTranspose()` and the PC
    `PCApplyTranspose()` (Op^T r* is computed once per solve), two otherwise.  On one process the
    default is two host round trips per iteration (-ksp_fusedbcgs_one_reduction 1 gives one, at the
-   cost of one transposed product per solve, which for `MATAIJFUSED` runs on the host).  Pipelined and classical BiCGStab round
+   cost of one transposed product per solve, on the device for `MATAIJFUSED`).  The reductions are
+   blocking `MPI_Allreduce()` calls: the operation that follows each one needs its result (alpha, or
+   omega and beta), so none is overlapped with `MPI_Iallreduce()`.  Pipelined and classical BiCGStab round
    differently; their residual histories can differ noticeably on hard problems (the paper reports up
    to 41% after 30 iterations) without either being systematically worse.
 

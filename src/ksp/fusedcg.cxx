@@ -213,6 +213,9 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
    (-vec_type fused -mat_type aijfused); otherwise the same algorithm runs with standard PETSc
    operations.  When the recurrence residual meets the tolerance the true residual is checked; if it
    does not meet it, the residual is replaced and the iteration continues (see -info).
+   The reduction is a blocking `MPI_Allreduce()`, not an overlapped `MPI_Iallreduce()`: both fused
+   operations of the next iteration need alpha and beta, so no work is independent of it; with
+   `MATMPIAIJFUSED` the halo exchange of the SpMV is what overlaps (with the diagonal-block product).
 
 .seealso: `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPCG`, `KSPPIPECG`, `VECFUSED`, `MATAIJFUSED`
 M*/

@@ -456,7 +456,9 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
    Notes:
    Only right preconditioning (the residual norm is the true, unpreconditioned one).  A cycle ends
    early when the estimated residual meets the tolerance; the true residual is then computed and
-   decides, and it is recomputed at every restart.
+   decides, and it is recomputed at every restart.  Each inner step makes one blocking
+   `MPI_Allreduce()` of its multi-dot (two with CGS2): the update of the new basis vector needs
+   its projections, so there is no independent work to overlap with an `MPI_Iallreduce()`.
 
 .seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPGMRES`, `KSPFusedSGMRESSetCGS2()`
 M*/
