@@ -8,8 +8,8 @@
    The mirror is refreshed lazily: when the matrix's object state changed since the last copy, the
    values are copied again, and the structure too when its nonzero state changed.  MatScale and
    MatShift update a current mirror in place instead.  With the host backend a CSR mirror is
-   PETSc's own arrays (the host backend then runs PETSc's own products, except in the fused
-   solvers' operations).
+   PETSc's own arrays; the operations on fused vectors go through the mirror on every backend (so
+   the host backend checks that code), PETSc's host operations run when a vector is not fused.
    MATMPIAIJFUSED is in mpiaijfused.cxx.
 */
 #include "mat/aijfused.hpp"
@@ -66,7 +66,7 @@ PetscErrorCode GetMirror(Mat A, Mirror **mirror)
   if (state != m->state) {
     PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
     if (A->nonzerostate != m->nonzerostate || (m->format == MAT_AIJFUSED_CSR && alias && m->csr.rowptr != ai)) {
-      PetscCall(MirrorBuild(d->backend, d->requested, A->rmap->n, A->cmap->n, ai, aj, alias, m));
+      PetscCall(MirrorBuild(d->backend, d->requested, nr, nc, ai, aj, alias, m));
       m->nonzerostate = A->nonzerostate;
     }
     PetscCall(MirrorSetValues(d->backend, aa, alias, m));
@@ -207,7 +207,10 @@ PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
     PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
     PetscCall(VecFusedRestoreArray(z, PETSC_MEMORY_ACCESS_READ, &za));
   }
-  PetscCall(PetscLogGpuFlops((PetscLogDouble)n));
+  if (d->backend != HostBackend())
+    PetscCall(PetscLogGpuFlops((PetscLogDouble)n));
+  else
+    PetscCall(PetscLogFlops((PetscLogDouble)n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
