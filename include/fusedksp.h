@@ -39,12 +39,17 @@ PETSC_EXTERN PetscErrorCode KSPFusedSGMRESGetCGS2(KSP, PetscBool *);
 
 /* Number of global reductions (MPI_Allreduce calls) the last KSPSolve() of a fused solver made */
 PETSC_EXTERN PetscErrorCode KSPFusedGetReductionCount(KSP, PetscInt *);
+PETSC_EXTERN PetscErrorCode KSPFusedSetCheckInterval(KSP, PetscInt);
+PETSC_EXTERN PetscErrorCode KSPFusedGetCheckInterval(KSP, PetscInt *);
+PETSC_EXTERN PetscErrorCode KSPFusedSetUseGraph(KSP, PetscBool);
+PETSC_EXTERN PetscErrorCode KSPFusedGetChunkCounts(KSP, PetscInt *, PetscInt *, PetscInt *);
 
 /* Benchmark floor of the CUDA backend, measured on the active device: time of two empty kernel
    launches + one 1 KB device->host copy + stream synchronization (minimum and median over `reps`,
    microseconds), and device-to-device copy bandwidth (GB/s, bytes read + written).
    PETSC_ERR_SUP when the CUDA backend is not in use. */
 PETSC_EXTERN PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs);
+PETSC_EXTERN PetscErrorCode FusedKSPMeasureDeviceGraphFloor(PetscInt reps, PetscInt its, PetscReal *min_us, PetscReal *median_us);
 
 /* Work done by the active backend since the program started: fused kernel launches (host backend:
    fused loops), device->host and host->device copies.  For tests of kernels per iteration. */

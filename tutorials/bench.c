@@ -25,7 +25,8 @@ Options:\n\
   -pc_type <none>             the preconditioner (the byte model knows none and jacobi)\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
-x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor.\n\
+x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
+rows fusedcg-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor).\n\
 Each timed region is: MPI_Barrier, KSPSolve, then a fence: a product with a 1x1 matrix of the same type set and a\n\
 host read of its 1-entry result, which waits for the work queued on the type set's stream (native CUDA solvers\n\
 return before their last kernels finish) without copying the solution; it costs about one floor per solve.\n\
@@ -77,7 +78,10 @@ typedef struct {
 static const ProblemInfo Problems[] = {{"poisson2d", GRID_2D}, {"fem2d", GRID_2D}, {"skew", GRID_2D}, {"indefinite", GRID_2D}, {"laplace3d", GRID_3D}, {"convdiff3d", GRID_3D}, {"elasticity3d", GRID_ELASTICITY}, {"randdd", GRID_1D}};
 
 typedef struct {
-  const char *name;
+  const char *name;         /* the row's label: the KSP type, or the type and a chunk setting */
+  const char *type;         /* the KSP type */
+  PetscInt    interval;     /* fused solvers: KSPFusedSetCheckInterval() (0: the solver's default) */
+  PetscBool   graph;        /* ... and KSPFusedSetUseGraph() */
   PetscBool   fused;        /* a FusedKSP solver: fused types only */
   PetscBool   cgfamily;     /* SPD problems only */
   PetscBool   gmres;        /* restart = -its */
@@ -87,9 +91,17 @@ typedef struct {
   PetscInt    words_jacobi; /* extra words with PCJACOBI */
 } SolverInfo;
 
-static const SolverInfo Solvers[] = {{KSPFUSEDCG, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},     {KSPCG, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 16, 0, 1},    {KSPPIPECG, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 31, 0, 1},
-                                     {KSPFUSEDBCGS, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2}, {KSPBCGS, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 25, 0, 2}, {KSPPIPEBCGS, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 60, 0, 2},
-                                     {KSPFUSEDSGMRES, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1}, {KSPGMRES, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
+static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {"fusedcg-k30", KSPFUSEDCG, 30, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {"fusedcg-k30-nograph", KSPFUSEDCG, 30, PETSC_FALSE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {"fusedcg-k10", KSPFUSEDCG, 10, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {KSPCG, KSPCG, 0, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 16, 0, 1},
+                                     {KSPPIPECG, KSPPIPECG, 0, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 31, 0, 1},
+                                     {KSPFUSEDBCGS, KSPFUSEDBCGS, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2},
+                                     {KSPBCGS, KSPBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 25, 0, 2},
+                                     {KSPPIPEBCGS, KSPPIPEBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 60, 0, 2},
+                                     {KSPFUSEDSGMRES, KSPFUSEDSGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
+                                     {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
 
 typedef enum { TYPES_FUSED, TYPES_NATIVE } TypeSet;
 
@@ -101,8 +113,9 @@ typedef struct {
   PetscInt       its, reps, floor_reps;
   PetscReal      row_time;
   PetscBool      have_floor;
-  PetscReal      floor_min, floor_median, bandwidth; /* us, us, GB/s */
-  PetscLogDouble start;                              /* time the run started */
+  PetscReal      floor_min, floor_median, bandwidth;  /* us, us, GB/s */
+  PetscReal      graph_floor_min, graph_floor_median; /* us per iteration of a replayed record of -its iterations */
+  PetscLogDouble start;                               /* time the run started */
   char           date[32], gpu[128];
   FILE          *csv;
 } Bench;
@@ -317,7 +330,9 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(MatGetSize(A, &N, NULL));
   PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
   PetscCall(KSPSetOperators(ksp, A, A));
-  PetscCall(KSPSetType(ksp, s->name));
+  PetscCall(KSPSetType(ksp, s->type));
+  if (s->interval) PetscCall(KSPFusedSetCheckInterval(ksp, s->interval));
+  if (s->fused) PetscCall(KSPFusedSetUseGraph(ksp, s->graph));
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCSetType(pc, PCNONE));
   PetscCall(PCSetFromOptions(pc));
@@ -345,7 +360,10 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   us_min    = 1.0e6 * times[0] / its;
   bytes     = ModelBytes(s, N, nnz, bench->its, jacobi);
   GBs       = bytes / (us_median * 1.0e3);
-  if (bench->have_floor) PetscCall(PetscSNPrintf(ratio, sizeof(ratio), "%.2f", us_median / (bench->floor_median + bytes / (bench->bandwidth * 1.0e3))));
+  if (bench->have_floor) { /* rows with chunks of iterations against the graph floor */
+    const PetscReal floor = s->interval > 1 ? bench->graph_floor_median : bench->floor_median;
+    PetscCall(PetscSNPrintf(ratio, sizeof(ratio), "%.2f", us_median / (floor + bytes / (bench->bandwidth * 1.0e3))));
+  }
 
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s %4" PetscInt_FMT " %11.2f %11.2f %9.1f %8s%s\n", problem, N, (double)nnz / N, s->name, TypeSetNames[t], its, (double)us_median, (double)us_min, (double)GBs, ratio,
                         reps < bench->reps ? "  (fewer timed solves)" : ""));
@@ -386,7 +404,7 @@ static PetscErrorCode FindSolver(const char *name, PetscInt *index)
     PetscCall(PetscStrcmp(name, Solvers[k].name, &match));
     if (match) *index = k;
   }
-  PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "-solvers: %s is not benchmarked (fusedcg, cg, pipecg, fusedbcgs, bcgs, pipebcgs, fusedsgmres, gmres)", name);
+  PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-nograph, fusedcg-k10, cg, pipecg, fusedbcgs, bcgs, pipebcgs, fusedsgmres, gmres)", name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -542,6 +560,10 @@ int main(int argc, char **argv)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# floor (2 empty kernels + 1 KB copy + sync): median %.2f us, min %.2f us; device-to-device copy: %.0f GB/s\n", (double)bench.floor_median, (double)bench.floor_min, (double)bench.bandwidth));
     PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,floor,cuda,,%.4f,%.4f,,\n", bench.date, bench.gpu, (double)bench.floor_median, (double)bench.floor_min));
     PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,bandwidth,cuda,,,,,%.3f\n", bench.date, bench.gpu, (double)bench.bandwidth));
+    PetscCall(FusedKSPMeasureDeviceGraphFloor(bench.floor_reps, bench.its, &bench.graph_floor_min, &bench.graph_floor_median));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# graph floor (%" PetscInt_FMT " x 2 empty kernels + 1 KB copy in one graph, replay + sync) per iteration: median %.2f us, min %.2f us\n", bench.its, (double)bench.graph_floor_median,
+                          (double)bench.graph_floor_min));
+    PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,graphfloor,cuda,,%.4f,%.4f,,\n", bench.date, bench.gpu, (double)bench.graph_floor_median, (double)bench.graph_floor_min));
   } else
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# no device floor: the FusedKSP backend is %s (the last column needs the CUDA backend)\n", backend));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10s %7s  %-12s %-7s %4s %11s %11s %9s %8s\n", "problem", "N", "nnz/row", "solver", "types", "its", "us/it med", "us/it min", "GB/s", "x model"));

@@ -13,12 +13,12 @@ import math
 import sys
 from collections import defaultdict
 
-SOLVER_ORDER = ["fusedcg", "cg", "pipecg", "fusedbcgs", "bcgs", "pipebcgs", "fusedsgmres", "gmres"]
+SOLVER_ORDER = ["fusedcg", "fusedcg-k30", "fusedcg-k30-nograph", "fusedcg-k10", "cg", "pipecg", "fusedbcgs", "bcgs", "pipebcgs", "fusedsgmres", "gmres"]
 LINESTYLES = {"fused": "-", "native": ":"}
 
 
 def read_csv(path):
-    """Returns (rows of the solver runs, floor median in us or None, title)."""
+    """Returns (rows of the solver runs, (floor, graph floor) medians in us or None, title)."""
     try:
         with open(path, newline="") as f:
             rows = list(csv.DictReader(f))
@@ -28,14 +28,15 @@ def read_csv(path):
     if not rows or not need.issubset(rows[0].keys()):
         sys.exit(f"plot_bench.py: {path} is not a CSV of tutorials/bench.c (columns {', '.join(sorted(need))} expected)")
     floor = next((float(r["us_per_it_median"]) for r in rows if r["solver"] == "floor"), None)
-    runs = [r for r in rows if r["solver"] not in ("floor", "bandwidth")]
+    graph_floor = next((float(r["us_per_it_median"]) for r in rows if r["solver"] == "graphfloor"), None)
+    runs = [r for r in rows if r["solver"] not in ("floor", "bandwidth", "graphfloor")]
     if not runs:
         sys.exit(f"plot_bench.py: {path} holds no solver rows")
     title = f"FusedKSP benchmark, GPU: {rows[0]['gpu']}, {rows[0]['date']}"
-    return runs, floor, title
+    return runs, (floor, graph_floor), title
 
 
-def plot(runs, floor, title, output):
+def plot(runs, floors, title, output):
     try:
         import matplotlib
     except ImportError:
@@ -59,8 +60,11 @@ def plot(runs, floor, title, output):
         for (solver, types), points in sorted(lines.items(), key=lambda kv: (solvers.index(kv[0][0]), kv[0][1])):
             points.sort()
             ax.plot([p[0] for p in points], [p[1] for p in points], LINESTYLES.get(types, "--"), marker="o", markersize=3, color=color[solver], label=f"{solver} ({types})")
+        floor, graph_floor = floors
         if floor is not None:
             ax.axhline(floor, linestyle="--", color="black", linewidth=1, label=f"floor {floor:.1f} us")
+        if graph_floor is not None:
+            ax.axhline(graph_floor, linestyle="-.", color="gray", linewidth=1, label=f"graph floor {graph_floor:.1f} us")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(problem)
@@ -82,8 +86,8 @@ def main():
     parser.add_argument("-o", "--output", help="PNG file (default: the CSV name with .png)")
     args = parser.parse_args()
     output = args.output or (args.csv[:-4] if args.csv.endswith(".csv") else args.csv) + ".png"
-    runs, floor, title = read_csv(args.csv)
-    plot(runs, floor, title, output)
+    runs, floors, title = read_csv(args.csv)
+    plot(runs, floors, title, output)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <petscsys.h>
+#include "ops/recurrences.hpp"
 
 namespace fusedksp
 {
@@ -81,6 +82,7 @@ struct BackendCounters {
   PetscInt64 launches = 0; /* kernel launches (host backend: fused loops run) */
   PetscInt64 d2h      = 0; /* device->host copies of partial sums or data     */
   PetscInt64 h2d      = 0; /* host->device copies of data                     */
+  PetscInt64 graphs   = 0; /* captured chunks replayed (each also counts its kernels and copies above) */
 };
 
 struct Backend {
@@ -181,6 +183,33 @@ struct Backend {
   PetscErrorCode (*copy_to_backend_async)(void *dst, const void *hostsrc, size_t bytes);
   PetscErrorCode (*fence_record)(void);
   PetscErrorCode (*fence_wait)(void);
+
+  /* Device-resident scalars (chunks of iterations without a host round trip, src/ksp/fusedchunk.cxx).
+     reduce_target(slot, stop) makes the NEXT reducing operation - spmv_dots, spmv_sell_dots, dots
+     or cg_update_chained - write its ndots results to slot[0..ndots) in backend memory instead of
+     dots[] (dots may then be NULL), and, when stop is not NULL, do nothing at all (no output, no
+     result) if *stop >= 0 when it runs.  Nothing is copied to the host and nothing waits.       */
+  PetscErrorCode (*reduce_target)(PetscScalar *slot, const PetscInt *stop);
+
+  /* The CG update of chunk iteration j >= 1 with its coefficients computed where it runs: from
+     prev[0..5) = <r,z>, <r,r>, <z,z>, <p,Ap>, <Ap,M^{-1}Ap> of iteration j-1 (backend memory),
+     alpha and beta by CGCoefficients().  If ctl->stopped >= 0 it does nothing; if the coefficients
+     fail (breakdown, indefinite, NaN) or the norm of iteration j-1 stops the chunk
+     (ChunkNormStops), it sets ctl->stopped = j - 1 and does nothing; otherwise it runs cg_update
+     (same arguments) with the results going to the reduce target, which must be set.          */
+  PetscErrorCode (*cg_update_chained)(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w);
+
+  /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running
+     them (*capturing = PETSC_FALSE on a backend that cannot: they then run as usual); graph_end()
+     stops and turns the record into *graph (instantiated, or an existing *graph updated in place);
+     graph_abort() drops a record after an error.  graph_launch() replays *graph on the stream, or
+     returns *launched = PETSC_FALSE without doing anything when a buffer the record uses has moved
+     since (capture again).  Operations recorded must not wait for the device nor allocate.     */
+  PetscErrorCode (*graph_begin)(PetscBool *capturing);
+  PetscErrorCode (*graph_end)(void **graph);
+  PetscErrorCode (*graph_abort)(void);
+  PetscErrorCode (*graph_launch)(void *graph, PetscBool *launched);
+  PetscErrorCode (*graph_destroy)(void **graph);
 };
 
 /* The backends compiled into the library */
@@ -189,6 +218,8 @@ const Backend *HostBackend();
 const Backend *CUDABackend(); /* NULL when no usable GPU is present */
 /* Two empty kernels + 1 KB device->host copy + sync (min, median over reps, us); copy bandwidth (GB/s) */
 PetscErrorCode CUDAMeasureFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs);
+/* its x (two empty kernels) + 1 KB device->host copy recorded as one graph: replay + sync, per iteration (min, median, us) */
+PetscErrorCode CUDAMeasureGraphFloor(PetscInt reps, PetscInt its, PetscReal *min_us, PetscReal *median_us);
 
 /* Rank -> GPU (cuda_device.cu).  CUDASelectDevice() binds the process to device `requested`, or with
    requested == -1 to the node-local rank (MPI_COMM_TYPE_SHARED) modulo the node's device count;

@@ -28,7 +28,7 @@
    computed; if it does not pass, the residual is replaced by the true one and the iteration
    restarts from it (p = z), so "converged" always means the true residual met the tolerance.
 */
-#include "ksp/fusedcommon.hpp"
+#include "ksp/fusedchunk.hpp"
 
 namespace fusedksp
 {
@@ -40,15 +40,19 @@ struct KSP_FusedCG {
   PCMode           mode = PCMode::NONE;
   ReductionCounter reductions;
   PetscInt         replacements = 0;
+  Chunker          chunk;
 };
 
 enum { VEC_R, VEC_Z, VEC_P, VEC_Q, VEC_U, VEC_T, NWORK };
 enum { D_RZ, D_RR, D_ZZ, D_PQ, D_QU, NDOTS };
 
-/* q = A p and u = M^{-1} q with their dot products into d[D_PQ], d[D_QU] (local values) */
-PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, PetscScalar *d)
+/* q = A p and u = M^{-1} q with their dot products <p,q>, <q,u>: into d[D_PQ], d[D_QU] (local
+   values), or with slot != NULL into slot[D_PQ], slot[D_QU] in backend memory (nothing runs when
+   *stop >= 0, see OpsReduceInto())                                                            */
+PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, PetscScalar *d, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
 {
   PetscFunctionBegin;
+  if (slot) PetscCall(OpsReduceInto(slot + D_PQ, stop));
   switch (cg->mode) {
   case PCMode::JACOBI: {
     const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF_W, cg->w}};
@@ -62,6 +66,7 @@ PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, 
     const OpDot spec_pq = {DotKind::DOT_INPUT, nullptr}, spec_qu = {DotKind::DOT_VECTOR, u};
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 1, &spec_pq, d + D_PQ));
     PetscCall(KSP_PCApply(ksp, q, u));
+    if (slot) PetscCall(OpsReduceInto(slot + D_QU, stop));
     PetscCall(OpsDots(p, q, 1, &spec_qu, d + D_QU));
   } break;
   }
@@ -101,6 +106,128 @@ PetscReal CGNorm(KSP ksp, const PetscScalar *d)
   }
 }
 
+/* The dot product whose square root is the norm CGNorm() returns (-1: none) */
+PetscInt CGNormDot(KSP ksp)
+{
+  switch (ksp->normtype) {
+  case KSP_NORM_PRECONDITIONED:
+    return D_ZZ;
+  case KSP_NORM_UNPRECONDITIONED:
+    return D_RR;
+  case KSP_NORM_NATURAL:
+    return D_RZ;
+  default:
+    return -1;
+  }
+}
+
+/* After the convergence test passed at iteration `it` with the recurrence residual rnorm: the
+   true-residual check; when it fails the residual is replaced and the recurrence restarted from it
+   (d: the new reduced values), *restarted = PETSC_TRUE and ksp->reason is reset               */
+PetscErrorCode CGCheckTrueResidual(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscInt it, PetscReal rnorm, PetscReal rnorm0, TrueResidualGuard *guard, PetscBool *restarted)
+{
+  PetscBool ok;
+  PetscReal truenorm;
+
+  PetscFunctionBegin;
+  *restarted = PETSC_FALSE;
+  PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], rnorm0, &truenorm, &ok));
+  if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, guard)) {
+    PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
+    ksp->reason = KSP_CONVERGED_ITERATING;
+    cg->replacements++;
+    PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
+    PetscCall(CGStart(ksp, cg, A, V, d));
+    ksp->rnorm = CGNorm(ksp, d);
+    *restarted = PETSC_TRUE;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One chunk of CG iterations with device-resident scalars (see fusedchunk.hpp) */
+struct CGChunk {
+  KSP          ksp;
+  KSP_FusedCG *cg;
+  Mat          A;
+  Vec         *V, X;
+  PetscInt     k;
+};
+
+PetscErrorCode CGChunkBody(void *ctx)
+{
+  CGChunk      *b   = static_cast<CGChunk *>(ctx);
+  Chunker      *c   = &b->cg->chunk;
+  ChunkControl *ctl = ChunkDeviceControl(c);
+  Vec          *V   = b->V;
+
+  PetscFunctionBegin;
+  for (PetscInt j = 1; j <= b->k; ++j) {
+    PetscScalar *slot = ChunkDeviceSlot(c, j);
+    PetscCall(OpsReduceInto(slot + D_RZ, &ctl->stopped));
+    PetscCall(OpsCGUpdateChained(ChunkDeviceSlot(c, j - 1), ctl, j, b->X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], b->cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, b->cg->w));
+    PetscCall(CGOperator(b->ksp, b->cg, b->A, V[VEC_P], V[VEC_Q], V[VEC_U], nullptr, slot, &ctl->stopped));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   CGSolveChunked - the iterations after the start, k at a time: each chunk runs on the backend
+   without a host round trip, then the host replays its iterations (coefficient checks, norms,
+   monitors, convergence test, true-residual check) from the copied slots.  d holds the reduced
+   values of the start and is kept current.
+*/
+PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscReal rnorm0, TrueResidualGuard *guard)
+{
+  Chunker                  *c = &cg->chunk;
+  std::vector<const void *> key;
+  PetscScalar               alpha, beta;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedChunkReserve(c, NDOTS, c->k));
+  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &key));
+  key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode));
+  c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
+  for (PetscInt it = 0; !ksp->reason;) {
+    PetscInt  j, performed;
+    PetscBool restarted = PETSC_FALSE;
+    CGChunk   body      = {ksp, cg, A, V, ksp->vec_sol, PetscMin(c->k, ksp->max_it - it)};
+
+    if (it >= ksp->max_it) {
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+    PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), d));
+    PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, key, CGChunkBody, &body));
+    performed = ChunkPerformed(c, body.k);
+    cg->reductions.count += performed;
+    for (j = 1; j <= body.k; ++j) {
+      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
+      PetscReal          rnorm;
+
+      if (KSPFusedStatusStops(ksp, CGCoefficients(prev[D_RZ], prev[D_PQ], prev[D_QU], &alpha, &beta))) break;
+      if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
+      rnorm = CGNorm(ksp, cur);
+      PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
+      if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it + j, rnorm, rnorm0, guard, &restarted));
+      if (ksp->reason || restarted) break;
+    }
+    if (restarted) {
+      it += j;
+      continue;
+    }
+    if (ksp->reason) {
+      if (j < performed) { /* a test the kernels cannot apply stopped first: x holds the later iterations */
+        PetscCall(PetscInfo(ksp, "The solve stopped at iteration %" PetscInt_FMT "; the chunk ran %" PetscInt_FMT " more iterations, which the solution includes\n", it + j, performed - j));
+        ksp->its = it + performed;
+      }
+      break;
+    }
+    PetscCall(PetscArraycpy(d, ChunkHostSlot(c, performed), NDOTS));
+    it += performed;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPSetUp_FusedCG(KSP ksp)
 {
   PetscFunctionBegin;
@@ -115,6 +242,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   Mat          A;
   PetscScalar  d[NDOTS], alpha = 0, beta = 0;
   PetscReal    rnorm, rnorm0;
+  PetscBool    supported;
 
   TrueResidualGuard guard;
 
@@ -136,7 +264,16 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   rnorm0 = rnorm = CGNorm(ksp, d);
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
 
+  if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(OpsChunkSupported(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &supported));
+  PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, supported));
+  if (cg->chunk.k > 1) {
+    PetscCall(CGSolveChunked(ksp, cg, A, V, d, rnorm0, &guard));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   for (PetscInt it = 1; !ksp->reason; ++it) {
+    PetscBool restarted;
+
     if (it > ksp->max_it) {
       ksp->reason = KSP_DIVERGED_ITS;
       break;
@@ -150,20 +287,19 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, NDOTS, &cg->reductions));
     rnorm = CGNorm(ksp, d);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
-    if (ksp->reason > 0) {
-      PetscBool ok;
-      PetscReal truenorm;
-      PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], rnorm0, &truenorm, &ok));
-      if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) {
-        PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
-        ksp->reason = KSP_CONVERGED_ITERATING;
-        cg->replacements++;
-        PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
-        PetscCall(CGStart(ksp, cg, A, V, d));
-        ksp->rnorm = CGNorm(ksp, d);
-      }
-    }
+    if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it, rnorm, rnorm0, &guard, &restarted));
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPSetFromOptions_FusedCG(KSP ksp, PetscOptionItems PetscOptionsObject)
+{
+  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused CG options");
+  PetscCall(KSPFusedChunkSetFromOptions(PetscOptionsObject, &cg->chunk));
+  PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -173,6 +309,7 @@ PetscErrorCode KSPView_FusedCG(KSP ksp, PetscViewer viewer)
 
   PetscFunctionBegin;
   PetscCall(KSPFusedViewCommon(ksp, viewer, cg->mode, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 5 values", cg->reductions.count, cg->replacements));
+  PetscCall(KSPFusedChunkView(&cg->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -182,6 +319,7 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(KSPFusedDestroyCommon(ksp, &cg->w));
+  PetscCall(KSPFusedChunkDestroy(ksp, &cg->chunk));
   delete cg;
   ksp->data = nullptr;
   PetscCall(KSPDestroyDefault(ksp));
@@ -229,12 +367,14 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NATURAL, PC_LEFT, 2));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
-  ksp->ops->setup         = fusedksp::KSPSetUp_FusedCG;
-  ksp->ops->solve         = fusedksp::KSPSolve_FusedCG;
-  ksp->ops->destroy       = fusedksp::KSPDestroy_FusedCG;
-  ksp->ops->view          = fusedksp::KSPView_FusedCG;
-  ksp->ops->buildsolution = KSPBuildSolutionDefault;
-  ksp->ops->buildresidual = KSPBuildResidualDefault;
+  ksp->ops->setup          = fusedksp::KSPSetUp_FusedCG;
+  ksp->ops->solve          = fusedksp::KSPSolve_FusedCG;
+  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCG;
+  ksp->ops->view           = fusedksp::KSPView_FusedCG;
+  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedCG;
+  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
+  ksp->ops->buildresidual  = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &cg->reductions));
+  PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &cg->chunk));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -11,14 +11,16 @@ namespace fusedksp
 namespace
 {
 
-bool batch_open  = false; /* an OpsBatchBegin() without its OpsBatchEnd() */
-bool batch_defer = false; /* ... that defers (not a general PC)           */
+bool batch_open     = false; /* an OpsBatchBegin() without its OpsBatchEnd() */
+bool target_pending = false; /* an OpsReduceInto() not yet used by a fused operation */
+bool batch_defer    = false; /* ... that defers (not a general PC)           */
 
-/* Switches deferral on around one fused kernel inside a deferring batch */
+/* Switches deferral on around one fused kernel inside a deferring batch; the kernel uses up a
+   pending OpsReduceInto() target                                                              */
 PetscErrorCode DeferBegin()
 {
   PetscFunctionBegin;
-  if (batch_open && batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_TRUE));
+  if (batch_open && batch_defer && !target_pending) PetscCall(ActiveBackend()->batch_defer(PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -26,6 +28,15 @@ PetscErrorCode DeferEnd()
 {
   PetscFunctionBegin;
   if (batch_open && batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_FALSE));
+  target_pending = false;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* An operation that cannot honour a pending OpsReduceInto() target */
+PetscErrorCode CheckNoTarget(const char *what)
+{
+  PetscFunctionBegin;
+  PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident dot products (OpsReduceInto) need %s to run fused: fused vectors and a MATSEQAIJFUSED matrix", what);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -140,6 +151,7 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
   PetscBool fused;
 
   PetscFunctionBegin;
+  PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({x, r, z, p, q, u, w}, &fused));
   if (fused) {
     BackendArrays arr;
@@ -198,6 +210,7 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
     PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
+    if (fusedmpi) PetscCall(CheckNoTarget("an MPI operator"));
     PetscCall(DeferBegin());
     if (fusedmpi)
       PetscCall(MatMPIAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
@@ -207,6 +220,7 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     PetscCall(arr.RestoreAll());
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+  PetscCall(CheckNoTarget("the operator"));
   if (wr) {
     PetscCheck(work, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "A right-scaled operator needs a work vector");
     PetscCall(VecPointwiseMult(work, wr, in));
@@ -243,6 +257,7 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
     PetscCall(arr.RestoreAll());
   } else {
     Vec work = nullptr;
+    PetscCall(CheckNoTarget("the dot products"));
     for (int k = 0; k < ndots; ++k)
       if (specs[k].kind == DotKind::DOT_SELF_W && !work) PetscCall(VecDuplicate(out, &work));
     PetscCall(DotsUnfused(in, out, ndots, specs, dots, work));
@@ -256,6 +271,7 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
   PetscBool fused;
 
   PetscFunctionBegin;
+  PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({x, v, y}, &fused));
   if (fused) {
     BackendArrays arr;
@@ -284,6 +300,7 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
   PetscBool fused;
 
   PetscFunctionBegin;
+  PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar, rhat}, &fused));
   if (fused && (wr || !pt)) {
     BackendArrays arr;
@@ -327,6 +344,7 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
   PetscBool fused;
 
   PetscFunctionBegin;
+  PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({y}, &fused));
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
@@ -356,6 +374,7 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
   PetscBool fused;
 
   PetscFunctionBegin;
+  PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({y, dotvec}, &fused));
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
@@ -389,6 +408,7 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
   PetscBool fused;
 
   PetscFunctionBegin;
+  PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({w, zold, znew}, &fused));
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
@@ -453,6 +473,165 @@ PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, Reducti
   PetscCall(PetscLogEventBegin(events.allreduce, 0, 0, 0, 0));
   PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, buf, cnt, MPIU_SCALAR, MPIU_SUM, comm));
   PetscCall(PetscLogEventEnd(events.allreduce, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsChunkSupported(Mat A, std::initializer_list<Vec> vecs, PetscBool *supported)
+{
+  PetscBool   fusedvecs, fusedmat;
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused(vecs, &fusedvecs));
+  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
+  *supported = (fusedvecs && fusedmat && size == 1) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsChunkKey(Mat A, std::initializer_list<Vec> vecs, std::vector<const void *> *key)
+{
+  PetscInt64 generation;
+
+  PetscFunctionBegin;
+  for (Vec v : vecs) {
+    PetscScalar *a;
+    if (!v) continue;
+    PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_READ, &a));
+    key->push_back(a);
+    PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_READ, &a));
+  }
+  PetscCall(MatAIJFusedGetArraysGeneration(A, &generation));
+  key->push_back(reinterpret_cast<const void *>((uintptr_t)generation));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBackendBufferEnsure(size_t bytes, OpsBackendBuffer *buf)
+{
+  const Backend *be = ActiveBackend();
+
+  PetscFunctionBegin;
+  if (buf->bytes >= bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(OpsBackendBufferDestroy(buf));
+  PetscCall(be->malloc_bytes(bytes, &buf->device));
+  PetscCall(be->malloc_host(bytes, &buf->host));
+  buf->bytes = bytes;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBackendBufferDestroy(OpsBackendBuffer *buf)
+{
+  const Backend *be = ActiveBackend();
+
+  PetscFunctionBegin;
+  if (buf->bytes) PetscCall(be->fence_record());
+  if (buf->bytes) PetscCall(be->fence_wait());
+  PetscCall(be->free_bytes(buf->device));
+  PetscCall(be->free_host(buf->host));
+  *buf = OpsBackendBuffer();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBackendBufferToBackend(OpsBackendBuffer *buf, size_t offset, size_t bytes)
+{
+  PetscFunctionBegin;
+  PetscCheck(offset + bytes <= buf->bytes, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Bytes [%zu, %zu) outside a buffer of %zu", offset, offset + bytes, buf->bytes);
+  PetscCall(ActiveBackend()->copy_to_backend_async((char *)buf->device + offset, (char *)buf->host + offset, bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBackendBufferToHost(OpsBackendBuffer *buf, size_t offset, size_t bytes)
+{
+  PetscFunctionBegin;
+  PetscCheck(offset + bytes <= buf->bytes, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Bytes [%zu, %zu) outside a buffer of %zu", offset, offset + bytes, buf->bytes);
+  PetscCall(ActiveBackend()->copy_to_host_async((char *)buf->host + offset, (char *)buf->device + offset, bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsWait(void)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(events.chunk_wait, 0, 0, 0, 0));
+  PetscCall(ActiveBackend()->fence_record());
+  PetscCall(ActiveBackend()->fence_wait());
+  PetscCall(PetscLogEventEnd(events.chunk_wait, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop)
+{
+  PetscFunctionBegin;
+  PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The previous OpsReduceInto() target was not used");
+  PetscCall(ActiveBackend()->reduce_target(slot, stop));
+  target_pending = true;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, PetscInt j, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w)
+{
+  PetscBool     fused;
+  BackendArrays arr;
+  PetscScalar  *xa, *ra, *za = nullptr, *pa, *qa, *ua = nullptr, *wa = nullptr;
+  PetscInt      n;
+
+  PetscFunctionBegin;
+  PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsCGUpdateChained() needs an OpsReduceInto() target");
+  PetscCall(AllFused({x, r, z, p, q, u, w}, &fused));
+  PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
+  PetscCall(VecGetLocalSize(x, &n));
+  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
+  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &ra));
+  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
+  PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ, &qa));
+  if (w)
+    PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
+  else if (u) {
+    PetscCall(arr.Get(z, PETSC_MEMORY_ACCESS_READ_WRITE, &za));
+    PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &ua));
+  }
+  PetscCall(PetscLogEventBegin(events.cg_update, x, r, p, 0));
+  PetscCall(ActiveBackend()->cg_update_chained(n, prev, ctl, j, xa, ra, za, pa, qa, ua, wa));
+  target_pending = false;
+  PetscCall(PetscLogEventEnd(events.cg_update, x, r, p, 0));
+  PetscCall(PetscLogFlops(12.0 * n));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **graph, PetscBool *recorded)
+{
+  const Backend *be = ActiveBackend();
+  PetscBool      capturing;
+
+  PetscFunctionBegin;
+  PetscCall(be->graph_begin(&capturing));
+  *recorded = capturing;
+  if (!capturing) PetscFunctionReturn(PETSC_SUCCESS);
+  {
+    const PetscErrorCode ierr = body(ctx);
+    if (ierr) {
+      target_pending = false;
+      PetscCall(be->graph_abort());
+      PetscCall(ierr);
+    }
+  }
+  PetscCall(be->graph_end(graph));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsGraphLaunch(void *graph, PetscBool *launched)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(events.graph_launch, 0, 0, 0, 0));
+  PetscCall(ActiveBackend()->graph_launch(graph, launched));
+  PetscCall(PetscLogEventEnd(events.graph_launch, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsGraphDestroy(void **graph)
+{
+  PetscFunctionBegin;
+  if (*graph) PetscCall(ActiveBackend()->graph_destroy(graph));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
+#include <vector>
 
 namespace fusedksp
 {
@@ -67,5 +68,44 @@ PetscBool      OpsBatchIsOpen(void);
 
 /* The one global reduction of an iteration: sums buf[0..n) over comm in a single MPI_Allreduce */
 PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter);
+
+/* ---- Device-resident scalars: chunks of iterations without a host round trip (src/ksp/fusedchunk.cxx) ---- */
+
+/* PETSC_TRUE when the operations of a solve with these operands can keep their scalars in backend
+   memory: every vector fused, A a MATSEQAIJFUSED matrix (one process: a global reduction needs the host) */
+PetscErrorCode OpsChunkSupported(Mat A, std::initializer_list<Vec> vecs, PetscBool *supported);
+
+/* What a recorded chunk depends on: the backend arrays of the vectors (NULL entries skipped) and of
+   the matrix, appended to key                                                                    */
+PetscErrorCode OpsChunkKey(Mat A, std::initializer_list<Vec> vecs, std::vector<const void *> *key);
+
+/* Bytes in the backend's memory with a host mirror (pinned on the CUDA backend) */
+struct OpsBackendBuffer {
+  void  *device = nullptr, *host = nullptr;
+  size_t bytes = 0;
+};
+PetscErrorCode OpsBackendBufferEnsure(size_t bytes, OpsBackendBuffer *buf); /* (re)allocates when smaller */
+PetscErrorCode OpsBackendBufferDestroy(OpsBackendBuffer *buf);
+/* Queues a copy of bytes [offset, offset + bytes) between the mirror and the backend memory */
+PetscErrorCode OpsBackendBufferToBackend(OpsBackendBuffer *buf, size_t offset, size_t bytes);
+PetscErrorCode OpsBackendBufferToHost(OpsBackendBuffer *buf, size_t offset, size_t bytes);
+/* Blocks until everything queued so far (copies to the host included) is complete */
+PetscErrorCode OpsWait(void);
+
+/* The next fused operation - OpsApplyOperator (MATSEQAIJFUSED), OpsDots or OpsCGUpdateChained -
+   writes its dot products to slot (backend memory) instead of dots[], and does nothing when
+   *stop >= 0 at the time it runs (stop may be NULL).  An unfused operation then is an error.   */
+PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop);
+
+/* The CG update of chunk iteration j with alpha and beta computed from prev (backend memory) where
+   it runs; see Backend::cg_update_chained.  Its three dot products go to the OpsReduceInto() slot. */
+PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, PetscInt j, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w);
+
+/* Records the operations body(ctx) queues into *graph (instantiated or updated) without running
+   them; *recorded = PETSC_FALSE (and body not called) when the backend cannot record.        */
+PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **graph, PetscBool *recorded);
+/* Replays *graph; *launched = PETSC_FALSE when it must be recorded again (a buffer it uses moved) */
+PetscErrorCode OpsGraphLaunch(void *graph, PetscBool *launched);
+PetscErrorCode OpsGraphDestroy(void **graph);
 
 } // namespace fusedksp

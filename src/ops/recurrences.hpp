@@ -79,4 +79,32 @@ FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *R, 
   return RecurrenceStatus::OK;
 }
 
+/* The state of a chunk of iterations run with device-resident scalars (src/ksp/fusedchunk.cxx), in
+   backend memory: written by the host before the chunk, read (and `stopped` set) by the kernels.   */
+struct ChunkControl {
+  PetscReal ttol;     /* a norm <= ttol stops (KSP's ttol, from KSPConvergedDefault(); < 0: never) */
+  PetscReal divlimit; /* a norm >= divlimit stops (divtol times the initial norm)                  */
+  PetscInt  normdot;  /* the norm is sqrt|slot[normdot]|; -1: no norm, only NaN/Inf stop              */
+  PetscInt  first_it; /* the KSP iteration number of chunk iteration 0 (the state entering it)        */
+  PetscInt  min_it;   /* KSP min_it and chknorm: no norm test at iterations < min_it or <= chknorm    */
+  PetscInt  chknorm;
+  PetscInt  stopped; /* -1 while running, else the chunk iteration after which nothing ran          */
+};
+
+/* Whether the norm of chunk iteration j ends the chunk (slot: that iteration's reduced values):
+   NaN or Inf, or PETSc's default convergence test (KSPConvergedDefault()) would stop there.  The
+   host tests every iteration again with the KSP's own test, which has the last word; this only
+   keeps the device from iterating past a stop.  The state entering a chunk (j = 0) was tested by
+   the host already and never stops it, so every chunk makes progress.                            */
+FUSED_HD inline bool ChunkNormStops(const ChunkControl &c, PetscInt j, const PetscScalar *slot)
+{
+  const PetscInt it = c.first_it + j;
+  if (c.normdot < 0 || j == 0) return false;
+  const PetscScalar normsq = slot[c.normdot];
+  if (NotFinite(normsq)) return true;
+  if (it <= c.chknorm || it < c.min_it) return false;
+  const PetscReal norm = sqrt(normsq < 0 ? -normsq : normsq);
+  return norm <= c.ttol || norm >= c.divlimit;
+}
+
 } // namespace fusedksp

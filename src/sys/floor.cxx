@@ -45,3 +45,48 @@ PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/*@
+  FusedKSPMeasureDeviceGraphFloor - Measures the floor of an iteration replayed from a recorded chunk
+  (CUDA graph) on the active device
+
+  Not Collective
+
+  Input Parameters:
++ reps - number of timed replays (at least 1)
+- its  - iterations per record (at least 1)
+
+  Output Parameters:
++ min_us    - minimum time per iteration, in microseconds
+- median_us - median of the same
+
+  Level: advanced
+
+  Notes:
+  The record holds `its` iterations of two empty kernels and one 1 KB device->host copy; a replay and one
+  stream synchronization are timed on the host and divided by `its`.  It is what an iteration of
+  `KSPFUSEDCG` with -ksp_fused_check_interval its costs with no work to do.  Errors as
+  `FusedKSPMeasureDeviceFloor()`.
+
+.seealso: `FusedKSPMeasureDeviceFloor()`, `KSPFusedSetCheckInterval()`
+@*/
+PetscErrorCode FusedKSPMeasureDeviceGraphFloor(PetscInt reps, PetscInt its, PetscReal *min_us, PetscReal *median_us)
+{
+  const char *backend;
+  PetscBool   cuda;
+
+  PetscFunctionBegin;
+  PetscCheck(min_us && median_us, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The two output arguments must be non-NULL");
+  PetscCheck(reps >= 1 && its >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "reps and its must be at least 1, got %" PetscInt_FMT " and %" PetscInt_FMT, reps, its);
+#if defined(FUSEDKSP_HAVE_CUDA)
+  PetscCall(FusedKSPGetBackendName(&backend));
+  PetscCall(PetscStrcmp(backend, "cuda", &cuda));
+  PetscCheck(cuda, PETSC_COMM_SELF, PETSC_ERR_SUP, "The active FusedKSP backend is %s, not cuda (-fused_backend; FusedKSPInitializePackage() selects it)", backend);
+  PetscCall(fusedksp::CUDAMeasureGraphFloor(reps, its, min_us, median_us));
+#else
+  (void)backend;
+  (void)cuda;
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "FusedKSPMeasureDeviceGraphFloor() needs the CUDA backend: this libfusedksp was built without it (no nvcc at build time)");
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -182,6 +182,8 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(PetscLogEventRegister("FusedHaloPack", classid, &fusedksp::events.halo_pack));
   PetscCall(PetscLogEventRegister("FusedHaloMPI", classid, &fusedksp::events.halo_mpi));
   PetscCall(PetscLogEventRegister("FusedSpMVOffDiag", classid, &fusedksp::events.spmv_offdiag));
+  PetscCall(PetscLogEventRegister("FusedChunkWait", classid, &fusedksp::events.chunk_wait));
+  PetscCall(PetscLogEventRegister("FusedGraphLaunch", classid, &fusedksp::events.graph_launch));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -8,8 +8,8 @@ namespace cuda
 
 /* One thread block per chunk: the updates of Backend::cg_update and the block's partials of
    <r,z>, <r,r>, <z,z> (the z of the update: w .* r, z - a u or r)                            */
-__global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ z, PetscScalar *__restrict__ p, const PetscScalar *__restrict__ q,
-                               const PetscScalar *__restrict__ u, const PetscScalar *__restrict__ w, const Reduction red)
+__device__ inline void CGUpdateBlock(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ z, PetscScalar *__restrict__ p, const PetscScalar *__restrict__ q,
+                                     const PetscScalar *__restrict__ u, const PetscScalar *__restrict__ w, const Reduction &red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[3] = {0, 0, 0};
@@ -34,6 +34,28 @@ __global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscS
   ReduceBlocks(acc, 3, red);
 }
 
+__global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscScalar b, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ z, PetscScalar *__restrict__ p, const PetscScalar *__restrict__ q,
+                               const PetscScalar *__restrict__ u, const PetscScalar *__restrict__ w, const Reduction red)
+{
+  CGUpdateBlock(n, chunk, a, b, x, r, z, p, q, u, w, red);
+}
+
+/* Backend::cg_update_chained: every thread computes alpha and beta from the previous iteration's
+   reduced values (the same values everywhere, so the whole grid takes the same branch); block 0
+   records a stop                                                                              */
+__global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscScalar *__restrict__ prev, ChunkControl *ctl, PetscInt j, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ z, PetscScalar *__restrict__ p,
+                                      const PetscScalar *__restrict__ q, const PetscScalar *__restrict__ u, const PetscScalar *__restrict__ w, const Reduction red)
+{
+  PetscScalar a = 0, b = 0;
+
+  if (ctl->stopped >= 0) return;
+  if (CGCoefficients(prev[0], prev[3], prev[4], &a, &b) != RecurrenceStatus::OK || ChunkNormStops(*ctl, j - 1, prev)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) ctl->stopped = j - 1;
+    return;
+  }
+  CGUpdateBlock(n, chunk, a, b, x, r, z, p, q, u, w, red);
+}
+
 /*
    CGUpdate - Backend::cg_update on the device: one kernel launch, one device->host copy of the
    3 x nblocks partials (none of either when n == 0)
@@ -54,6 +76,28 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
     counters.launches++;
   }
   PetscCall(FinishReduction(3, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   CGUpdateChained - Backend::cg_update_chained on the device: one kernel launch, results to the
+   reduce target (zeros when n == 0 and the update runs), nothing copied to the host
+*/
+PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w)
+{
+  const Partition part = PartitionRange(PetscMax(n, 1));
+  cudaStream_t    stream;
+  Reduction       red;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(3, part.nblocks, &red));
+  CGUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, ctl, j, x, r, z, p, q, u, w, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(3, part.nblocks, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -9,6 +9,10 @@
      bandwidth  cudaMemcpyAsync device->device of min(1 GiB, free memory / 4) bytes, timed with CUDA
                 events, median of 10 copies after one warm-up copy; 2 * bytes / time (bytes read
                 plus bytes written) in GB/s (10^9 bytes per second).
+     graph      `its` iterations of two empty kernels, then one 1 KB device->pinned host copy, recorded
+                as one CUDA graph; a replay + cudaStreamSynchronize timed on the host after a warm-up,
+                minimum and median over `reps` replays, divided by `its`: the floor of an iteration
+                of a chunk replayed from a record (-ksp_fused_check_interval its).
    Every stream, event and buffer is released before returning, also when a step fails.
 */
 #include "backend/cuda/cuda_common.cuh"
@@ -26,11 +30,12 @@ constexpr PetscInt FLOOR_COPY_REPS   = 10;              /* timed device->device 
 __global__ void EmptyKernel() {}
 
 struct FloorResources {
-  cudaStream_t stream = nullptr;
-  cudaEvent_t  start = nullptr, stop = nullptr;
-  void        *small_device = nullptr, *small_host = nullptr; /* the 1 KB copy (host side pinned) */
-  void        *copy_src = nullptr, *copy_dst = nullptr;       /* the bandwidth copy               */
-  PetscReal   *times = nullptr;
+  cudaStream_t    stream = nullptr;
+  cudaEvent_t     start = nullptr, stop = nullptr;
+  void           *small_device = nullptr, *small_host = nullptr; /* the 1 KB copy (host side pinned) */
+  void           *copy_src = nullptr, *copy_dst = nullptr;       /* the bandwidth copy               */
+  PetscReal      *times = nullptr;
+  cudaGraphExec_t graph = nullptr; /* the graph floor's record */
 };
 
 /* Frees whatever was created, in any state; reports the first CUDA error */
@@ -43,6 +48,7 @@ PetscErrorCode ReleaseFloorResources(FloorResources *res)
 
   PetscFunctionBegin;
   if (res->stream) keep(cudaStreamSynchronize(res->stream));
+  if (res->graph) keep(cudaGraphExecDestroy(res->graph));
   if (res->start) keep(cudaEventDestroy(res->start));
   if (res->stop) keep(cudaEventDestroy(res->stop));
   keep(cudaFree(res->small_device));
@@ -131,6 +137,43 @@ PetscErrorCode MeasureFloor(FloorResources *res, PetscInt reps, PetscReal *laten
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* `its` x (two empty kernels), then the 1 KB copy, as one graph: replay + synchronization, `reps` times */
+PetscErrorCode MeasureGraphFloor(FloorResources *res, PetscInt reps, PetscInt its, PetscReal *min_us, PetscReal *median_us)
+{
+  using clock        = std::chrono::steady_clock;
+  cudaGraph_t record = nullptr;
+
+  PetscFunctionBegin;
+  FusedKSPCallCUDA(cudaStreamCreateWithFlags(&res->stream, cudaStreamNonBlocking));
+  FusedKSPCallCUDA(cudaMalloc(&res->small_device, FLOOR_SMALL_BYTES));
+  FusedKSPCallCUDA(cudaMallocHost(&res->small_host, FLOOR_SMALL_BYTES));
+  FusedKSPCallCUDA(cudaMemsetAsync(res->small_device, 0, FLOOR_SMALL_BYTES, res->stream));
+  FusedKSPCallCUDA(cudaStreamSynchronize(res->stream));
+  PetscCall(PetscMalloc1(reps, &res->times));
+  FusedKSPCallCUDA(cudaStreamBeginCapture(res->stream, cudaStreamCaptureModeThreadLocal));
+  for (PetscInt k = 0; k < its; k++) {
+    EmptyKernel<<<1, 1, 0, res->stream>>>();
+    EmptyKernel<<<1, 1, 0, res->stream>>>();
+  }
+  (void)cudaMemcpyAsync(res->small_host, res->small_device, FLOOR_SMALL_BYTES, cudaMemcpyDeviceToHost, res->stream);
+  FusedKSPCallCUDA(cudaStreamEndCapture(res->stream, &record));
+  {
+    const cudaError_t err = cudaGraphInstantiate(&res->graph, record, 0);
+    (void)cudaGraphDestroy(record);
+    FusedKSPCallCUDA(err);
+  }
+  for (PetscInt k = -FLOOR_WARMUP; k < reps; k++) {
+    const clock::time_point t0 = clock::now();
+    FusedKSPCallCUDA(cudaGraphLaunch(res->graph, res->stream));
+    FusedKSPCallCUDA(cudaStreamSynchronize(res->stream));
+    const clock::time_point t1 = clock::now();
+    if (k >= 0) res->times[k] = std::chrono::duration<PetscReal, std::micro>(t1 - t0).count() / its;
+  }
+  PetscCall(SortedMedian(reps, res->times, median_us));
+  *min_us = res->times[0];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace
 
 namespace fusedksp
@@ -151,6 +194,21 @@ PetscErrorCode CUDAMeasureFloor(PetscInt reps, PetscReal *latency_min_us, PetscR
   if (err != cudaSuccess) (void)cudaGetLastError(); /* clear the error: the host backend goes on */
   PetscCheck(err == cudaSuccess && ndevices > 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "No CUDA device to measure the floor on (%s)", err == cudaSuccess ? "0 devices" : cudaGetErrorString(err));
   merr = MeasureFloor(&res, reps, latency_min_us, latency_median_us, copy_bandwidth_GBs);
+  PetscCall(ReleaseFloorResources(&res));
+  PetscCall(merr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   CUDAMeasureGraphFloor - the graph floor behind FusedKSPMeasureDeviceGraphFloor() (src/sys/floor.cxx)
+*/
+PetscErrorCode CUDAMeasureGraphFloor(PetscInt reps, PetscInt its, PetscReal *min_us, PetscReal *median_us)
+{
+  FloorResources res;
+  PetscErrorCode merr;
+
+  PetscFunctionBegin;
+  merr = MeasureGraphFloor(&res, reps, its, min_us, median_us);
   PetscCall(ReleaseFloorResources(&res));
   PetscCall(merr);
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -9,14 +9,19 @@ namespace cuda
 
 BackendCounters counters;
 
-static cudaStream_t  stream             = nullptr;
-static PetscScalar  *partials           = nullptr; /* first stage, reused by every launch          */
-static size_t        partials_capacity  = 0;
-static PetscScalar  *results_device     = nullptr; /* second stage: the results of a batch, in order */
-static PetscScalar  *results_host       = nullptr; /* pinned mirror of results_device                */
-static size_t        results_capacity   = 0;
-static unsigned int *tickets            = nullptr; /* MAX_GRID_ROWS counters, zero between launches  */
-static PetscBool     finalize_scheduled = PETSC_FALSE;
+static cudaStream_t    stream             = nullptr;
+static PetscScalar    *partials           = nullptr; /* first stage, reused by every launch          */
+static size_t          partials_capacity  = 0;
+static PetscScalar    *results_device     = nullptr; /* second stage: the results of a batch, in order */
+static PetscScalar    *results_host       = nullptr; /* pinned mirror of results_device                */
+static size_t          results_capacity   = 0;
+static unsigned int   *tickets            = nullptr; /* MAX_GRID_ROWS counters, zero between launches  */
+static PetscBool       finalize_scheduled = PETSC_FALSE;
+static PetscScalar    *target_slot        = nullptr; /* reduce_target of the next reducing launch     */
+static const PetscInt *target_stop        = nullptr;
+
+bool               recording          = false;
+unsigned long long buffers_generation = 0;
 
 /* A batch of deferred results: those of the deferred calls lie one after the other in
    results_device[0, batch_used); calls that complete at once use the slots after them.      */
@@ -90,10 +95,20 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
   if (count > partials_capacity) {
     const size_t capacity = PetscMax(count, 2 * partials_capacity);
 
+    PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The partial-sum buffer must grow to %zu entries while a graph is recorded; run the operations once before recording them", count);
+    buffers_generation++;
+
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
     FusedKSPCallCUDA(cudaFree(partials));
     FusedKSPCallCUDA(cudaMalloc((void **)&partials, capacity * sizeof(PetscScalar)));
     partials_capacity = capacity;
+  }
+  red->partials = partials;
+  red->tickets  = tickets;
+  red->stop     = target_stop;
+  if (target_slot) {
+    red->result = target_slot;
+    PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (batch_used + ndots > results_capacity) {
     const size_t capacity = PetscMax(PetscMax(batch_used + ndots, 2 * results_capacity), (size_t)64);
@@ -105,13 +120,13 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
     FusedKSPCallCUDA(cudaFree(results_device));
     FusedKSPCallCUDA(cudaFreeHost(results_host));
+    PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The result buffer must grow while a graph is recorded");
+    buffers_generation++;
     results_device   = device;
     results_host     = host;
     results_capacity = capacity;
   }
-  red->partials = partials;
-  red->result   = results_device + batch_used;
-  red->tickets  = tickets;
+  red->result = results_device + batch_used;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -123,6 +138,15 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
   cudaStream_t s;
 
   PetscFunctionBegin;
+  if (target_slot) { /* the results stay in backend memory; an empty range has zero sums */
+    if (ndots && !nblocks) {
+      PetscCall(GetStream(&s));
+      FusedKSPCallCUDA(cudaMemsetAsync(target_slot, 0, ndots * sizeof(PetscScalar), s));
+    }
+    target_slot = nullptr;
+    target_stop = nullptr;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if (!ndots) PetscFunctionReturn(PETSC_SUCCESS);
   if (!nblocks) {
     if (!add)
@@ -141,6 +165,23 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
   FusedKSPCallCUDA(cudaStreamSynchronize(s));
   for (int d = 0; d < ndots; ++d) dots[d] = (add ? dots[d] : 0) + results_host[batch_used + d];
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   ReduceTargetSet - Backend::reduce_target: the next reducing launch writes its results to slot
+   (device memory) and honours the stop flag; FinishReduction() then copies nothing
+*/
+PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
+{
+  PetscFunctionBegin;
+  target_slot = slot;
+  target_stop = stop;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+bool ReduceTargetIsSet(void)
+{
+  return target_slot != nullptr;
 }
 
 /*
@@ -262,9 +303,42 @@ static PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes)
 */
 const Backend *CUDABackend()
 {
-  static const Backend backend = {"cuda",          cuda::MallocBytes, cuda::FreeBytes,       cuda::CopyToBackend, cuda::CopyToHost, &cuda::counters,       cuda::CGUpdate,           cuda::SpMVDots,    cuda::SpMVSELLDots, cuda::DiagGet,
-                                  cuda::DiagShift, cuda::Dots,        cuda::WAXPYDot,        cuda::BCGSUpdate,    cuda::MDot,       cuda::MAXPYScale,      cuda::SGMRESUpdate,       cuda::BatchBegin,  cuda::BatchDefer,   cuda::BatchEnd,
-                                  cuda::Gather,    cuda::Scatter,     cuda::SpMVOffDiagDots, cuda::MallocHost,    cuda::FreeHost,   cuda::CopyToHostAsync, cuda::CopyToBackendAsync, cuda::FenceRecord, cuda::FenceWait};
+  static const Backend backend = {"cuda",
+                                  cuda::MallocBytes,
+                                  cuda::FreeBytes,
+                                  cuda::CopyToBackend,
+                                  cuda::CopyToHost,
+                                  &cuda::counters,
+                                  cuda::CGUpdate,
+                                  cuda::SpMVDots,
+                                  cuda::SpMVSELLDots,
+                                  cuda::DiagGet,
+                                  cuda::DiagShift,
+                                  cuda::Dots,
+                                  cuda::WAXPYDot,
+                                  cuda::BCGSUpdate,
+                                  cuda::MDot,
+                                  cuda::MAXPYScale,
+                                  cuda::SGMRESUpdate,
+                                  cuda::BatchBegin,
+                                  cuda::BatchDefer,
+                                  cuda::BatchEnd,
+                                  cuda::Gather,
+                                  cuda::Scatter,
+                                  cuda::SpMVOffDiagDots,
+                                  cuda::MallocHost,
+                                  cuda::FreeHost,
+                                  cuda::CopyToHostAsync,
+                                  cuda::CopyToBackendAsync,
+                                  cuda::FenceRecord,
+                                  cuda::FenceWait,
+                                  cuda::ReduceTargetSet,
+                                  cuda::CGUpdateChained,
+                                  cuda::GraphBegin,
+                                  cuda::GraphEnd,
+                                  cuda::GraphAbort,
+                                  cuda::GraphLaunch,
+                                  cuda::GraphDestroy};
   static int           usable  = -1;
 
   if (usable < 0) {

@@ -30,5 +30,23 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* See Backend::cg_update_chained */
+PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w)
+{
+  PetscScalar a = 0, b = 0, all[3];
+
+  PetscFunctionBegin;
+  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
+  if (ctl->stopped >= 0 || CGCoefficients(prev[0], prev[3], prev[4], &a, &b) != RecurrenceStatus::OK || ChunkNormStops(*ctl, j - 1, prev)) {
+    if (ctl->stopped < 0) ctl->stopped = j - 1;
+    target = {};
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(CGUpdate(n, a, b, x, r, z, p, q, u, w, all));
+  StoreResults(3, all, nullptr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace host
 } // namespace fusedksp

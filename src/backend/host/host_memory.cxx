@@ -8,6 +8,7 @@ namespace host
 {
 
 BackendCounters counters;
+ReduceTarget    target;
 
 static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
 {
@@ -54,6 +55,47 @@ static PetscErrorCode BatchEnd(void)
   return PETSC_SUCCESS;
 }
 
+static PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
+{
+  PetscFunctionBegin;
+  target = {slot, stop};
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The host backend runs every operation at once: nothing to record */
+static PetscErrorCode GraphBegin(PetscBool *capturing)
+{
+  PetscFunctionBegin;
+  *capturing = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GraphEnd(void **)
+{
+  PetscFunctionBegin;
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ORDER, "The host backend records no graphs (graph_begin() said so)");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GraphAbort(void)
+{
+  return PETSC_SUCCESS;
+}
+
+static PetscErrorCode GraphLaunch(void *, PetscBool *launched)
+{
+  PetscFunctionBegin;
+  *launched = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GraphDestroy(void **graph)
+{
+  PetscFunctionBegin;
+  *graph = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace host
 
 /*
@@ -62,9 +104,42 @@ static PetscErrorCode BatchEnd(void)
 */
 const Backend *HostBackend()
 {
-  static const Backend backend = {"host",          host::MallocBytes, host::FreeBytes,       host::CopyToBackend, host::CopyToHost, &host::counters,       host::CGUpdate,           host::SpMVDots,    host::SpMVSELLDots, host::DiagGet,
-                                  host::DiagShift, host::Dots,        host::WAXPYDot,        host::BCGSUpdate,    host::MDot,       host::MAXPYScale,      host::SGMRESUpdate,       host::BatchBegin,  host::BatchDefer,   host::BatchEnd,
-                                  host::Gather,    host::Scatter,     host::SpMVOffDiagDots, host::MallocBytes,   host::FreeBytes,  host::CopyToHostAsync, host::CopyToBackendAsync, host::FenceRecord, host::FenceWait};
+  static const Backend backend = {"host",
+                                  host::MallocBytes,
+                                  host::FreeBytes,
+                                  host::CopyToBackend,
+                                  host::CopyToHost,
+                                  &host::counters,
+                                  host::CGUpdate,
+                                  host::SpMVDots,
+                                  host::SpMVSELLDots,
+                                  host::DiagGet,
+                                  host::DiagShift,
+                                  host::Dots,
+                                  host::WAXPYDot,
+                                  host::BCGSUpdate,
+                                  host::MDot,
+                                  host::MAXPYScale,
+                                  host::SGMRESUpdate,
+                                  host::BatchBegin,
+                                  host::BatchDefer,
+                                  host::BatchEnd,
+                                  host::Gather,
+                                  host::Scatter,
+                                  host::SpMVOffDiagDots,
+                                  host::MallocBytes,
+                                  host::FreeBytes,
+                                  host::CopyToHostAsync,
+                                  host::CopyToBackendAsync,
+                                  host::FenceRecord,
+                                  host::FenceWait,
+                                  host::ReduceTargetSet,
+                                  host::CGUpdateChained,
+                                  host::GraphBegin,
+                                  host::GraphEnd,
+                                  host::GraphAbort,
+                                  host::GraphLaunch,
+                                  host::GraphDestroy};
   return &backend;
 }
 

@@ -62,6 +62,30 @@ inline PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, Petsc
 
 extern BackendCounters counters;
 
+/* The reduce target of the next reducing operation (Backend::reduce_target) */
+struct ReduceTarget {
+  PetscScalar    *slot = nullptr;
+  const PetscInt *stop = nullptr;
+};
+extern ReduceTarget target;
+
+/* At the start of an operation that honours the reduce target: true when it must do nothing (its
+   stop flag is set); the target is then used up                                                 */
+inline bool TargetStopped()
+{
+  if (!target.stop || *target.stop < 0) return false;
+  target = {};
+  return true;
+}
+
+/* The results of an operation: to the reduce target when one is set (then used up), else to dots */
+inline void StoreResults(int nd, const PetscScalar *all, PetscScalar *dots)
+{
+  PetscScalar *dst = target.slot ? target.slot : dots;
+  for (int d = 0; d < nd; ++d) dst[d] = all[d];
+  target = {};
+}
+
 PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
 PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode SpMVSELLDots(const SELLView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
@@ -77,6 +101,7 @@ PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const Petsc
 PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
 PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode CGUpdateChained(PetscInt, const PetscScalar *, ChunkControl *, PetscInt, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *);
 PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
 PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);

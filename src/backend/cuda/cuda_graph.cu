@@ -1,0 +1,153 @@
+/*
+   CUDA backend: recorded chunks of iterations (CUDA graphs).
+
+   A solver records the operations of a chunk of iterations once (stream capture) and replays the
+   instantiated graph for every later chunk.  The record holds the kernels' arguments by value:
+   device pointers, sizes and the slots of the device-resident scalars, never a host-computed
+   coefficient.  It also holds the reduction buffers of cuda_memory.cu; when one of them moves,
+   GraphLaunch() refuses to replay and the solver records again.  A new record of the same shape
+   updates the instantiated graph in place (cudaGraphExecUpdate) instead of instantiating anew.
+*/
+#include "backend/cuda/cuda_common.cuh"
+
+namespace fusedksp
+{
+namespace cuda
+{
+
+/* An instantiated record, with what it counts when replayed */
+struct Graph {
+  cudaGraphExec_t    exec       = nullptr;
+  unsigned long long generation = 0; /* buffers_generation when recorded */
+  PetscInt64         launches = 0, d2h = 0, h2d = 0;
+};
+
+static BackendCounters at_begin; /* the counters when the recording began */
+
+/*
+   GraphBegin - Backend::graph_begin: starts recording the operations queued on the stream
+*/
+PetscErrorCode GraphBegin(PetscBool *capturing)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A graph is already being recorded");
+  PetscCall(GetStream(&stream));
+  FusedKSPCallCUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  recording  = true;
+  at_begin   = counters;
+  *capturing = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   GraphEnd - Backend::graph_end: stops recording; *graph is updated in place when it has the
+   shape of the new record, else (re)instantiated.  What the record counted is taken back from the
+   counters (nothing ran) and added at each replay instead.
+*/
+PetscErrorCode GraphEnd(void **graph)
+{
+  cudaStream_t stream;
+  cudaGraph_t  record = nullptr;
+  Graph       *g      = static_cast<Graph *>(*graph);
+
+  PetscFunctionBegin;
+  PetscCheck(recording, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No graph is being recorded");
+  PetscCall(GetStream(&stream));
+  recording = false;
+  FusedKSPCallCUDA(cudaStreamEndCapture(stream, &record));
+  if (!g) g = new Graph;
+  if (g->exec) {
+    cudaGraphExecUpdateResultInfo info;
+    if (cudaGraphExecUpdate(g->exec, record, &info) != cudaSuccess) {
+      (void)cudaGetLastError();
+      FusedKSPCallCUDA(cudaGraphExecDestroy(g->exec));
+      g->exec = nullptr;
+    }
+  }
+  if (!g->exec) {
+    const cudaError_t err = cudaGraphInstantiate(&g->exec, record, 0);
+    if (err != cudaSuccess) {
+      (void)cudaGraphDestroy(record);
+      delete g;
+      *graph = nullptr;
+      FusedKSPCallCUDA(err);
+    }
+  }
+  FusedKSPCallCUDA(cudaGraphDestroy(record));
+  g->generation     = buffers_generation;
+  g->launches       = counters.launches - at_begin.launches;
+  g->d2h            = counters.d2h - at_begin.d2h;
+  g->h2d            = counters.h2d - at_begin.h2d;
+  counters.launches = at_begin.launches;
+  counters.d2h      = at_begin.d2h;
+  counters.h2d      = at_begin.h2d;
+  *graph            = g;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   GraphAbort - Backend::graph_abort: after an error while recording, ends the capture and drops it
+   (the stream can be used again)
+*/
+PetscErrorCode GraphAbort(void)
+{
+  cudaStream_t stream;
+  cudaGraph_t  record = nullptr;
+
+  PetscFunctionBegin;
+  if (!recording) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetStream(&stream));
+  recording = false;
+  if (cudaStreamEndCapture(stream, &record) != cudaSuccess) (void)cudaGetLastError();
+  if (record) (void)cudaGraphDestroy(record);
+  counters.launches = at_begin.launches;
+  counters.d2h      = at_begin.d2h;
+  counters.h2d      = at_begin.h2d;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   GraphLaunch - Backend::graph_launch: replays the record on the stream, unless a reduction buffer
+   it uses has moved since it was recorded (*launched = PETSC_FALSE: record again)
+*/
+PetscErrorCode GraphLaunch(void *graph, PetscBool *launched)
+{
+  Graph       *g = static_cast<Graph *>(graph);
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  *launched = PETSC_FALSE;
+  if (!g || !g->exec || g->generation != buffers_generation) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetStream(&stream));
+  FusedKSPCallCUDA(cudaGraphLaunch(g->exec, stream));
+  counters.graphs++;
+  counters.launches += g->launches;
+  counters.d2h += g->d2h;
+  counters.h2d += g->h2d;
+  *launched = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   GraphDestroy - Backend::graph_destroy: waits for the stream (a replay may be running) and frees
+   the record; NULL is allowed
+*/
+PetscErrorCode GraphDestroy(void **graph)
+{
+  Graph       *g = static_cast<Graph *>(*graph);
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  if (!g) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetStream(&stream));
+  FusedKSPCallCUDA(cudaStreamSynchronize(stream));
+  if (g->exec) FusedKSPCallCUDA(cudaGraphExecDestroy(g->exec));
+  delete g;
+  *graph = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace cuda
+} // namespace fusedksp

@@ -1,0 +1,385 @@
+/* Chunks of iterations with device-resident scalars: see fusedchunk.hpp */
+#include "ksp/fusedchunk.hpp"
+#include <cstring>
+
+namespace fusedksp
+{
+
+/* Bytes before slot 0: the control block, rounded up to whole scalars */
+static size_t ControlBytes()
+{
+  return ((sizeof(ChunkControl) + sizeof(PetscScalar) - 1) / sizeof(PetscScalar)) * sizeof(PetscScalar);
+}
+
+ChunkControl *ChunkDeviceControl(Chunker *c)
+{
+  return static_cast<ChunkControl *>(c->buf.device);
+}
+
+PetscScalar *ChunkDeviceSlot(Chunker *c, PetscInt j)
+{
+  return reinterpret_cast<PetscScalar *>(static_cast<char *>(c->buf.device) + ControlBytes()) + j * c->ndots;
+}
+
+ChunkControl *ChunkHostControl(Chunker *c)
+{
+  return static_cast<ChunkControl *>(c->buf.host);
+}
+
+PetscScalar *ChunkHostSlot(Chunker *c, PetscInt j)
+{
+  return reinterpret_cast<PetscScalar *>(static_cast<char *>(c->buf.host) + ControlBytes()) + j * c->ndots;
+}
+
+PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, Chunker *c)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsInt("-ksp_fused_check_interval", "Iterations between host checks of the residual (k > 1: device-resident scalars; default: a rule from the backend and the problem)", "KSPFusedSetCheckInterval", c->settings.interval,
+                            &c->settings.interval, NULL));
+  PetscCall(PetscOptionsBool("-ksp_fused_graph", "Record a chunk of k iterations as a graph and replay it (CUDA backend)", "KSPFusedSetUseGraph", c->settings.graph, &c->settings.graph, NULL));
+  PetscCheck(c->settings.interval == PETSC_DETERMINE || c->settings.interval == PETSC_DECIDE || c->settings.interval >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-ksp_fused_check_interval must be at least 1, not %" PetscInt_FMT,
+             c->settings.interval);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GetChunker(KSP ksp, Chunker **c)
+{
+  PetscContainer container;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPChunker", (PetscObject *)&container));
+  PetscCheck(container, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No chunk settings on this KSP");
+  PetscCall(PetscContainerGetPointer(container, (void **)c));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedSetCheckInterval_Fused(KSP ksp, PetscInt k)
+{
+  Chunker *c;
+
+  PetscFunctionBegin;
+  PetscCheck(k == PETSC_DETERMINE || k == PETSC_DECIDE || k >= 1, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "The check interval must be at least 1 (or PETSC_DETERMINE), not %" PetscInt_FMT, k);
+  PetscCall(GetChunker(ksp, &c));
+  c->settings.interval = k == PETSC_DECIDE ? PETSC_DETERMINE : k;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedGetCheckInterval_Fused(KSP ksp, PetscInt *k)
+{
+  Chunker *c;
+
+  PetscFunctionBegin;
+  PetscCall(GetChunker(ksp, &c));
+  *k = c->k;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedSetUseGraph_Fused(KSP ksp, PetscBool flg)
+{
+  Chunker *c;
+
+  PetscFunctionBegin;
+  PetscCall(GetChunker(ksp, &c));
+  c->settings.graph = flg;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedGetChunkCounts_Fused(KSP ksp, PetscInt *chunks, PetscInt *records, PetscInt *replays)
+{
+  Chunker *c;
+
+  PetscFunctionBegin;
+  PetscCall(GetChunker(ksp, &c));
+  if (chunks) *chunks = c->chunks;
+  if (records) *records = c->records;
+  if (replays) *replays = c->replays;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c)
+{
+  PetscContainer container;
+
+  PetscFunctionBegin;
+  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &container));
+  PetscCall(PetscContainerSetPointer(container, c));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPChunker", (PetscObject)container));
+  PetscCall(PetscContainerDestroy(&container));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", KSPFusedSetCheckInterval_Fused));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", KSPFusedGetCheckInterval_Fused));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", KSPFusedSetUseGraph_Fused));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetChunkCounts_C", KSPFusedGetChunkCounts_Fused));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
+{
+  PetscFunctionBegin;
+  PetscCall(OpsGraphDestroy(&c->graph));
+  PetscCall(OpsBackendBufferDestroy(&c->buf));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPChunker", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetChunkCounts_C", NULL));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
+constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
+
+PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, PetscBool supported)
+{
+  PetscInt N;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetSize(ksp->vec_sol, &N));
+  c->chunks = c->replays = c->records = 0;
+  if (!supported) {
+    c->k   = 1;
+    c->why = c->settings.interval > 1 ? "1 (k > 1 needs fused vectors, a MATSEQAIJFUSED matrix and one process)" : "1";
+  } else if (c->settings.interval >= 1) {
+    c->k   = c->settings.interval;
+    c->why = "set with -ksp_fused_check_interval";
+  } else if (!std::strcmp(ActiveBackend()->name, "host")) {
+    c->k   = 1;
+    c->why = "1 by default on the host backend (no round trip to save)";
+  } else if (ksp->converged != KSPConvergedDefault) {
+    c->k   = 1;
+    c->why = "1 by default with a user convergence test (the device cannot apply it)";
+  } else {
+    c->k   = N > CHUNK_LARGE_ROWS ? CHUNK_DEFAULT_LARGE : CHUNK_DEFAULT;
+    c->why = N > CHUNK_LARGE_ROWS ? "default for more than 4M rows" : "default";
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkReserve(Chunker *c, PetscInt ndots, PetscInt k)
+{
+  PetscFunctionBegin;
+  if (ndots * (k + 1) > c->ndots * (c->capacity + 1) || ndots != c->ndots) {
+    PetscCall(OpsGraphDestroy(&c->graph)); /* it holds the old buffer */
+    c->graph_key.clear();
+    c->warm_key.clear();
+    PetscCall(OpsBackendBufferEnsure(ControlBytes() + (size_t)ndots * (k + 1) * sizeof(PetscScalar), &c->buf));
+    c->ndots    = ndots;
+    c->capacity = (PetscInt)((c->buf.bytes - ControlBytes()) / (ndots * sizeof(PetscScalar))) - 1;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering)
+{
+  ChunkControl *ctl = ChunkHostControl(c);
+
+  PetscFunctionBegin;
+  /* KSPConvergedDefault() set ksp->ttol and ksp->rnorm0 at iteration 0; other tests: only NaN/Inf and coefficient failures stop the kernels */
+  ctl->ttol     = ksp->converged == KSPConvergedDefault ? ksp->ttol : -1;
+  ctl->divlimit = ksp->converged == KSPConvergedDefault ? ksp->divtol * ksp->rnorm0 : PETSC_INFINITY;
+  ctl->normdot  = ksp->converged == KSPConvergedDefault ? normdot : -1;
+  ctl->first_it = first_it;
+  ctl->min_it   = ksp->min_it;
+  ctl->chknorm  = ksp->chknorm;
+  ctl->stopped  = -1;
+  std::memcpy(ChunkHostSlot(c, 0), entering, c->ndots * sizeof(PetscScalar));
+  PetscCall(OpsBackendBufferToBackend(&c->buf, 0, ControlBytes() + c->ndots * sizeof(PetscScalar)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The body of a chunk and the copy of its results to the host, as one callback (what a graph records) */
+struct ChunkBody {
+  Chunker *c;
+  PetscInt k;
+  PetscErrorCode (*body)(void *);
+  void *ctx;
+};
+
+static PetscErrorCode RunChunkBody(void *ctx)
+{
+  ChunkBody *b = static_cast<ChunkBody *>(ctx);
+
+  PetscFunctionBegin;
+  PetscCall(b->body(b->ctx));
+  PetscCall(OpsBackendBufferToHost(&b->c->buf, 0, ControlBytes() + (size_t)b->c->ndots * (b->k + 1) * sizeof(PetscScalar)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkRun(Chunker *c, PetscInt k, PetscBool graphsafe, const std::vector<const void *> &key, PetscErrorCode (*body)(void *), void *ctx)
+{
+  ChunkBody b        = {c, k, body, ctx};
+  PetscBool launched = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  PetscCheck(k >= 1 && k <= c->capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Chunk of %" PetscInt_FMT " iterations, the buffer holds %" PetscInt_FMT, k, c->capacity);
+  c->chunks++;
+  if (graphsafe && !c->nograph && c->settings.graph && k == c->k) {
+    std::vector<const void *> full = key;
+    full.push_back(c->buf.device);
+    if (c->graph && full == c->graph_key) PetscCall(OpsGraphLaunch(c->graph, &launched));
+    if (launched)
+      c->replays++;
+    else if (full == c->warm_key) { /* ran once directly with these operands: the buffers are sized, record */
+      PetscBool recorded;
+      PetscCall(OpsGraphRecord(RunChunkBody, &b, &c->graph, &recorded));
+      if (recorded) {
+        c->records++;
+        c->graph_key = full;
+        PetscCall(OpsGraphLaunch(c->graph, &launched));
+        PetscCheck(launched, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A graph just recorded cannot be launched");
+      }
+    }
+    c->warm_key = full;
+  }
+  if (!launched) PetscCall(RunChunkBody(&b));
+  PetscCall(OpsWait());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscInt ChunkPerformed(Chunker *c, PetscInt k)
+{
+  const PetscInt stopped = ChunkHostControl(c)->stopped;
+  return stopped >= 0 && stopped < k ? stopped : k;
+}
+
+PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  check interval k = %" PetscInt_FMT " (%s)\n", c->k, c->why));
+  if (c->k > 1) {
+    const char *graph = c->nograph ? c->nograph : (c->settings.graph ? "graphs on" : "no graph: -ksp_fused_graph 0");
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " chunks, %" PetscInt_FMT " recorded as a graph, %" PetscInt_FMT " replayed (%s)\n", c->chunks, c->records, c->replays, graph));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace fusedksp
+
+/*@
+  KSPFusedSetCheckInterval - Sets k, the number of iterations a FusedKSP solver runs between two
+  checks of the residual on the host (device-resident scalars).
+
+  Logically Collective
+
+  Input Parameters:
++ ksp - a `KSPFUSEDCG`
+- k   - the interval, at least 1, or `PETSC_DETERMINE` for the default rule
+
+  Options Database Key:
+. -ksp_fused_check_interval <k> - the interval
+
+  Level: intermediate
+
+  Notes:
+  With k = 1 every iteration copies its reduced dot products to the host and waits for them (seed 000's
+  scheme).  With k > 1 the recurrence coefficients are computed on the device from the dot products of
+  the previous iteration, the reduced values of every iteration go to a device array, and the host
+  copies that array once per k iterations (one wait per chunk); a chunk of the full length is recorded
+  as a CUDA graph and replayed (`KSPFusedSetUseGraph()`).  The host then replays the iterations: the
+  monitors, the residual history, `-ksp_converged_reason` and the convergence test see every iteration
+  exactly as with k = 1, and the solve ends at the same iteration.
+
+  The kernels stop by themselves at the first iteration where a coefficient fails (breakdown, an
+  indefinite matrix or preconditioner, NaN or Inf) or where `KSPConvergedDefault()` would stop, so with
+  the default test no iteration runs past the one that ended the solve.  With another convergence test,
+  which the device cannot apply, a chunk may run up to k - 1 iterations past the one where the test
+  stops; the solution then includes them (for CG each one lowers the energy norm of the error, so the
+  solution is not worse) and `KSPGetIterationNumber()` reports the iterations actually performed.
+
+  The default rule: k = 1 on the host backend (no round trip to save), with a user convergence test,
+  with several MPI processes (each iteration's global reduction needs the host) or operands that are not
+  fused types; otherwise k = 16, and k = 4 above 4M rows, where the round trip is a small part of an
+  iteration.  Stopped iterations of the last chunk cost two empty kernel launches each.  A chunk never
+  runs past the maximum number of iterations.
+
+.seealso: `KSPFUSEDCG`, `KSPFusedGetCheckInterval()`, `KSPFusedSetUseGraph()`
+@*/
+PetscErrorCode KSPFusedSetCheckInterval(KSP ksp, PetscInt k)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscValidLogicalCollectiveInt(ksp, k, 2);
+  PetscTryMethod(ksp, "KSPFusedSetCheckInterval_C", (KSP, PetscInt), (ksp, k));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  KSPFusedGetCheckInterval - The check interval k the last `KSPSolve()` used
+
+  Not Collective
+
+  Input Parameter:
+. ksp - a `KSPFUSEDCG`
+
+  Output Parameter:
+. k - the interval (1 before the first solve)
+
+  Level: intermediate
+
+.seealso: `KSPFUSEDCG`, `KSPFusedSetCheckInterval()`
+@*/
+PetscErrorCode KSPFusedGetCheckInterval(KSP ksp, PetscInt *k)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscAssertPointer(k, 2);
+  PetscUseMethod(ksp, "KSPFusedGetCheckInterval_C", (KSP, PetscInt *), (ksp, k));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  KSPFusedSetUseGraph - Whether a FusedKSP solver records a chunk of k iterations as a graph (CUDA
+  backend) and replays it
+
+  Logically Collective
+
+  Input Parameters:
++ ksp - a `KSPFUSEDCG`
+- flg - `PETSC_TRUE` (default) to record and replay
+
+  Options Database Key:
+. -ksp_fused_graph <bool> - the same
+
+  Level: advanced
+
+  Notes:
+  The first chunk with new operands runs directly (it also sizes the backend's buffers); the next one is
+  recorded, and every later chunk of the full length replays the record while the operands - the arrays
+  of the vectors and of the matrix, the sizes, k - stay the same, across solves too.  Anything else is
+  recorded again; a matrix whose values change keeps its arrays and its record.  Jacobi runs inside the
+  record; a general preconditioner (`PCApply()`) runs in chunks without a record.
+
+.seealso: `KSPFUSEDCG`, `KSPFusedSetCheckInterval()`, `KSPFusedGetChunkCounts()`
+@*/
+PetscErrorCode KSPFusedSetUseGraph(KSP ksp, PetscBool flg)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(ksp, flg, 2);
+  PetscTryMethod(ksp, "KSPFusedSetUseGraph_C", (KSP, PetscBool), (ksp, flg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  KSPFusedGetChunkCounts - What the last `KSPSolve()` did with chunks of iterations
+
+  Not Collective
+
+  Input Parameter:
+. ksp - a `KSPFUSEDCG`
+
+  Output Parameters:
++ chunks  - chunks run (0 with k = 1)
+. records - chunks recorded as a graph
+- replays - chunks replayed from a record
+
+  Level: advanced
+
+.seealso: `KSPFUSEDCG`, `KSPFusedSetCheckInterval()`, `KSPFusedSetUseGraph()`
+@*/
+PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *records, PetscInt *replays)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscUseMethod(ksp, "KSPFusedGetChunkCounts_C", (KSP, PetscInt *, PetscInt *, PetscInt *), (ksp, chunks, records, replays));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,84 @@
+/*
+   Chunks of iterations with device-resident scalars (shared by the fused solvers).
+
+   With a check interval k > 1, a solver queues k iterations at once: each kernel computes its
+   recurrence coefficients from the reduced dot products the previous kernels left in backend
+   memory (the "slots", one per iteration), and writes its own dot products to the next slot.  After
+   the k iterations ONE copy brings the control block and every slot to the host, which waits once
+   and then replays the iterations: the same coefficient checks, norms, monitors, residual history
+   and convergence test as with k = 1, iteration by iteration.  The kernels stop by themselves
+   (ChunkControl::stopped) where the coefficients fail or PETSc's default convergence test would
+   stop, so with the default test no iteration runs past the one that ended the solve.
+
+   Buffer layout (backend memory, mirrored on the host): [ChunkControl][slot 0][slot 1]...[slot k],
+   slot j holding the ndots reduced values of chunk iteration j (slot 0: the state entering the
+   chunk, written by the host).
+
+   A chunk of the full length is recorded once as a graph (-ksp_fused_graph, backends that can) and
+   replayed while its operands - the vectors' arrays, the matrix arrays, k - stay the same.
+*/
+#pragma once
+
+#include "ksp/fusedcommon.hpp"
+#include <vector>
+
+namespace fusedksp
+{
+
+/* What a solve chunks with, from -ksp_fused_check_interval / -ksp_fused_graph or the setters */
+struct ChunkSettings {
+  PetscInt  interval = PETSC_DETERMINE; /* k; PETSC_DETERMINE: the default rule (KSPFusedChunkInterval) */
+  PetscBool graph    = PETSC_TRUE;
+};
+
+struct Chunker {
+  ChunkSettings    settings;
+  OpsBackendBuffer buf;
+  PetscInt         ndots = 0, capacity = 0; /* values per slot; chunk iterations the buffer holds */
+
+  void                     *graph = nullptr; /* the record of a full chunk, and what it was made for */
+  std::vector<const void *> graph_key, warm_key;
+
+  /* the last solve, for -ksp_view */
+  PetscInt    k = 1, chunks = 0, replays = 0, records = 0;
+  const char *why     = "";      /* how k was chosen, or why chunks were not possible */
+  const char *nograph = nullptr; /* why the solver does not record its chunks (NULL: it does) */
+};
+
+/* -ksp_fused_check_interval and -ksp_fused_graph */
+PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, Chunker *c);
+
+/* Composes KSPFusedSetCheckInterval() and friends on ksp; KSPFusedChunkDestroy() removes them */
+PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c);
+PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c);
+
+/* The check interval of this solve (sets c->k and c->why): 1 when the operands cannot keep their
+   scalars on the backend (`supported` false) or the user asked for 1; the user's k otherwise; by
+   default the rule of the KSPFusedSetCheckInterval() man page.                                    */
+PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, PetscBool supported);
+
+/* Sizes the buffer for k iterations of ndots values each */
+PetscErrorCode KSPFusedChunkReserve(Chunker *c, PetscInt ndots, PetscInt k);
+
+/* Backend-memory and host views of the buffer */
+ChunkControl *ChunkDeviceControl(Chunker *c);
+PetscScalar  *ChunkDeviceSlot(Chunker *c, PetscInt j);
+ChunkControl *ChunkHostControl(Chunker *c);
+PetscScalar  *ChunkHostSlot(Chunker *c, PetscInt j);
+
+/* Writes the control block (from the KSP's tolerances; normdot: which slot value is the squared
+   norm, -1 none) and slot 0 (`entering`, ndots values) to the backend, queued before the chunk  */
+PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering);
+
+/* Queues the k iterations body(ctx) issues and the copy of the control block and slots to the host,
+   recorded/replayed as a graph when allowed (`graphsafe`, -ksp_fused_graph, k the full length,
+   `key` the operands it was recorded for, the same key seen once before), then waits for them.  */
+PetscErrorCode KSPFusedChunkRun(Chunker *c, PetscInt k, PetscBool graphsafe, const std::vector<const void *> &key, PetscErrorCode (*body)(void *), void *ctx);
+
+/* The chunk iterations that ran: k, or ChunkControl::stopped when the kernels stopped */
+PetscInt ChunkPerformed(Chunker *c, PetscInt k);
+
+/* The views' line on chunks */
+PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer);
+
+} // namespace fusedksp

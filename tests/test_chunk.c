@@ -1,0 +1,271 @@
+static char help[] = "Chunks of fusedcg iterations with device-resident scalars (-ksp_fused_check_interval k):\n\
+every k agrees with k = 1 - same residual history to rounding, same converged reason and iteration, same\n\
+solution - with several preconditioners and norm types; the maximum iteration count is never exceeded;\n\
+divergence, NaN/Inf and an indefinite matrix are found at the iteration where k = 1 finds them; a user\n\
+convergence test stops at the same iteration with fewer than k extra iterations run; records and replays\n\
+(graphs) agree with direct runs; repeated solves with a new right-hand side, new matrix values and a new size\n\
+give the results of fresh k = 1 solves.  Ends with 'test_chunk: PASS' or 'test_chunk: FAIL'.\n\
+Options: -n <24> the grid of the 2D Poisson problem; -expect_graph: the backend records graphs (CUDA), so\n\
+the repeated solves must replay them.\n\n";
+
+#include <fusedksp.h>
+#include "problems.h"
+#include "check.h"
+
+#define MAXHIST 2000
+
+typedef struct {
+  PetscInt           its, nhist;
+  KSPConvergedReason reason;
+  PetscReal          hist[MAXHIST];
+  Vec                x;
+  PetscInt           chunks, records, replays;
+} Result;
+
+typedef struct {
+  const char *pc;
+  KSPNormType norm;
+  PetscInt    maxit;
+  PetscReal   rtol, divtol;
+  PetscInt    userstop; /* > 0: a user convergence test stops at this iteration */
+  PetscBool   graph;
+} Setup;
+
+static PetscErrorCode UserStop(KSP ksp, PetscInt it, PetscReal rnorm, KSPConvergedReason *reason, void *ctx)
+{
+  const PetscInt *stop = (const PetscInt *)ctx;
+
+  PetscFunctionBeginUser;
+  *reason = it >= *stop ? KSP_CONVERGED_USER : KSP_CONVERGED_ITERATING;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode SolveOn(KSP ksp, Mat A, Vec b, PetscInt k, const Setup *s, Result *r)
+{
+  PC               pc;
+  const PetscReal *hist;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPSetOperators(ksp, A, A));
+  PetscCall(KSPSetType(ksp, "fusedcg"));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, s->pc));
+  PetscCall(KSPSetNormType(ksp, s->norm));
+  PetscCall(KSPSetTolerances(ksp, s->rtol, PETSC_CURRENT, s->divtol, s->maxit));
+  PetscCall(KSPSetResidualHistory(ksp, NULL, MAXHIST, PETSC_TRUE));
+  if (s->userstop > 0) PetscCall(KSPSetConvergenceTest(ksp, UserStop, (void *)&s->userstop, NULL));
+  PetscCall(KSPFusedSetCheckInterval(ksp, k));
+  PetscCall(KSPFusedSetUseGraph(ksp, s->graph));
+  PetscCall(VecDestroy(&r->x));
+  PetscCall(VecDuplicate(b, &r->x));
+  PetscCall(VecZeroEntries(r->x));
+  PetscCall(KSPSolve(ksp, b, r->x));
+  PetscCall(KSPGetIterationNumber(ksp, &r->its));
+  PetscCall(KSPGetConvergedReason(ksp, &r->reason));
+  PetscCall(KSPGetResidualHistory(ksp, &hist, &r->nhist));
+  PetscCheck(r->nhist <= MAXHIST, PETSC_COMM_SELF, PETSC_ERR_PLIB, "history too long");
+  PetscCall(PetscArraycpy(r->hist, hist, r->nhist));
+  PetscCall(KSPFusedGetChunkCounts(ksp, &r->chunks, &r->records, &r->replays));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Solve(Mat A, Vec b, PetscInt k, const Setup *s, Result *r)
+{
+  KSP ksp;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(SolveOn(ksp, A, b, k, s, r));
+  PetscCall(KSPDestroy(&ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* r agrees with the k = 1 reference: reason, iterations (exactly, or within k - 1 more with a user test), history, solution */
+static PetscErrorCode Agree(const char *what, PetscInt k, const Setup *s, const Result *ref, const Result *r)
+{
+  PetscReal hdiff = 0, xdiff, xnorm;
+  PetscInt  n     = PetscMin(ref->nhist, r->nhist);
+  Vec       d;
+
+  PetscFunctionBeginUser;
+  for (PetscInt i = 0; i < n; ++i) hdiff = PetscMax(hdiff, PetscAbsReal(ref->hist[i] - r->hist[i]) / PetscMax(ref->hist[0], PETSC_SMALL));
+  PetscCall(VecDuplicate(r->x, &d));
+  PetscCall(VecWAXPY(d, -1.0, ref->x, r->x));
+  PetscCall(VecNorm(d, NORM_2, &xdiff));
+  PetscCall(VecNorm(ref->x, NORM_2, &xnorm));
+  PetscCall(VecDestroy(&d));
+  PetscCall(Check((PetscBool)(r->reason == ref->reason), "%s k=%" PetscInt_FMT ": reason %s (k=1: %s)", what, k, KSPConvergedReasons[r->reason], KSPConvergedReasons[ref->reason]));
+  PetscCall(Check((PetscBool)(r->nhist == ref->nhist), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " history entries (k=1: %" PetscInt_FMT ")", what, k, r->nhist, ref->nhist));
+  PetscCall(Check((PetscBool)(hdiff <= 1e-10), "%s k=%" PetscInt_FMT ": history differs by %g (relative to the first norm)", what, k, (double)hdiff));
+  PetscCall(Check((PetscBool)(r->its <= s->maxit), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " iterations, max_it %" PetscInt_FMT, what, k, r->its, s->maxit));
+  if (s->userstop > 0) {
+    PetscCall(Check((PetscBool)(r->its >= ref->its && r->its - ref->its < k), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " iterations run, the test stopped at %" PetscInt_FMT " (fewer than k extra)", what, k, r->its, ref->its));
+  } else {
+    PetscCall(Check((PetscBool)(r->its == ref->its), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " iterations (k=1: %" PetscInt_FMT ")", what, k, r->its, ref->its));
+    if (ref->reason > 0) PetscCall(Check((PetscBool)(xdiff <= 1e-9 * xnorm), "%s k=%" PetscInt_FMT ": solution differs by %g (relative)", what, k, (double)(xdiff / xnorm)));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Solves with k = 1 and with each k of ks, and compares */
+static PetscErrorCode Sweep(const char *what, Mat A, Vec b, const Setup *s, KSPConvergedReason expect)
+{
+  const PetscInt ks[] = {2, 7, 30};
+  Result         ref = {0}, r = {0};
+
+  PetscFunctionBeginUser;
+  PetscCall(Solve(A, b, 1, s, &ref));
+  if (expect != KSP_CONVERGED_ITERATING) PetscCall(Check((PetscBool)(ref.reason == expect), "%s k=1: reason %s, expected %s", what, KSPConvergedReasons[ref.reason], KSPConvergedReasons[expect]));
+  PetscCall(Check((PetscBool)(ref.chunks == 0), "%s k=1: no chunks", what));
+  for (size_t i = 0; i < sizeof(ks) / sizeof(ks[0]); ++i) {
+    PetscCall(Solve(A, b, ks[i], s, &r));
+    PetscCall(Agree(what, ks[i], s, &ref, &r));
+    PetscCall(Check((PetscBool)(r.chunks >= 1 && r.chunks <= (r.its + ks[i] - 1) / ks[i] + 3), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " chunks for %" PetscInt_FMT " iterations", what, ks[i], r.chunks, r.its));
+  }
+  PetscCall(VecDestroy(&ref.x));
+  PetscCall(VecDestroy(&r.x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Options of a problem with prefix pre: fused types, the given problem, grid and right-hand side */
+static PetscErrorCode ProblemOptions(const char *pre, const char *problem, PetscInt n, const char *rhs)
+{
+  char name[64], value[32];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(name, sizeof(name), "-%sproblem", pre));
+  PetscCall(PetscOptionsSetValue(NULL, name, problem));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "-%sn", pre));
+  PetscCall(PetscSNPrintf(value, sizeof(value), "%" PetscInt_FMT, n));
+  PetscCall(PetscOptionsSetValue(NULL, name, value));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "-%srhs", pre));
+  PetscCall(PetscOptionsSetValue(NULL, name, rhs));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "-%smat_type", pre));
+  PetscCall(PetscOptionsSetValue(NULL, name, "aijfused"));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "-%svec_type", pre));
+  PetscCall(PetscOptionsSetValue(NULL, name, "fused"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A 2D Poisson matrix of an n x n grid and b = e_0, with A[N-1][N-1] = corner (a huge value the
+   Krylov space reaches after about 2n iterations) */
+static PetscErrorCode CornerProblem(PetscInt n, PetscScalar corner, Problem *p)
+{
+  PetscInt N;
+
+  PetscFunctionBeginUser;
+  PetscCall(ProblemOptions("corner_", "poisson2d", n, "ones"));
+  PetscCall(ProblemCreate(PETSC_COMM_WORLD, "corner_", p));
+  PetscCall(MatGetSize(p->A, &N, NULL));
+  PetscCall(MatSetValue(p->A, N - 1, N - 1, corner, INSERT_VALUES));
+  PetscCall(MatAssemblyBegin(p->A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(p->A, MAT_FINAL_ASSEMBLY));
+  PetscCall(VecSet(p->b, 0.0));
+  PetscCall(VecSetValue(p->b, 0, 1.0, INSERT_VALUES));
+  PetscCall(VecAssemblyBegin(p->b));
+  PetscCall(VecAssemblyEnd(p->b));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+  Problem   p, q, c;
+  PetscBool expect_graph = PETSC_FALSE;
+  PetscInt  n            = 24;
+  Setup     base         = {"none", KSP_NORM_PRECONDITIONED, 10000, 1e-10, 1e4, 0, PETSC_TRUE};
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(FusedKSPInitializePackage());
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_graph", &expect_graph, NULL));
+  PetscCall(ProblemOptions("a_", "poisson2d", n, "random"));
+  PetscCall(ProblemCreate(PETSC_COMM_WORLD, "a_", &p));
+
+  { /* preconditioners (fused Jacobi, PCApply) and norm types */
+    Setup s = base;
+    PetscCall(Sweep("none/preconditioned", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.pc   = "jacobi";
+    s.norm = KSP_NORM_UNPRECONDITIONED;
+    PetscCall(Sweep("jacobi/unpreconditioned", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.norm = KSP_NORM_NATURAL;
+    PetscCall(Sweep("jacobi/natural", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.pc   = "sor";
+    s.norm = KSP_NORM_PRECONDITIONED;
+    PetscCall(Sweep("sor/preconditioned", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s       = base;
+    s.norm  = KSP_NORM_NONE;
+    s.maxit = 40;
+    PetscCall(Sweep("none/norm-none", p.A, p.b, &s, KSP_DIVERGED_ITS));
+  }
+  { /* the maximum iteration count, a user test, the graph switch */
+    Setup s = base;
+    s.maxit = 13;
+    PetscCall(Sweep("max_it 13", p.A, p.b, &s, KSP_DIVERGED_ITS));
+    s          = base;
+    s.userstop = 10;
+    PetscCall(Sweep("user test at 10", p.A, p.b, &s, KSP_CONVERGED_USER));
+    s       = base;
+    s.graph = PETSC_FALSE;
+    PetscCall(Sweep("no graph", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+  }
+  { /* stops inside a chunk: an indefinite matrix, divergence, Inf/NaN */
+    Setup s = base;
+    PetscCall(ProblemOptions("i_", "indefinite", 12, "random"));
+    PetscCall(PetscOptionsSetValue(NULL, "-i_shift", "0.2")); /* indefinite, found at iteration 17 */
+    PetscCall(ProblemCreate(PETSC_COMM_WORLD, "i_", &q));
+    PetscCall(Sweep("indefinite", q.A, q.b, &s, KSP_DIVERGED_INDEFINITE_MAT));
+    PetscCall(ProblemDestroy(&q));
+    PetscCall(CornerProblem(12, 1e30, &c));
+    s.divtol = 1e10;
+    PetscCall(Sweep("divergence", c.A, c.b, &s, KSP_DIVERGED_DTOL));
+    PetscCall(ProblemDestroy(&c));
+    PetscCall(CornerProblem(12, 1e300, &c));
+    s.divtol = PETSC_UNLIMITED;
+    PetscCall(Sweep("inf/nan", c.A, c.b, &s, KSP_DIVERGED_NANORINF));
+    PetscCall(ProblemDestroy(&c));
+  }
+  { /* repeated solves on one KSP: new right-hand side, new matrix values, new size */
+    Setup  s   = base;
+    Result ref = {0}, r = {0};
+    KSP    ksp;
+    Vec    b2;
+
+    s.pc = "jacobi";
+    PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+    PetscCall(SolveOn(ksp, p.A, p.b, 7, &s, &r));
+    PetscCall(Solve(p.A, p.b, 1, &s, &ref));
+    PetscCall(Agree("repeat: first solve", 7, &s, &ref, &r));
+    PetscCall(VecDuplicate(p.b, &b2));
+    PetscCall(VecSetRandom(b2, NULL));
+    PetscCall(SolveOn(ksp, p.A, b2, 7, &s, &r));
+    PetscCall(Solve(p.A, b2, 1, &s, &ref));
+    PetscCall(Agree("repeat: new right-hand side", 7, &s, &ref, &r));
+    if (expect_graph) PetscCall(Check((PetscBool)(r.replays >= 1 && r.records == 0), "repeat: the second solve replays the first one's record (%" PetscInt_FMT " records, %" PetscInt_FMT " replays)", r.records, r.replays));
+    PetscCall(MatScale(p.A, 3.0));
+    PetscCall(MatShift(p.A, 0.5));
+    PetscCall(SolveOn(ksp, p.A, b2, 7, &s, &r));
+    PetscCall(Solve(p.A, b2, 1, &s, &ref));
+    PetscCall(Agree("repeat: new matrix values", 7, &s, &ref, &r));
+    PetscCall(ProblemOptions("q_", "poisson2d", 31, "random"));
+    PetscCall(ProblemCreate(PETSC_COMM_WORLD, "q_", &q));
+    PetscCall(KSPReset(ksp));
+    PetscCall(SolveOn(ksp, q.A, q.b, 7, &s, &r));
+    PetscCall(Solve(q.A, q.b, 1, &s, &ref));
+    PetscCall(Agree("repeat: new size", 7, &s, &ref, &r));
+    if (expect_graph) {
+      PetscCall(SolveOn(ksp, q.A, q.b, 7, &s, &r));
+      PetscCall(Agree("repeat: new size, replayed", 7, &s, &ref, &r));
+      PetscCall(Check((PetscBool)(r.replays >= 1), "repeat: a record of the new size is replayed (%" PetscInt_FMT " replays)", r.replays));
+    }
+    PetscCall(ProblemDestroy(&q));
+    PetscCall(VecDestroy(&b2));
+    PetscCall(VecDestroy(&ref.x));
+    PetscCall(VecDestroy(&r.x));
+    PetscCall(KSPDestroy(&ksp));
+  }
+  PetscCall(ProblemDestroy(&p));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_chunk: %s\n", check_failures ? "FAIL" : "PASS"));
+  PetscCall(PetscFinalize());
+  return check_failures ? 1 : 0;
+}
