@@ -5,12 +5,15 @@
    (-mat_aijfused_format), for the fused "SpMV + partial reductions" kernels and the device
    MatMult, MatMultAdd, MatMultTranspose(Add), MatGetDiagonal, MatScale and MatShift.
 
-   The mirror is refreshed lazily: when the matrix's object state changed since the last copy, the
-   values are copied again, and the structure too when its nonzero state changed.  MatScale and
-   MatShift update a current mirror in place instead.  With the host backend a CSR mirror is
-   PETSc's own arrays; the operations on fused vectors go through the mirror on every backend (so
-   the host backend checks that code), PETSc's host operations run when a vector is not fused.
-   MATMPIAIJFUSED is in mpiaijfused.cxx.
+   MatAssemblyEnd (MAT_FINAL_ASSEMBLY) brings the mirror up to date: the values, copied into its
+   existing arrays, and first the structure when the nonzero state changed (or no mirror exists).
+   Every product checks the object state too, and refreshes the mirror the same way when the matrix
+   changed without an assembly (MatZeroEntries, MatDiagonalScale, ...).  MatScale and MatShift
+   update a current mirror in place instead.  MatAIJFusedGetArraysGeneration() tells when the
+   mirror's arrays were allocated anew.  With the host backend a CSR mirror is PETSc's own arrays;
+   the operations on fused vectors go through the mirror on every backend (so the host backend
+   checks that code), PETSc's host operations run when a vector is not fused.  MATMPIAIJFUSED is in
+   mpiaijfused.cxx.
 */
 #include "mat/aijfused.hpp"
 #include "mat/mirror.hpp"
@@ -32,6 +35,7 @@ struct MatFusedData {
   Mirror                  transpose;        /* of A^T, built at the first MatMultTranspose() and kept */
   std::vector<PetscInt64> transpose_source; /* entry t of A^T is entry transpose_source[t] of A      */
   PetscErrorCode (*host_destroy)(Mat)                          = nullptr;
+  PetscErrorCode (*host_assemblyend)(Mat, MatAssemblyType)     = nullptr;
   PetscErrorCode (*host_mult)(Mat, Vec, Vec)                   = nullptr;
   PetscErrorCode (*host_multadd)(Mat, Vec, Vec, Vec)           = nullptr;
   PetscErrorCode (*host_multtranspose)(Mat, Vec, Vec)          = nullptr;
@@ -50,72 +54,85 @@ inline MatFusedData *Data(Mat A)
   return registry.Get(A);
 }
 
-/* The mirror of A, refreshed if A changed since the last call */
-PetscErrorCode GetMirror(Mat A, Mirror **mirror)
+/* Brings the mirror of A up to date with A as of the object state `state` (the current one, or the
+   one A will have when the PETSc operation now running returns): nothing when it is current at that
+   state, else the values, into the existing arrays, and first the structure (a new generation) when
+   the nonzero state changed or a CSR mirror aliasing PETSc's arrays no longer finds them there     */
+PetscErrorCode RefreshMirror(Mat A, PetscObjectState state)
 {
-  MatFusedData    *d     = Data(A);
-  Mirror          *m     = &d->mirror;
-  const PetscBool  alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
-  const PetscInt  *ai, *aj;
-  PetscScalar     *aa;
-  PetscInt         nr, nc;
-  PetscObjectState state;
+  MatFusedData   *d     = Data(A);
+  Mirror         *m     = &d->mirror;
+  const PetscBool alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscInt        nr, nc;
+  PetscBool       moved;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-  if (state != m->state) {
-    PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
-    if (A->nonzerostate != m->nonzerostate || (m->format == MAT_AIJFUSED_CSR && alias && m->csr.rowptr != ai)) {
-      PetscCall(MirrorBuild(d->backend, d->requested, nr, nc, ai, aj, alias, m));
-      m->nonzerostate = A->nonzerostate;
-    }
-    PetscCall(MirrorSetValues(d->backend, aa, alias, m));
-    m->state = state;
+  if (state == m->state) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
+  moved = (alias && m->format == MAT_AIJFUSED_CSR && (m->csr.rowptr != ai || m->csr.colidx != aj || m->csr.vals != aa)) ? PETSC_TRUE : PETSC_FALSE;
+  if (A->nonzerostate != m->nonzerostate || moved) {
+    PetscCall(MirrorBuild(d->backend, d->requested, nr, nc, ai, aj, alias, m));
+    m->nonzerostate = A->nonzerostate;
   }
-  *mirror = m;
+  PetscCall(MirrorSetValues(d->backend, aa, alias, m));
+  m->state = state;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The mirror of A^T (built from A's CSR arrays by a counting sort), refreshed if A changed */
-PetscErrorCode GetTransposeMirror(Mat A, Mirror **mirror)
+/* The mirror of A^T (built from A's CSR arrays by a counting sort), brought up to date with A as of
+   the object state `state` with the mirror of A, so that its structure changes only with the
+   generation of A's mirror                                                                     */
+PetscErrorCode RefreshTransposeMirror(Mat A, PetscObjectState state)
 {
-  MatFusedData    *d     = Data(A);
-  Mirror          *m     = &d->transpose;
-  const PetscInt   nrows = A->rmap->n, ncols = A->cmap->n;
-  const PetscInt  *ai, *aj;
-  PetscScalar     *aa;
-  PetscInt         nr, nc;
+  MatFusedData   *d     = Data(A);
+  Mirror         *m     = &d->transpose;
+  const PetscInt  nrows = A->rmap->n, ncols = A->cmap->n;
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscInt        nr, nc;
+
+  PetscFunctionBegin;
+  PetscCall(RefreshMirror(A, state));
+  if (state == m->state) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
+  if (A->nonzerostate != m->nonzerostate) {
+    const PetscInt        nnz = ai[nrows];
+    std::vector<PetscInt> tai(ncols + 1, 0), taj(nnz), next;
+
+    d->transpose_source.resize(nnz);
+    for (PetscInt k = 0; k < nnz; ++k) tai[aj[k] + 1]++;
+    for (PetscInt c = 0; c < ncols; ++c) tai[c + 1] += tai[c];
+    next.assign(tai.begin(), tai.end() - 1);
+    for (PetscInt i = 0; i < nrows; ++i)
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
+        const PetscInt t       = next[aj[k]]++;
+        taj[t]                 = i;
+        d->transpose_source[t] = k;
+      }
+    PetscCall(MirrorBuild(d->backend, d->requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
+    m->nonzerostate = A->nonzerostate;
+  }
+  {
+    std::vector<PetscScalar> tvals(d->transpose_source.size());
+    for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[d->transpose_source[t]];
+    PetscCall(MirrorSetValues(d->backend, tvals.data(), PETSC_FALSE, m));
+  }
+  m->state = state;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The mirror of A (transpose: of A^T) for a product, refreshed if A changed since the last refresh */
+PetscErrorCode GetMirror(Mat A, PetscBool transpose, Mirror **mirror)
+{
   PetscObjectState state;
 
   PetscFunctionBegin;
+  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-  if (state != m->state) {
-    PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
-    if (A->nonzerostate != m->nonzerostate) {
-      const PetscInt        nnz = ai[nrows];
-      std::vector<PetscInt> tai(ncols + 1, 0), taj(nnz), next;
-
-      d->transpose_source.resize(nnz);
-      for (PetscInt k = 0; k < nnz; ++k) tai[aj[k] + 1]++;
-      for (PetscInt c = 0; c < ncols; ++c) tai[c + 1] += tai[c];
-      next.assign(tai.begin(), tai.end() - 1);
-      for (PetscInt i = 0; i < nrows; ++i)
-        for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
-          const PetscInt t       = next[aj[k]]++;
-          taj[t]                 = i;
-          d->transpose_source[t] = k;
-        }
-      PetscCall(MirrorBuild(d->backend, d->requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
-      m->nonzerostate = A->nonzerostate;
-    }
-    {
-      std::vector<PetscScalar> tvals(d->transpose_source.size());
-      for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[d->transpose_source[t]];
-      PetscCall(MirrorSetValues(d->backend, tvals.data(), PETSC_FALSE, m));
-    }
-    m->state = state;
-  }
-  *mirror = m;
+  PetscCall(transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
+  *mirror = transpose ? &Data(A)->transpose : &Data(A)->mirror;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -165,6 +182,22 @@ PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* PETSc's assembly; at the end of a final one the mirror (and with -mat_aijfused_transpose the one of
+   A^T) is brought up to date: the values into its existing arrays when the nonzero pattern is the
+   same, else first a new structure.  MATSEQAIJ's MatZeroRows() and MatZeroRowsColumns() call it too. */
+PetscErrorCode MatAssemblyEnd_SeqAIJFused(Mat A, MatAssemblyType mode)
+{
+  MatFusedData    *d = Data(A);
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(d->host_assemblyend(A, mode));
+  if (mode != MAT_FINAL_ASSEMBLY) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(StateAfterOperation((PetscObject)A, &state));
+  PetscCall(d->keep_transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* y = op(A) x on the backend's arrays (fused vectors); op(A) = A or A^T */
 PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
 {
@@ -172,7 +205,7 @@ PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
   PetscScalar *xa, *ya;
 
   PetscFunctionBegin;
-  PetscCall(transpose ? GetTransposeMirror(A, &m) : GetMirror(A, &m));
+  PetscCall(GetMirror(A, transpose, &m));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
   PetscCall(Product(A, m, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
@@ -191,7 +224,7 @@ PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
   const PetscInt     n = transpose ? A->cmap->n : A->rmap->n;
 
   PetscFunctionBegin;
-  PetscCall(transpose ? GetTransposeMirror(A, &m) : GetMirror(A, &m));
+  PetscCall(GetMirror(A, transpose, &m));
   if (!m->work && n) PetscCall(d->backend->malloc_bytes(sizeof(PetscScalar) * n, (void **)&m->work));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscCall(Product(A, m, nullptr, nullptr, xa, m->work, 0, nullptr, nullptr));
@@ -284,7 +317,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   }
   PetscCall(VecGetLocalSize(v, &n));
   PetscCheck(n == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Vector has %" PetscInt_FMT " local entries, the matrix %" PetscInt_FMT " rows", n, A->rmap->n);
-  PetscCall(GetMirror(A, &m));
+  PetscCall(GetMirror(A, PETSC_FALSE, &m));
   PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, MirrorValues(m), va));
   PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
@@ -304,23 +337,35 @@ PetscErrorCode MirrorCurrent(Mat A, PetscBool *current)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Marks the mirror current after the same operation was done on both copies */
+/* Whether the host operation of MatScale() or MatShift() left the mirror (current before it, at the
+   state `before`) alone and the nonzero pattern unchanged: an operation that assembles A (MatShift()
+   of a matrix missing diagonal entries) refreshes the mirror itself                              */
+PetscBool MirrorUntouched(Mat A, PetscObjectState before)
+{
+  const Mirror *m = &Data(A)->mirror;
+
+  return (m->state == before && A->nonzerostate == m->nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/* Marks the mirror current after the same operation was done on both copies (MatScale() and
+   MatShift() increase the object state after the type's method)                            */
 PetscErrorCode MirrorUpdated(Mat A)
 {
   PetscFunctionBegin;
-  PetscCall(PetscObjectStateGet((PetscObject)A, &Data(A)->mirror.state));
+  PetscCall(StateAfterOperation((PetscObject)A, &Data(A)->mirror.state));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MatScale_SeqAIJFused(Mat A, PetscScalar a)
 {
-  MatFusedData *d = Data(A);
-  PetscBool     current;
+  MatFusedData          *d      = Data(A);
+  const PetscObjectState before = d->mirror.state;
+  PetscBool              current;
 
   PetscFunctionBegin;
   PetscCall(MirrorCurrent(A, &current));
   PetscCall(d->host_scale(A, a));
-  if (current && A->nonzerostate == d->mirror.nonzerostate) {
+  if (current && MirrorUntouched(A, before)) {
     PetscCall(Blas(d)->scale(d->mirror.nvals, a, d->mirror.vals));
     PetscCall(MirrorUpdated(A));
   }
@@ -329,29 +374,46 @@ PetscErrorCode MatScale_SeqAIJFused(Mat A, PetscScalar a)
 
 PetscErrorCode MatShift_SeqAIJFused(Mat A, PetscScalar a)
 {
-  MatFusedData *d = Data(A);
-  PetscBool     current;
+  MatFusedData          *d      = Data(A);
+  const PetscObjectState before = d->mirror.state;
+  PetscBool              current;
 
   PetscFunctionBegin;
   PetscCall(MirrorCurrent(A, &current));
+  current = (current && d->mirror.alldiag) ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(d->host_shift(A, a));
-  if (current && d->mirror.alldiag && A->nonzerostate == d->mirror.nonzerostate) {
+  if (current && MirrorUntouched(A, before)) {
     PetscCall(d->backend->diag_shift(PetscMin(A->rmap->n, A->cmap->n), d->mirror.diagpos, a, d->mirror.vals));
     PetscCall(MirrorUpdated(A));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatSetFromOptions_SeqAIJFused(Mat A, PetscOptionItems PetscOptionsObject)
+/* A new format frees the backend copies (their generation becomes -1): they are built again, in
+   that format, at the next final assembly or product                                          */
+PetscErrorCode MatAIJFusedSetFormat_SeqAIJFused(Mat A, MatAIJFusedFormat format)
 {
   MatFusedData *d = Data(A);
-  PetscBool     set;
+
+  PetscFunctionBegin;
+  if (format != d->requested) {
+    PetscCall(MirrorFree(d->backend, &d->mirror));
+    PetscCall(MirrorFree(d->backend, &d->transpose));
+  }
+  d->requested = format;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatSetFromOptions_SeqAIJFused(Mat A, PetscOptionItems PetscOptionsObject)
+{
+  MatFusedData     *d      = Data(A);
+  MatAIJFusedFormat format = d->requested;
 
   PetscFunctionBegin;
   if (d->host_setfromoptions) PetscCall(d->host_setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "MATSEQAIJFUSED options");
-  PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the matrix on the backend", "MatAIJFusedSetFormat", MatAIJFusedFormats, (PetscEnum)d->requested, (PetscEnum *)&d->requested, &set));
-  if (set) d->mirror.nonzerostate = -1; /* rebuilt in the new format at the next product */
+  PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the matrix on the backend", "MatAIJFusedSetFormat", MatAIJFusedFormats, (PetscEnum)format, (PetscEnum *)&format, nullptr));
+  PetscCall(MatAIJFusedSetFormat_SeqAIJFused(A, format));
   PetscCall(PetscOptionsBool("-mat_aijfused_transpose", "Build and keep the explicit transpose with the mirror (else at the first MatMultTranspose)", "MATSEQAIJFUSED", d->keep_transpose, &d->keep_transpose, nullptr));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -375,7 +437,7 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
       if (A->ops->destroy != MatDestroy_SeqAIJFused)
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s\n", backend));
       else if (m->nonzerostate < 0)
-        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen at the first product)\n", backend, MatAIJFusedFormats[d->requested]));
+        PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen when the copy is built: at assembly or the next product)\n", backend, MatAIJFusedFormats[d->requested]));
       else if (m->format == MAT_AIJFUSED_SELL)
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: SELL-P (slice height %" PetscInt_FMT ", %d threads per row, %.1f%% padding)\n", backend, FUSED_SELL_HEIGHT, m->sell.threads,
                                          m->nvals ? 100.0 * (m->nvals - (double)MirrorEntries(m)) / (double)m->nvals : 0.0));
@@ -384,16 +446,6 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
     }
   }
   PetscCall(d->host_view(A, viewer));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MatAIJFusedSetFormat_SeqAIJFused(Mat A, MatAIJFusedFormat format)
-{
-  MatFusedData *d = Data(A);
-
-  PetscFunctionBegin;
-  if (format != d->requested) d->mirror.nonzerostate = -1; /* rebuilt in the new format at the next product */
-  d->requested = format;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -409,6 +461,7 @@ PetscErrorCode MatConvertToFused(Mat A, const char *name)
   registry.Set(A, d);
   A->ops->destroy          = MatDestroy_SeqAIJFused;
   A->ops->view             = MatView_AIJFused;
+  d->host_assemblyend      = A->ops->assemblyend;
   d->host_multadd          = A->ops->multadd;
   d->host_multtranspose    = A->ops->multtranspose;
   d->host_multtransposeadd = A->ops->multtransposeadd;
@@ -416,6 +469,7 @@ PetscErrorCode MatConvertToFused(Mat A, const char *name)
   d->host_scale            = A->ops->scale;
   d->host_shift            = A->ops->shift;
   d->host_setfromoptions   = A->ops->setfromoptions;
+  A->ops->assemblyend      = MatAssemblyEnd_SeqAIJFused;
   A->ops->mult             = MatMult_SeqAIJFused;
   A->ops->multadd          = MatMultAdd_SeqAIJFused;
   A->ops->multtranspose    = MatMultTranspose_SeqAIJFused;
@@ -439,13 +493,23 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/*
+  MatAIJFusedGetArraysGeneration - see aijfused.hpp
+*/
+PetscErrorCode MatAIJFusedGetArraysGeneration(Mat A, PetscInt64 *generation)
+{
+  PetscFunctionBegin;
+  *generation = (A && Data(A) && A->ops->destroy == MatDestroy_SeqAIJFused) ? Data(A)->mirror.generation : -1;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   Mirror *m;
 
   PetscFunctionBegin;
-  if (Data(A)->keep_transpose) PetscCall(GetTransposeMirror(A, &m)); /* -mat_aijfused_transpose */
-  PetscCall(GetMirror(A, &m));
+  if (Data(A)->keep_transpose) PetscCall(GetMirror(A, PETSC_TRUE, &m)); /* -mat_aijfused_transpose */
+  PetscCall(GetMirror(A, PETSC_FALSE, &m));
   PetscCall(Product(A, m, wl, wr, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -467,9 +531,11 @@ PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
    Level: beginner
 
    Notes:
-   The backend copy is made at the first product after assembly; when only the values changed
-   (same nonzero state), only the values are copied again.  `MatScale()` and `MatShift()` (when every
-   row stores its diagonal entry) update the copy in place.  `MatMultTranspose()` on the device uses
+   The backend copy is made by `MatAssemblyEnd()` (`MAT_FINAL_ASSEMBLY`); when only the values changed
+   (same nonzero state), only the values are copied again, into the same device arrays.  A product
+   after a change made without assembly (`MatZeroEntries()`, `MatDiagonalScale()`, ...) copies the
+   values first.  `MatScale()` and `MatShift()` (when every row stores its diagonal entry) update
+   the copy in place.  `MatMultTranspose()` on the device uses
    an explicit transpose, built at its first use (or with the mirror, -mat_aijfused_transpose) and
    kept, refreshed when the matrix changes; it costs the memory of a second copy of the matrix.
 
@@ -526,7 +592,8 @@ PETSC_INTERN PetscErrorCode MatCreate_AIJFused(Mat A)
   threads per row of SELL-P come from the average row length: 1 below 16 entries, 2 below 32, 4
   below 64, else 8.  CSR uses the smallest power of two >= the average row length (2 to 32).  SELL-P
   reads each entry with fully coalesced loads and no row-pointer indirection; CSR wastes no memory
-  on padding.  The format takes effect at the next product (the copy is rebuilt).
+  on padding.  After a change of format the backend copy is built again, in the new format, at the
+  next assembly or product.
 
 .seealso: `MATAIJFUSED`, `MATSEQAIJFUSED`
 @*/

@@ -10,6 +10,12 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused);
 /* out = wl .* (A (wr .* in)) with ndots fused dot products (backend/backend.hpp) on the backend
    arrays in/out of a MATSEQAIJFUSED, in the format of its mirror (refreshed if A changed)      */
 PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+/* The generation of the backend arrays that products of A use: it changes whenever they may have
+   moved (the mirror's structure built or rebuilt, a new format, the mirror freed) and stays the same
+   across values-only refreshes (an assembly with the same nonzero pattern), MatScale() and MatShift();
+   unique in the process (no two matrices share one).  -1 when A has no mirror or is not a
+   MATSEQAIJFUSED.  It does not refresh the mirror: a product does (for a captured CUDA graph)        */
+PetscErrorCode MatAIJFusedGetArraysGeneration(Mat A, PetscInt64 *generation);
 /* PETSC_TRUE if A is a MATMPIAIJFUSED whose blocks live with the active backend (src/mat/mpiaijfused.cxx) */
 PetscErrorCode MatIsMPIAIJFused(Mat A, PetscBool *fused);
 /* out = wl .* (A (wr .* in)) on the local rows of a MATMPIAIJFUSED fused with ndots dot products of

@@ -9,6 +9,8 @@ const char *const MatAIJFusedFormats[] = {"csr", "sell", "auto", "MatAIJFusedFor
 
 namespace
 {
+PetscInt64 generations = 0; /* of all mirrors of the process: each MirrorBuild() takes the next one */
+
 PetscErrorCode FreeBackend(const Backend *be, void *ptr)
 {
   PetscFunctionBegin;
@@ -64,8 +66,9 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
 
   PetscFunctionBegin;
   PetscCall(MirrorFree(be, m));
-  m->format  = ChooseFormat(be, requested, nrows, ai, threads);
-  m->alldiag = PETSC_TRUE;
+  m->format     = ChooseFormat(be, requested, nrows, ai, threads);
+  m->alldiag    = PETSC_TRUE;
+  m->generation = ++generations;
   if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLBuild(nrows, ai, aj, threads, &m->layout));
   for (PetscInt i = 0; i < nrows; ++i) {
     for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
@@ -120,6 +123,17 @@ PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBo
 }
 
 /*
+   StateAfterOperation - see mirror.hpp
+*/
+PetscErrorCode StateAfterOperation(PetscObject obj, PetscObjectState *state)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscObjectStateGet(obj, state));
+  ++*state;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
    SeqAIJHostCSR - see mirror.hpp
 */
 PetscErrorCode SeqAIJHostCSR(Mat S, PetscInt *m, PetscInt *n, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa)
@@ -127,7 +141,6 @@ PetscErrorCode SeqAIJHostCSR(Mat S, PetscInt *m, PetscInt *n, const PetscInt **a
   PetscMemType mtype;
 
   PetscFunctionBegin;
-  PetscCheck(S->assembled, PetscObjectComm((PetscObject)S), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
   PetscCall(MatGetSize(S, m, n));
   PetscCall(MatSeqAIJGetCSRAndMemType(S, ai, aj, aa, &mtype));
   PetscCheck(mtype == PETSC_MEMTYPE_HOST, PETSC_COMM_SELF, PETSC_ERR_SUP, "Expected host CSR arrays");

@@ -18,23 +18,31 @@ struct Mirror {
   PetscInt64        nvals   = 0;                     /* entries of vals (SELL-P: with padding)     */
   PetscBool         alldiag = PETSC_FALSE;           /* every row i < ncols stores (i, i)          */
   PetscObjectState  state = -1, nonzerostate = -1;
+  PetscInt64        generation = -1; /* of the arrays: new (process-unique) at each MirrorBuild(), -1 when freed */
 };
 
 /* Option values of MatAIJFusedFormat (PetscOptionsEnum) */
 extern const char *const MatAIJFusedFormats[];
 
-/* The sizes and host CSR arrays of an assembled MATSEQAIJ (a fused matrix or a block of one) */
+/* The sizes and host CSR arrays of a MATSEQAIJ (a fused matrix or a block of one) whose assembly is done
+   (callers check that it is assembled: inside MatAssemblyEnd() it is not marked so yet)              */
 PetscErrorCode SeqAIJHostCSR(Mat S, PetscInt *m, PetscInt *n, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa);
 
 /* Releases the backend arrays of a mirror and resets it */
 PetscErrorCode MirrorFree(const Backend *be, Mirror *m);
 
+/* The object state obj will have when the PETSc operation now calling into its type returns:
+   MatAssemblyEnd(), MatScale(), MatShift(), MatZeroRows() and MatZeroRowsColumns() increase it once
+   after the type's method (the state a mirror refreshed inside that method is current at)      */
+PetscErrorCode StateAfterOperation(PetscObject obj, PetscObjectState *state);
+
 /* Builds the structure of a mirror of the nrows x ncols CSR pattern ai/aj in the requested format
-   (MAT_AIJFUSED_AUTO: see MatAIJFusedSetFormat()), with the diagonal positions; alias: a CSR
-   mirror on the host backend uses ai/aj (and later the values) themselves                    */
+   (MAT_AIJFUSED_AUTO: see MatAIJFusedSetFormat()), with the diagonal positions, and gives it a new
+   generation; alias: a CSR mirror on the host backend uses ai/aj (and later the values) themselves */
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m);
 
-/* Copies the values (in the CSR order of the mirror's pattern) to the mirror */
+/* Copies the values (in the CSR order of the mirror's pattern) into the mirror's existing value array
+   (alias: points the mirror at aa); nothing is reallocated                                          */
 PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBool alias, Mirror *m);
 
 /* out = wl .* (M (wr .* in)) with ndots fused dot products (Backend::spmv_dots), in M's format */

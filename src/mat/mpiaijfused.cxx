@@ -17,11 +17,14 @@
      5. off-diag on the rows with off-diagonal entries only: out += wl .* (Ao halo), and the change of
                  their terms added to the dot products (Backend::spmv_offdiag_dots)
 
-   A rank without off-diagonal entries skips 4 and 5.  The mirror and the pattern are refreshed lazily: values when the object state
-   of the matrix (or of a block) changed, arrays and pattern when its nonzero state or its PetscSF
-   changed.  The pattern is that of PETSc's own product (MatGetMultPetscSF()): the ranks it receives
-   from and the halo slots (PetscSFGetRootRanks()), the ranks it sends to and the local entries
-   (PetscSFGetLeafRanks()).  With the host backend the blocks are PETSc's own CSR arrays.
+   A rank without off-diagonal entries skips 4 and 5.  MatAssemblyEnd (MAT_FINAL_ASSEMBLY) brings the
+   mirrored blocks up to date: the values, into their existing arrays, when the object state of the
+   matrix (or of a block) changed, and first the arrays when its nonzero state or its PetscSF
+   changed; the halo pattern of a new structure is built at the next product.  Every product checks
+   the states too (for changes made without an assembly).  The pattern is that of PETSc's own
+   product (MatGetMultPetscSF()): the ranks it receives from and the halo slots
+   (PetscSFGetRootRanks()), the ranks it sends to and the local entries (PetscSFGetLeafRanks()).
+   With the host backend the blocks are PETSc's own CSR arrays.
 */
 #include "mat/aijfused.hpp"
 #include "mat/mirror.hpp"
@@ -68,11 +71,13 @@ struct MatMPIFusedData {
   MatAIJFusedFormat requested = MAT_AIJFUSED_AUTO;
   Halo              halo;
   PetscBool         options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
+  PetscBool         halo_current = PETSC_FALSE;                       /* the halo pattern is that of the blocks' structure */
   PetscObjectState  state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
-  PetscSF           sf                          = nullptr; /* PETSc's product PetscSF the pattern was built from (a reference, so its address identifies it) */
-  PetscErrorCode (*host_destroy)(Mat)           = nullptr;
-  PetscErrorCode (*host_mult)(Mat, Vec, Vec)    = nullptr;
-  PetscErrorCode (*host_view)(Mat, PetscViewer) = nullptr;
+  PetscSF           sf                                     = nullptr; /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
+  PetscErrorCode (*host_destroy)(Mat)                      = nullptr;
+  PetscErrorCode (*host_assemblyend)(Mat, MatAssemblyType) = nullptr;
+  PetscErrorCode (*host_mult)(Mat, Vec, Vec)               = nullptr;
+  PetscErrorCode (*host_view)(Mat, PetscViewer)            = nullptr;
 };
 
 ObjectData<MatMPIFusedData> registry;
@@ -240,9 +245,11 @@ PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* -fused_cuda_aware_mpi, read once (at the first product, which is collective).  The default is
-   the answer of Open MPI; other MPIs (MPICH) answer no query this code trusts to say yes, so the
-   default there is 0, but a "no" from the MPI turns a forced 1 into an error instead of a crash. */
+/* -mat_aijfused_format and -fused_cuda_aware_mpi, read once (at the first final assembly, or at the
+   first product of a matrix assembled otherwise, as by MatDuplicate(): both are collective).  The
+   default of the latter is the answer of Open MPI; other MPIs (MPICH) answer no query this code
+   trusts to say yes, so the default there is 0, but a "no" from the MPI turns a forced 1 into an
+   error instead of a crash.                                                                      */
 PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
 {
   PetscBool   host = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE, known, supported, direct;
@@ -256,7 +263,7 @@ PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
   direct = host;
 #endif
   PetscCall(MatGetOptionsPrefix(A, &prefix));
-  PetscOptionsBegin(PetscObjectComm((PetscObject)A), prefix, "MATMPIAIJFUSED options (read at the first product)", "Mat");
+  PetscOptionsBegin(PetscObjectComm((PetscObject)A), prefix, "MATMPIAIJFUSED options (read at the first assembly)", "Mat");
   PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the diagonal block on the backend", "MatAIJFusedSetFormat", MatAIJFusedFormats, (PetscEnum)d->requested, (PetscEnum *)&d->requested, nullptr));
   PetscCall(PetscOptionsBool("-fused_cuda_aware_mpi",
                              "Halo exchange of MATMPIAIJFUSED: 1 hands device buffers to MPI (CUDA-aware MPI), 0 stages them through pinned host buffers (default: Open MPI's answer, else 0; the host backend exchanges in place)", "MATMPIAIJFUSED",
@@ -283,22 +290,36 @@ PetscErrorCode MirrorDiagonalBlock(MatMPIFusedData *d, Mat Ad, PetscBool structu
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Brings the mirrored blocks and the halo pattern up to date with A.  Collective. */
-PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
+/* PETSc's product PetscSF of A: MatGetMultPetscSF() without its check that A is assembled, since
+   MatAssemblyEnd() marks A assembled only after MATMPIAIJ's assemblyend, which sets the PetscSF up */
+PetscErrorCode MultPetscSF(Mat A, PetscSF *sf)
+{
+  PetscErrorCode (*get)(Mat, PetscSF *) = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQueryFunction((PetscObject)A, "MatGetMultPetscSF_C", &get));
+  PetscCheck(get, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "The MATMPIAIJ has no MatGetMultPetscSF()");
+  *sf = nullptr;
+  PetscCall(get(A, sf));
+  PetscCheck(*sf, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "The MATMPIAIJ has no PetscSF for its product");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Brings the mirrored blocks up to date with A as of the object state `state` (the current one, or
+   the one A will have when MatAssemblyEnd() returns): nothing when A and its blocks are unchanged,
+   else the values into the existing arrays, and first the structure when the nonzero state or the
+   product's PetscSF changed (which also makes the halo pattern stale).  Collective.            */
+PetscErrorCode RefreshBlocks(Mat A, MatMPIFusedData *d, PetscObjectState state)
 {
   Mat              Ad, Ao;
   PetscSF          sf;
-  PetscObjectState state, diag_state, offdiag_state;
+  PetscObjectState diag_state, offdiag_state;
   PetscBool        structure;
-  PetscInt         nhalo;
 
   PetscFunctionBegin;
-  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
   if (!d->options_read) PetscCall(ReadOptions(A, d));
   PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, nullptr));
-  PetscCall(MatGetMultPetscSF(A, &sf));
-  PetscCheck(sf, PetscObjectComm((PetscObject)A), PETSC_ERR_PLIB, "The MATMPIAIJ has no PetscSF for its product");
-  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  PetscCall(MultPetscSF(A, &sf));
   PetscCall(PetscObjectStateGet((PetscObject)Ad, &diag_state));
   PetscCall(PetscObjectStateGet((PetscObject)Ao, &offdiag_state));
   structure = (A->nonzerostate != d->nonzerostate || sf != d->sf) ? PETSC_TRUE : PETSC_FALSE;
@@ -310,12 +331,32 @@ PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
     d->offdiag_state = offdiag_state;
   }
   if (structure) {
-    PetscCall(MatGetLocalSize(Ao, nullptr, &nhalo));
-    PetscCall(BuildHalo(A, d, sf, nhalo));
     PetscCall(PetscObjectReference((PetscObject)sf));
     PetscCall(PetscSFDestroy(&d->sf));
     d->nonzerostate = A->nonzerostate;
     d->sf           = sf;
+    d->halo_current = PETSC_FALSE;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Brings the mirrored blocks and the halo pattern (built at the first product after a new structure)
+   up to date with A.  Collective. */
+PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
+{
+  PetscObjectState state;
+  PetscInt         nhalo;
+  Mat              Ao;
+
+  PetscFunctionBegin;
+  PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  PetscCall(RefreshBlocks(A, d, state));
+  if (!d->halo_current) {
+    PetscCall(MatMPIAIJGetSeqAIJ(A, nullptr, &Ao, nullptr));
+    PetscCall(MatGetLocalSize(Ao, nullptr, &nhalo));
+    PetscCall(BuildHalo(A, d, d->sf, nhalo));
+    d->halo_current = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -351,6 +392,22 @@ PetscErrorCode HaloEnd(MatMPIFusedData *d)
   PetscCall(PetscLogEventEnd(events.halo_mpi, 0, 0, 0, 0));
   if (!h.direct) PetscCall(be->copy_to_backend_async(h.recv_idx ? h.recv_buf : h.halo, h.host_recv, sizeof(PetscScalar) * h.nrecv));
   if (h.recv_idx) PetscCall(be->scatter(h.nrecv, h.recv_idx, h.recv_buf, h.halo));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* PETSc's assembly; at the end of a final one the mirrored blocks are brought up to date: the values
+   into their existing arrays when the nonzero pattern is the same, else first a new structure (the
+   halo pattern follows at the next product).  Collective. */
+PetscErrorCode MatAssemblyEnd_MPIAIJFused(Mat A, MatAssemblyType mode)
+{
+  MatMPIFusedData *d = Data(A);
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(d->host_assemblyend(A, mode));
+  if (mode != MAT_FINAL_ASSEMBLY) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(StateAfterOperation((PetscObject)A, &state));
+  PetscCall(RefreshBlocks(A, d, state));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -431,7 +488,7 @@ PetscErrorCode MatAIJFusedSetFormat_MPIAIJFused(Mat A, MatAIJFusedFormat format)
   MatMPIFusedData *d = Data(A);
 
   PetscFunctionBegin;
-  if (format != d->requested) d->nonzerostate = -1; /* rebuilt in the new format at the next product */
+  if (format != d->requested) d->nonzerostate = -1; /* rebuilt in the new format at the next assembly or product */
   d->requested = format;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -442,14 +499,16 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
   MatMPIFusedData *d = new MatMPIFusedData;
 
   PetscFunctionBegin;
-  d->backend      = ActiveBackend();
-  d->host_destroy = A->ops->destroy;
-  d->host_mult    = A->ops->mult;
-  d->host_view    = A->ops->view;
+  d->backend          = ActiveBackend();
+  d->host_destroy     = A->ops->destroy;
+  d->host_assemblyend = A->ops->assemblyend;
+  d->host_mult        = A->ops->mult;
+  d->host_view        = A->ops->view;
   registry.Set(A, d);
-  A->ops->destroy = MatDestroy_MPIAIJFused;
-  A->ops->mult    = MatMult_MPIAIJFused;
-  A->ops->view    = MatView_MPIAIJFused;
+  A->ops->destroy     = MatDestroy_MPIAIJFused;
+  A->ops->assemblyend = MatAssemblyEnd_MPIAIJFused;
+  A->ops->mult        = MatMult_MPIAIJFused;
+  A->ops->view        = MatView_MPIAIJFused;
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_MPIAIJFused));
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJFUSED));
@@ -508,7 +567,7 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
 -  -fused_cuda_aware_mpi <0,1> - 1: MPI reads and writes device buffers directly (CUDA-aware MPI); 0: the halo
    goes through pinned host buffers. Default: 1 when Open MPI reports CUDA support (`MPIX_Query_cuda_support()`),
    else 0 (MPICH and others: set 1 only for an MPI built with CUDA support; 1 is an error when the MPI reports
-   none). The host backend exchanges its (host) buffers in place unless 0 is given. Read at the first product.
+   none). The host backend exchanges its (host) buffers in place unless 0 is given. Read at the first assembly.
 
    Level: beginner
 
