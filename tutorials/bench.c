@@ -26,7 +26,7 @@ Options:\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
-rows fusedcg-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor).\n\
+rows fusedcg-kK, fusedbcgs-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor).\n\
 Each timed region is: MPI_Barrier, KSPSolve, then a fence: a product with a 1x1 matrix of the same type set and a\n\
 host read of its 1-entry result, which waits for the work queued on the type set's stream (native CUDA solvers\n\
 return before their last kernels finish) without copying the solution; it costs about one floor per solve.\n\
@@ -98,6 +98,7 @@ static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PET
                                      {KSPCG, KSPCG, 0, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 16, 0, 1},
                                      {KSPPIPECG, KSPPIPECG, 0, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 31, 0, 1},
                                      {KSPFUSEDBCGS, KSPFUSEDBCGS, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2},
+                                     {"fusedbcgs-k30", KSPFUSEDBCGS, 30, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2},
                                      {KSPBCGS, KSPBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 25, 0, 2},
                                      {KSPPIPEBCGS, KSPPIPEBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 60, 0, 2},
                                      {KSPFUSEDSGMRES, KSPFUSEDSGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
@@ -404,7 +405,7 @@ static PetscErrorCode FindSolver(const char *name, PetscInt *index)
     PetscCall(PetscStrcmp(name, Solvers[k].name, &match));
     if (match) *index = k;
   }
-  PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-nograph, fusedcg-k10, cg, pipecg, fusedbcgs, bcgs, pipebcgs, fusedsgmres, gmres)", name);
+  PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-nograph, fusedcg-k10, cg, pipecg, fusedbcgs, fusedbcgs-k30, bcgs, pipebcgs, fusedsgmres, gmres)", name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

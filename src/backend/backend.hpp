@@ -196,8 +196,20 @@ struct Backend {
      alpha and beta by CGCoefficients().  If ctl->stopped >= 0 it does nothing; if the coefficients
      fail (breakdown, indefinite, NaN) or the norm of iteration j-1 stops the chunk
      (ChunkNormStops), it sets ctl->stopped = j - 1 and does nothing; otherwise it runs cg_update
-     (same arguments) with the results going to the reduce target, which must be set.          */
+     (same arguments) with the results going to the reduce target, which must be set.  A stop
+     sets ctl->stage = 0.                                                                         */
   PetscErrorCode (*cg_update_chained)(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w);
+
+  /* The BiCGStab steps of chunk iteration j >= 1 with their coefficients computed where they run,
+     from the slots prev (iteration j-1) and cur (iteration j) laid out as BCGSChunkSlot (backend
+     memory).  waxpy_dot_chained: y := x - alpha v, <y,y> to the reduce target, alpha by
+     BCGSChunkAlpha() (a failure, or a stop of the norm of iteration j-1, sets ctl->stopped = j-1,
+     ctl->stage = 0).  bcgs_update_chained: bcgs_update (no rhat) with alpha, omega, beta from
+     BCGSChunkOmegaBeta() (a failure sets ctl->stopped = j-1, ctl->stage = 1), <r,r*>, <r,r> to the
+     reduce target.  Both do nothing once ctl->stopped >= 0.                                      */
+  PetscErrorCode (*waxpy_dot_chained)(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *x, const PetscScalar *v, PetscScalar *y);
+  PetscErrorCode (*bcgs_update_chained)(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
+                                        const PetscScalar *rstar);
 
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running
      them (*capturing = PETSC_FALSE on a backend that cannot: they then run as usual); graph_end()

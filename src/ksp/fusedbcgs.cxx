@@ -32,7 +32,7 @@
    As for fusedcg, a converged recurrence residual is confirmed with the true residual, and replaced
    (restarting with p = r) when the true one does not meet the tolerance.
 */
-#include "ksp/fusedcommon.hpp"
+#include "ksp/fusedchunk.hpp"
 
 namespace fusedksp
 {
@@ -46,17 +46,20 @@ struct KSP_FusedBCGS {
   PetscInt         replacements         = 0;
   PetscBool        one_reduction        = PETSC_FALSE;         /* last solve: alpha from the rhat recurrences */
   PetscBool3       one_reduction_option = PETSC_BOOL3_UNKNOWN; /* -ksp_fusedbcgs_one_reduction; default: on with > 1 process */
+  Chunker          chunk;
 };
 
 enum { VEC_R, VEC_RSTAR, VEC_P, VEC_S, VEC_AP, VEC_AS, VEC_PT, VEC_ST, VEC_T, VEC_T2, VEC_RHAT, NWORK };
 
-/* out = Op in, with ndots dot products of out (in = the unpreconditioned input for DOT_INPUT);
+/* out = Op in, with ndots dot products of out (in = the unpreconditioned input for DOT_INPUT) into
+   dots, or with slot != NULL into slot in backend memory (OpsReduceInto(), stop flag stop);
    work receives M^{-1} in (right preconditioning) or is scratch                              */
-PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, Vec work, Vec scratch, int ndots, const OpDot *specs, PetscScalar *dots)
+PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, Vec work, Vec scratch, int ndots, const OpDot *specs, PetscScalar *dots, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
 {
   const PetscBool right = ksp->pc_side == PC_RIGHT ? PETSC_TRUE : PETSC_FALSE;
 
   PetscFunctionBegin;
+  if (slot && bc->mode != PCMode::GENERAL) PetscCall(OpsReduceInto(slot, stop));
   switch (bc->mode) {
   case PCMode::NONE:
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, ndots, specs, dots));
@@ -75,6 +78,7 @@ PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, 
       PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, scratch, nullptr, 0, nullptr, nullptr));
       PetscCall(KSP_PCApply(ksp, scratch, out));
     }
+    if (slot) PetscCall(OpsReduceInto(slot, stop));
     PetscCall(OpsDots(in, out, ndots, specs, dots));
     break;
   }
@@ -125,6 +129,132 @@ PetscErrorCode BCGSShadowTranspose(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec rstar,
   }
   if (ksp->pc_side != PC_RIGHT) PetscCall(MatMultTranspose(A, scratch, rhat));
   *ok = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One chunk of BiCGStab iterations with device-resident scalars (see fusedchunk.hpp); slots as BCGSChunkSlot */
+struct BCGSChunk {
+  KSP            ksp;
+  KSP_FusedBCGS *bc;
+  Mat            A;
+  Vec           *V, X, wr, pt, st;
+  PetscInt       k;
+};
+
+PetscErrorCode BCGSChunkBody(void *ctx)
+{
+  BCGSChunk    *b     = static_cast<BCGSChunk *>(ctx);
+  Chunker      *c     = &b->bc->chunk;
+  ChunkControl *ctl   = ChunkDeviceControl(c);
+  Vec          *V     = b->V;
+  const OpDot   ap    = {DotKind::DOT_VECTOR, V[VEC_RSTAR]};
+  const OpDot   as[3] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}, {DotKind::DOT_VECTOR, V[VEC_RSTAR]}};
+
+  PetscFunctionBegin;
+  for (PetscInt j = 1; j <= b->k; ++j) {
+    PetscScalar *prev = ChunkDeviceSlot(c, j - 1), *cur = ChunkDeviceSlot(c, j);
+    PetscCall(BCGSOperator(b->ksp, b->bc, b->A, V[VEC_P], V[VEC_AP], b->pt ? b->pt : V[VEC_T], V[VEC_T2], 1, &ap, nullptr, cur + BCGS_APR, &ctl->stopped));
+    PetscCall(OpsReduceInto(cur + BCGS_SS, &ctl->stopped));
+    PetscCall(OpsWAXPYDotChained(prev, cur, ctl, j, V[VEC_R], V[VEC_AP], V[VEC_S]));
+    PetscCall(BCGSOperator(b->ksp, b->bc, b->A, V[VEC_S], V[VEC_AS], b->st ? b->st : V[VEC_T], V[VEC_T2], 3, as, nullptr, cur + BCGS_ASS, &ctl->stopped));
+    PetscCall(OpsReduceInto(cur + BCGS_RRSTAR, &ctl->stopped));
+    PetscCall(OpsBCGSUpdateChained(prev, cur, ctl, j, b->wr, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After a converged test: the true residual; when it fails, r and p restart from it and start[] gets
+   the new <r,r*>, <r,r> (*restarted = PETSC_TRUE, ksp->reason reset)                              */
+PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, PetscReal rnorm, PetscReal rnorm0, int nr, const OpDot *spec_r, PetscScalar *start, PetscBool *restarted)
+{
+  Vec       *V     = ksp->work;
+  const bool right = ksp->pc_side == PC_RIGHT;
+  PetscBool  ok;
+  PetscReal  truenorm;
+
+  PetscFunctionBegin;
+  *restarted = PETSC_FALSE;
+  PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], rnorm0, &truenorm, &ok));
+  if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
+    PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
+    ksp->reason = KSP_CONVERGED_ITERATING;
+    bc->replacements++;
+    PetscCall(VecCopy(right ? V[VEC_T] : V[VEC_T2], V[VEC_R]));
+    PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
+    PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, start));
+    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), start, nr, &bc->reductions));
+    *restarted = PETSC_TRUE;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   BCGSSolveChunked - the iterations after the start, k at a time (two-reduction form: alpha, omega
+   and beta are computed on the backend, so no transposed operator is needed); pend holds <r_0,r*>,
+   <r_0,r_0>.  The host replays each chunk's iterations from the copied slots.
+*/
+PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec pt, Vec st, const OpDot *spec_r, PetscScalar *pend, PetscReal rnorm0)
+{
+  Chunker                  *c = &bc->chunk;
+  Vec                      *V = ksp->work;
+  std::vector<const void *> key;
+  PetscScalar               entering[BCGS_NSLOT] = {0}, alpha, omega, beta;
+  PetscReal                 rnorm2               = 0;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedChunkReserve(c, BCGS_NSLOT, c->k));
+  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], wr}, &key));
+  key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode));
+  key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side));
+  c->nograph            = nullptr;
+  entering[BCGS_RRSTAR] = pend[0];
+  entering[BCGS_RR]     = pend[1];
+  for (PetscInt it = 0; !ksp->reason;) {
+    PetscInt  j, performed;
+    PetscBool restarted = PETSC_FALSE;
+    BCGSChunk body      = {ksp, bc, A, V, ksp->vec_sol, wr, pt, st, PetscMin(c->k, ksp->max_it - it)};
+
+    if (it >= ksp->max_it) {
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+    PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, entering));
+    PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, key, BCGSChunkBody, &body));
+    performed = ChunkPerformed(c, body.k);
+    bc->reductions.count += 2 * performed;
+    for (j = 1; j <= body.k; ++j) {
+      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
+      PetscReal          rnorm;
+
+      if (prev[BCGS_RRSTAR] == 0.0) {
+        ksp->reason = KSP_DIVERGED_BREAKDOWN;
+        break;
+      }
+      if (KSPFusedStatusStops(ksp, BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha))) break;
+      if (j > performed && ChunkHostControl(c)->stage == 0) break; /* the kernels stopped before s: go on from here */
+      if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], &omega, &beta, &rnorm2))) break;
+      PetscCheck(j <= performed, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The kernels stopped iteration %" PetscInt_FMT " at its update, the host found no reason", it + j);
+      rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
+      PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
+      if (ksp->reason > 0) PetscCall(BCGSCheckTrueResidual(ksp, bc, it + j, rnorm, rnorm0, 2, spec_r, pend, &restarted));
+      if (ksp->reason || restarted) break;
+    }
+    if (restarted) {
+      it += j;
+      entering[BCGS_RRSTAR] = pend[0];
+      entering[BCGS_RR]     = pend[1];
+      continue;
+    }
+    if (ksp->reason) {
+      if (j < performed) { /* a test the kernels cannot apply stopped first: x holds the later iterations */
+        PetscCall(PetscInfo(ksp, "The solve stopped at iteration %" PetscInt_FMT "; the chunk ran %" PetscInt_FMT " more iterations, which the solution includes\n", it + j, performed - j));
+        ksp->its = it + performed;
+      }
+      break;
+    }
+    PetscCall(PetscArraycpy(entering, ChunkHostSlot(c, performed), BCGS_NSLOT));
+    it += performed;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -185,6 +315,18 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   sigma = rhat_r = one ? pend[2] : 0; /* <A p_0, r*> = <r_0, rhat> */
   rnorm0 = rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
+  if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
+  {
+    PetscBool supported;
+    PetscCall(OpsChunkSupported(A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &supported));
+    PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, bc->mode == PCMode::GENERAL ? PETSC_FALSE : supported));
+    if (bc->mode == PCMode::GENERAL && bc->chunk.settings.interval > 1) bc->chunk.why = "1 (a general PC runs with k = 1)";
+  }
+  if (bc->chunk.k > 1) {
+    bc->one_reduction = PETSC_FALSE;
+    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, rnorm0));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
 
   for (PetscInt it = 1; !ksp->reason; ++it) {
     PetscInt n;
@@ -276,6 +418,7 @@ PetscErrorCode KSPSetFromOptions_FusedBCGS(KSP ksp, PetscOptionItems PetscOption
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused BiCGStab options");
   PetscCall(PetscOptionsBool3("-ksp_fusedbcgs_one_reduction", "One global reduction per iteration (computes Op^T r* once per solve); default: with more than one process", "KSPFUSEDBCGS", bc->one_reduction_option, &bc->one_reduction_option, NULL));
+  PetscCall(KSPFusedChunkSetFromOptions(PetscOptionsObject, &bc->chunk));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -289,6 +432,7 @@ PetscErrorCode KSPView_FusedBCGS(KSP ksp, PetscViewer viewer)
                                bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
                                                  : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)",
                                bc->reductions.count, bc->replacements));
+  PetscCall(KSPFusedChunkView(&bc->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -298,6 +442,7 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
 
   PetscFunctionBegin;
   PetscCall(KSPFusedDestroyCommon(ksp, &bc->w));
+  PetscCall(KSPFusedChunkDestroy(ksp, &bc->chunk));
   delete bc;
   ksp->data = nullptr;
   PetscCall(KSPDestroyDefault(ksp));
@@ -315,7 +460,9 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
    Options Database Keys:
 +  -ksp_type fusedbcgs - selects this solver
 .  -ksp_pc_side <left,right> - left (default, preconditioned residual norm) or right (true residual norm)
--  -ksp_fusedbcgs_one_reduction <bool> - one global reduction per iteration (default: with more than one process)
+.  -ksp_fusedbcgs_one_reduction <bool> - one global reduction per iteration (default: with more than one process)
+.  -ksp_fused_check_interval <k> - iterations between host checks (device-resident scalars, see `KSPFusedSetCheckInterval()`)
+-  -ksp_fused_graph <bool> - record a chunk of k iterations as a CUDA graph and replay it
 
    Level: beginner
 
@@ -351,5 +498,6 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
   ksp->ops->buildsolution  = KSPBuildSolutionDefault;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &bc->reductions));
+  PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &bc->chunk));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

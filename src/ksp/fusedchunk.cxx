@@ -181,6 +181,7 @@ PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscI
   ctl->min_it   = ksp->min_it;
   ctl->chknorm  = ksp->chknorm;
   ctl->stopped  = -1;
+  ctl->stage    = 0;
   std::memcpy(ChunkHostSlot(c, 0), entering, c->ndots * sizeof(PetscScalar));
   PetscCall(OpsBackendBufferToBackend(&c->buf, 0, ControlBytes() + c->ndots * sizeof(PetscScalar)));
   PetscFunctionReturn(PETSC_SUCCESS);

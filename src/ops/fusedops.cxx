@@ -598,6 +598,59 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec x, Vec v, Vec y)
+{
+  PetscBool     fused;
+  BackendArrays arr;
+  PetscScalar  *xa, *va, *ya;
+  PetscInt      n;
+
+  PetscFunctionBegin;
+  PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsWAXPYDotChained() needs an OpsReduceInto() target");
+  PetscCall(AllFused({x, v, y}, &fused));
+  PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
+  PetscCall(VecGetLocalSize(y, &n));
+  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
+  PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+  PetscCall(PetscLogEventBegin(events.waxpy_dot, x, v, y, 0));
+  PetscCall(ActiveBackend()->waxpy_dot_chained(n, prev, cur, ctl, j, xa, va, ya));
+  target_pending = false;
+  PetscCall(PetscLogEventEnd(events.waxpy_dot, x, v, y, 0));
+  PetscCall(PetscLogFlops(4.0 * n));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar)
+{
+  PetscBool     fused;
+  BackendArrays arr;
+  PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa;
+  PetscInt      n;
+
+  PetscFunctionBegin;
+  PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsBCGSUpdateChained() needs an OpsReduceInto() target");
+  PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar}, &fused));
+  PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
+  PetscCall(VecGetLocalSize(x, &n));
+  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
+  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &ra));
+  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
+  PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_READ, &sa));
+  PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_READ, &Apa));
+  PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &Asa));
+  PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rsa));
+  PetscCall(PetscLogEventBegin(events.bcgs_update, x, r, p, 0));
+  PetscCall(ActiveBackend()->bcgs_update_chained(n, prev, cur, ctl, j, wra, xa, ra, pa, sa, Apa, Asa, rsa));
+  target_pending = false;
+  PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
+  PetscCall(PetscLogFlops(14.0 * n));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **graph, PetscBool *recorded)
 {
   const Backend *be = ActiveBackend();

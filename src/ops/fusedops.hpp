@@ -101,6 +101,11 @@ PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop);
    it runs; see Backend::cg_update_chained.  Its three dot products go to the OpsReduceInto() slot. */
 PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, PetscInt j, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w);
 
+/* The BiCGStab steps of chunk iteration j (see Backend::waxpy_dot_chained, bcgs_update_chained):
+   s = r - alpha Ap and r, p, x updates, with their dot products to the OpsReduceInto() slot      */
+PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec x, Vec v, Vec y);
+PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar);
+
 /* Records the operations body(ctx) queues into *graph (instantiated or updated) without running
    them; *recorded = PETSC_FALSE (and body not called) when the backend cannot record.        */
 PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **graph, PetscBool *recorded);

@@ -84,11 +84,13 @@ FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *R, 
 struct ChunkControl {
   PetscReal ttol;     /* a norm <= ttol stops (KSP's ttol, from KSPConvergedDefault(); < 0: never) */
   PetscReal divlimit; /* a norm >= divlimit stops (divtol times the initial norm)                  */
-  PetscInt  normdot;  /* the norm is sqrt|slot[normdot]|; -1: no norm, only NaN/Inf stop              */
-  PetscInt  first_it; /* the KSP iteration number of chunk iteration 0 (the state entering it)        */
-  PetscInt  min_it;   /* KSP min_it and chknorm: no norm test at iterations < min_it or <= chknorm    */
-  PetscInt  chknorm;
-  PetscInt  stopped; /* -1 while running, else the chunk iteration after which nothing ran          */
+  PetscInt  normdot;  /* the norm is sqrt|slot[normdot]| (fusedbcgs: >= 0 when tested, its norm is a
+                         recurrence); -1: no norm, only coefficient failures and NaN/Inf stop            */
+  PetscInt first_it;  /* the KSP iteration number of chunk iteration 0 (the state entering it)        */
+  PetscInt min_it;    /* KSP min_it and chknorm: no norm test at iterations < min_it or <= chknorm    */
+  PetscInt chknorm;
+  PetscInt stopped; /* -1 while running, else the chunk iteration after which nothing ran          */
+  PetscInt stage;   /* where chunk iteration stopped + 1 stopped: 0 at its start, 1 before its update */
 };
 
 /* Whether the norm of chunk iteration j ends the chunk (slot: that iteration's reduced values):
@@ -96,15 +98,42 @@ struct ChunkControl {
    host tests every iteration again with the KSP's own test, which has the last word; this only
    keeps the device from iterating past a stop.  The state entering a chunk (j = 0) was tested by
    the host already and never stops it, so every chunk makes progress.                            */
-FUSED_HD inline bool ChunkNormStops(const ChunkControl &c, PetscInt j, const PetscScalar *slot)
+FUSED_HD inline bool ChunkNormSqStops(const ChunkControl &c, PetscInt j, PetscScalar normsq)
 {
   const PetscInt it = c.first_it + j;
   if (c.normdot < 0 || j == 0) return false;
-  const PetscScalar normsq = slot[c.normdot];
   if (NotFinite(normsq)) return true;
   if (it <= c.chknorm || it < c.min_it) return false;
   const PetscReal norm = sqrt(normsq < 0 ? -normsq : normsq);
   return norm <= c.ttol || norm >= c.divlimit;
+}
+
+FUSED_HD inline bool ChunkNormStops(const ChunkControl &c, PetscInt j, const PetscScalar *slot)
+{
+  return c.normdot >= 0 && ChunkNormSqStops(c, j, slot[c.normdot]);
+}
+
+/* BiCGStab chunks (src/ksp/fusedbcgs.cxx): the values of one iteration in its slot */
+enum BCGSChunkSlot { BCGS_APR, BCGS_SS, BCGS_ASS, BCGS_ASAS, BCGS_ASR, BCGS_RRSTAR, BCGS_RR, BCGS_NSLOT };
+
+/* alpha of chunk iteration j (from <r,r*> of iteration j-1 and <Ap,r*> of iteration j), after the
+   stop test of the norm of iteration j-1; false: the chunk stops before iteration j's s        */
+FUSED_HD inline bool BCGSChunkAlpha(const ChunkControl &c, PetscInt j, const PetscScalar *prev, const PetscScalar *cur, PetscScalar *alpha)
+{
+  if (j > 1) {
+    PetscScalar omega, beta;
+    PetscReal   rnorm2;
+    if (BCGSOmegaBeta(prev[BCGS_ASS], prev[BCGS_ASAS], prev[BCGS_ASR], prev[BCGS_APR], prev[BCGS_SS], &omega, &beta, &rnorm2) == RecurrenceStatus::OK && ChunkNormSqStops(c, j - 1, rnorm2)) return false;
+  }
+  if (prev[BCGS_RRSTAR] == 0) return false;
+  return BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], alpha) == RecurrenceStatus::OK;
+}
+
+/* omega and beta of chunk iteration j from its slot; false: the chunk stops before its update */
+FUSED_HD inline bool BCGSChunkOmegaBeta(const PetscScalar *cur, PetscScalar *omega, PetscScalar *beta)
+{
+  PetscReal rnorm2;
+  return BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], omega, beta, &rnorm2) == RecurrenceStatus::OK;
 }
 
 } // namespace fusedksp

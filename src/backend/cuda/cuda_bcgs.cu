@@ -7,7 +7,7 @@ namespace cuda
 {
 
 /* y := x + a v and the block's partial of <y,y> */
-__global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *__restrict__ x, const PetscScalar *__restrict__ v, PetscScalar *__restrict__ y, const Reduction red)
+__device__ inline void WAXPYDotBlock(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *__restrict__ x, const PetscScalar *__restrict__ v, PetscScalar *__restrict__ y, const Reduction &red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[1] = {0};
@@ -21,9 +21,32 @@ __global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const 
   ReduceBlocks(acc, 1, red);
 }
 
+__global__ void WAXPYDotKernel(PetscInt n, PetscInt chunk, PetscScalar a, const PetscScalar *__restrict__ x, const PetscScalar *__restrict__ v, PetscScalar *__restrict__ y, const Reduction red)
+{
+  WAXPYDotBlock(n, chunk, a, x, v, y, red);
+}
+
+/* Backend::waxpy_dot_chained: alpha from the slots (the same everywhere: one branch for the grid) */
+__global__ void WAXPYDotChainedKernel(PetscInt n, PetscInt chunk, const PetscScalar *__restrict__ prev, const PetscScalar *__restrict__ cur, ChunkControl *ctl, PetscInt j, const PetscScalar *__restrict__ x, const PetscScalar *__restrict__ v,
+                                      PetscScalar *__restrict__ y, const Reduction red)
+{
+  PetscScalar alpha = 0;
+
+  if (ctl->stopped >= 0) return;
+  if (!BCGSChunkAlpha(*ctl, j, prev, cur, &alpha)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = 0;
+    }
+    return;
+  }
+  WAXPYDotBlock(n, chunk, -alpha, x, v, y, red);
+}
+
 /* The updates of Backend::bcgs_update and the block's partials of <r,rstar>, <r,r> (and <r,rhat>) */
-__global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *__restrict__ wr, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ p,
-                                 const PetscScalar *__restrict__ s, const PetscScalar *__restrict__ Ap, const PetscScalar *__restrict__ As, const PetscScalar *__restrict__ rstar, const PetscScalar *__restrict__ rhat, int ndots, const Reduction red)
+__device__ inline void BCGSUpdateBlock(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *__restrict__ wr, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ p,
+                                       const PetscScalar *__restrict__ s, const PetscScalar *__restrict__ Ap, const PetscScalar *__restrict__ As, const PetscScalar *__restrict__ rstar, const PetscScalar *__restrict__ rhat, int ndots,
+                                       const Reduction &red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
   PetscScalar      acc[3] = {0, 0, 0};
@@ -41,6 +64,30 @@ __global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, 
     if (ndots > 2) acc[2] += ri * rhat[i];
   }
   ReduceBlocks(acc, ndots, red);
+}
+
+__global__ void BCGSUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *__restrict__ wr, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ p,
+                                 const PetscScalar *__restrict__ s, const PetscScalar *__restrict__ Ap, const PetscScalar *__restrict__ As, const PetscScalar *__restrict__ rstar, const PetscScalar *__restrict__ rhat, int ndots, const Reduction red)
+{
+  BCGSUpdateBlock(n, chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, rhat, ndots, red);
+}
+
+/* Backend::bcgs_update_chained: alpha, omega, beta from the slots */
+__global__ void BCGSUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscScalar *__restrict__ prev, const PetscScalar *__restrict__ cur, ChunkControl *ctl, PetscInt j, const PetscScalar *__restrict__ wr, PetscScalar *__restrict__ x,
+                                        PetscScalar *__restrict__ r, PetscScalar *__restrict__ p, const PetscScalar *__restrict__ s, const PetscScalar *__restrict__ Ap, const PetscScalar *__restrict__ As, const PetscScalar *__restrict__ rstar,
+                                        const Reduction red)
+{
+  PetscScalar alpha = 0, omega = 0, beta = 0;
+
+  if (ctl->stopped >= 0) return;
+  if (BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha) != RecurrenceStatus::OK || !BCGSChunkOmegaBeta(cur, &omega, &beta)) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = 1;
+    }
+    return;
+  }
+  BCGSUpdateBlock(n, chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, nullptr, 2, red);
 }
 
 /*
@@ -88,6 +135,48 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
     counters.launches++;
   }
   PetscCall(FinishReduction(ndots, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   WAXPYDotChained, BCGSUpdateChained - Backend::waxpy_dot_chained and bcgs_update_chained on the
+   device: one kernel launch each (also for n == 0, which then writes zero sums), results to the
+   reduce target, nothing copied to the host
+*/
+PetscErrorCode WAXPYDotChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *x, const PetscScalar *v, PetscScalar *y)
+{
+  const Partition part = PartitionRange(PetscMax(n, 1));
+  cudaStream_t    stream;
+  Reduction       red;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "waxpy_dot_chained needs a reduce target");
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(1, part.nblocks, &red));
+  WAXPYDotChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, cur, ctl, j, x, v, y, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(1, part.nblocks, nullptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode BCGSUpdateChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
+                                 const PetscScalar *As, const PetscScalar *rstar)
+{
+  const Partition part = PartitionRange(PetscMax(n, 1));
+  cudaStream_t    stream;
+  Reduction       red;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "bcgs_update_chained needs a reduce target");
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(2, part.nblocks, &red));
+  BCGSUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, cur, ctl, j, wr, x, r, p, s, Ap, As, rstar, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(2, part.nblocks, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -50,7 +50,10 @@ __global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscSca
 
   if (ctl->stopped >= 0) return;
   if (CGCoefficients(prev[0], prev[3], prev[4], &a, &b) != RecurrenceStatus::OK || ChunkNormStops(*ctl, j - 1, prev)) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) ctl->stopped = j - 1;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = 0;
+    }
     return;
   }
   CGUpdateBlock(n, chunk, a, b, x, r, z, p, q, u, w, red);

@@ -334,6 +334,8 @@ const Backend *CUDABackend()
                                   cuda::FenceWait,
                                   cuda::ReduceTargetSet,
                                   cuda::CGUpdateChained,
+                                  cuda::WAXPYDotChained,
+                                  cuda::BCGSUpdateChained,
                                   cuda::GraphBegin,
                                   cuda::GraphEnd,
                                   cuda::GraphAbort,

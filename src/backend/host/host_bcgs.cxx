@@ -41,5 +41,48 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* See Backend::waxpy_dot_chained */
+PetscErrorCode WAXPYDotChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *x, const PetscScalar *v, PetscScalar *y)
+{
+  PetscScalar alpha = 0, all[1];
+
+  PetscFunctionBegin;
+  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "waxpy_dot_chained needs a reduce target");
+  if (ctl->stopped >= 0 || !BCGSChunkAlpha(*ctl, j, prev, cur, &alpha)) {
+    if (ctl->stopped < 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = 0;
+    }
+    target = {};
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(WAXPYDot(n, -alpha, x, v, y, all));
+  StoreResults(1, all, nullptr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::bcgs_update_chained */
+PetscErrorCode BCGSUpdateChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
+                                 const PetscScalar *As, const PetscScalar *rstar)
+{
+  PetscScalar alpha = 0, omega = 0, beta = 0, all[2];
+
+  PetscFunctionBegin;
+  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "bcgs_update_chained needs a reduce target");
+  if (ctl->stopped >= 0 || BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha) != RecurrenceStatus::OK || !BCGSChunkOmegaBeta(cur, &omega, &beta)) {
+    if (ctl->stopped < 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = 1;
+    }
+    target = {};
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(BCGSUpdate(n, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, nullptr, 2, all));
+  StoreResults(2, all, nullptr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace host
 } // namespace fusedksp

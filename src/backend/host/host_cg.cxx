@@ -38,7 +38,10 @@ PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl
   PetscFunctionBegin;
   PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
   if (ctl->stopped >= 0 || CGCoefficients(prev[0], prev[3], prev[4], &a, &b) != RecurrenceStatus::OK || ChunkNormStops(*ctl, j - 1, prev)) {
-    if (ctl->stopped < 0) ctl->stopped = j - 1;
+    if (ctl->stopped < 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = 0;
+    }
     target = {};
     counters.launches++;
     PetscFunctionReturn(PETSC_SUCCESS);

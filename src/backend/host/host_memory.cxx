@@ -135,6 +135,8 @@ const Backend *HostBackend()
                                   host::FenceWait,
                                   host::ReduceTargetSet,
                                   host::CGUpdateChained,
+                                  host::WAXPYDotChained,
+                                  host::BCGSUpdateChained,
                                   host::GraphBegin,
                                   host::GraphEnd,
                                   host::GraphAbort,

@@ -102,6 +102,9 @@ PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const Pet
 PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
 PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode CGUpdateChained(PetscInt, const PetscScalar *, ChunkControl *, PetscInt, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *);
+PetscErrorCode WAXPYDotChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PetscErrorCode BCGSUpdateChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *,
+                                 const PetscScalar *);
 PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
 PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);
