@@ -92,7 +92,9 @@ int main(int argc, char **argv)
   if (cg || bcgs) {
     PetscInt chunks, records, replays;
     PetscCall(KSPFusedGetChunkCounts(ksp, &chunks, &records, &replays));
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "last solve: %" PetscInt_FMT " chunks, %" PetscInt_FMT " recorded, %" PetscInt_FMT " replayed\n", chunks, records, replays));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "last solve: %" PetscInt_FMT " chunks, %" PetscInt_FMT " recorded, %" PetscInt_FMT " replayed; kernels of the solves: %" PetscInt64_FMT " (%" PetscInt_FMT " its), %" PetscInt64_FMT " (%" PetscInt_FMT " its)\n", chunks,
+                          records, replays, l1 - l0, its, l2 - l1, 2 * its));
   }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on the %s backend: %.3f fused kernels and %.3f device->host copies per iteration (design: %g and %g)\n", type, backend, (double)launches, (double)copies, (double)want_launches, (double)want_copies));
   /* fusedsgmres: the second solve has one more restart cycle (true residual, its norm, scaling, solution update:

@@ -220,6 +220,7 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
     }
     PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, entering));
     PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, key, BCGSChunkBody, &body));
+    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
     performed = ChunkPerformed(c, body.k);
     bc->reductions.count += 2 * performed;
     for (j = 1; j <= body.k; ++j) {

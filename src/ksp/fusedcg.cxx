@@ -198,6 +198,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
     }
     PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), d));
     PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, key, CGChunkBody, &body));
+    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
     performed = ChunkPerformed(c, body.k);
     cg->reductions.count += performed;
     for (j = 1; j <= body.k; ++j) {

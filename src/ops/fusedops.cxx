@@ -681,6 +681,18 @@ PetscErrorCode OpsGraphLaunch(void *graph, PetscBool *launched)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsMarkWritten(std::initializer_list<Vec> vecs)
+{
+  PetscFunctionBegin;
+  for (Vec v : vecs) {
+    PetscScalar *a;
+    if (!v) continue;
+    PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_READ_WRITE, &a));
+    PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_READ_WRITE, &a));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsGraphDestroy(void **graph)
 {
   PetscFunctionBegin;

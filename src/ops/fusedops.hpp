@@ -109,8 +109,13 @@ PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *
 /* Records the operations body(ctx) queues into *graph (instantiated or updated) without running
    them; *recorded = PETSC_FALSE (and body not called) when the backend cannot record.        */
 PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **graph, PetscBool *recorded);
-/* Replays *graph; *launched = PETSC_FALSE when it must be recorded again (a buffer it uses moved) */
+/* Replays *graph; *launched = PETSC_FALSE when it must be recorded again (a buffer it uses moved).
+   A replay runs no host code: the caller then marks the vectors it wrote with OpsMarkWritten().  */
 PetscErrorCode OpsGraphLaunch(void *graph, PetscBool *launched);
 PetscErrorCode OpsGraphDestroy(void **graph);
+
+/* Marks the vectors as written on the backend (offload mask and object state, as after the
+   operations that wrote them): needed after a replayed record, harmless otherwise             */
+PetscErrorCode OpsMarkWritten(std::initializer_list<Vec> vecs);
 
 } // namespace fusedksp
