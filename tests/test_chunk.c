@@ -33,6 +33,7 @@ typedef struct {
   PCSide      side;
   PetscBool   k1only;   /* the solver runs k = 1 for this setup (fusedbcgs with a general PC) */
   PetscBool   restarts; /* residual replacements may restart chunks at every iteration */
+  PetscInt    restart;  /* fusedsgmres: the restart (0: its default) */
 } Setup;
 
 static PetscErrorCode UserStop(KSP ksp, PetscInt it, PetscReal rnorm, KSPConvergedReason *reason, void *ctx)
@@ -53,6 +54,7 @@ static PetscErrorCode SolveOn(KSP ksp, Mat A, Vec b, PetscInt k, const Setup *s,
   PetscCall(KSPSetOperators(ksp, A, A));
   PetscCall(KSPSetType(ksp, s->ksp));
   if (s->side != PC_SIDE_DEFAULT) PetscCall(KSPSetPCSide(ksp, s->side));
+  if (s->restart) PetscCall(KSPGMRESSetRestart(ksp, s->restart));
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCSetType(pc, s->pc));
   PetscCall(KSPSetNormType(ksp, s->norm));
@@ -188,7 +190,7 @@ int main(int argc, char **argv)
   Problem   p, q, c;
   PetscBool expect_graph = PETSC_FALSE;
   PetscInt  n            = 24;
-  Setup     base         = {"fusedcg", "none", KSP_NORM_PRECONDITIONED, 10000, 1e-10, 1e4, 0, PETSC_TRUE, PC_SIDE_DEFAULT, PETSC_FALSE, PETSC_FALSE};
+  Setup     base         = {"fusedcg", "none", KSP_NORM_PRECONDITIONED, 10000, 1e-10, 1e4, 0, PETSC_TRUE, PC_SIDE_DEFAULT, PETSC_FALSE, PETSC_FALSE, 0};
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -277,6 +279,32 @@ int main(int argc, char **argv)
     PetscCall(ProblemOptions("u_", "convdiff3d", 6, "random"));
     PetscCall(ProblemCreate(PETSC_COMM_WORLD, "u_", &u));
     PetscCall(Sweep("bcgs sor (k = 1)", u.A, u.b, &s, KSP_CONVERGED_RTOL));
+    PetscCall(ProblemDestroy(&u));
+  }
+  { /* fusedsgmres: chunks inside restart cycles */
+    Setup   s = base;
+    Problem u;
+    PetscCall(ProblemOptions("u_", "convdiff3d", 10, "random"));
+    PetscCall(ProblemCreate(PETSC_COMM_WORLD, "u_", &u));
+    s.ksp  = "fusedsgmres";
+    s.norm = KSP_NORM_UNPRECONDITIONED;
+    PetscCall(Sweep("sgmres none", u.A, u.b, &s, KSP_CONVERGED_RTOL));
+    s.pc = "jacobi";
+    PetscCall(Sweep("sgmres jacobi", u.A, u.b, &s, KSP_CONVERGED_RTOL));
+    s.restart  = 10;
+    s.restarts = PETSC_TRUE; /* a chunk never crosses a restart */
+    PetscCall(Sweep("sgmres jacobi restart 10", u.A, u.b, &s, KSP_CONVERGED_RTOL));
+    s.maxit = 23;
+    PetscCall(Sweep("sgmres max_it 23", u.A, u.b, &s, KSP_DIVERGED_ITS));
+    s          = base;
+    s.ksp      = "fusedsgmres";
+    s.norm     = KSP_NORM_UNPRECONDITIONED;
+    s.userstop = 12;
+    PetscCall(Sweep("sgmres user test at 12", u.A, u.b, &s, KSP_CONVERGED_USER));
+    s.userstop = 0;
+    s.pc       = "sor";
+    s.k1only   = PETSC_TRUE;
+    PetscCall(Sweep("sgmres sor (k = 1)", u.A, u.b, &s, KSP_CONVERGED_RTOL));
     PetscCall(ProblemDestroy(&u));
   }
   { /* repeated solves on one KSP: new right-hand side, new matrix values, new size */

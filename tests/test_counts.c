@@ -3,7 +3,7 @@ static char help[] = "Fused kernels and device->host copies per iteration of eac
                      "counts the backend's launches and copies, and checks them against the design:\n"
                      "  fusedcg: 2 kernels/iteration; fusedbcgs: 4; fusedsgmres: 3 per inner step (no CGS2).\n"
                      "  Device->host copies (CUDA backend): 1 per iteration (inner step); fusedbcgs 2 on one process unless\n"
-                     "  -ksp_fusedbcgs_one_reduction 1.  fusedcg and fusedbcgs with -ksp_fused_check_interval k: 1/k copies per iteration.\n"
+                     "  -ksp_fusedbcgs_one_reduction 1.  the three with -ksp_fused_check_interval k: 1/k copies per iteration.\n"
                      "Options: -n <grid points per direction> -its <iterations>\n";
 
 #include <fusedksp.h>
@@ -84,12 +84,12 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsGetBool(NULL, NULL, "-ksp_fusedbcgs_one_reduction", &one, NULL));
     want_copies = bcgs && !one ? 2 : 1;
   }
-  if (cg || bcgs) { /* chunks of k iterations: one copy per chunk */
+  if (cg || bcgs || sgmres) { /* chunks of k iterations: one copy per chunk */
     PetscInt k;
     PetscCall(KSPFusedGetCheckInterval(ksp, &k));
     if (k > 1) want_copies = 1.0 / k;
   }
-  if (cg || bcgs) {
+  if (cg || bcgs || sgmres) {
     PetscInt chunks, records, replays;
     PetscCall(KSPFusedGetChunkCounts(ksp, &chunks, &records, &replays));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,

@@ -26,7 +26,7 @@ Options:\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
-rows fusedcg-kK, fusedbcgs-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor).\n\
+rows fusedcg-kK, fusedbcgs-kK, fusedsgmres-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor).\n\
 Each timed region is: MPI_Barrier, KSPSolve, then a fence: a product with a 1x1 matrix of the same type set and a\n\
 host read of its 1-entry result, which waits for the work queued on the type set's stream (native CUDA solvers\n\
 return before their last kernels finish) without copying the solution; it costs about one floor per solve.\n\
@@ -102,6 +102,7 @@ static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PET
                                      {KSPBCGS, KSPBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 25, 0, 2},
                                      {KSPPIPEBCGS, KSPPIPEBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 60, 0, 2},
                                      {KSPFUSEDSGMRES, KSPFUSEDSGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
+                                     {"fusedsgmres-k30", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
                                      {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
 
 typedef enum { TYPES_FUSED, TYPES_NATIVE } TypeSet;
@@ -405,7 +406,8 @@ static PetscErrorCode FindSolver(const char *name, PetscInt *index)
     PetscCall(PetscStrcmp(name, Solvers[k].name, &match));
     if (match) *index = k;
   }
-  PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-nograph, fusedcg-k10, cg, pipecg, fusedbcgs, fusedbcgs-k30, bcgs, pipebcgs, fusedsgmres, gmres)", name);
+  PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE,
+             "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-nograph, fusedcg-k10, cg, pipecg, fusedbcgs, fusedbcgs-k30, bcgs, pipebcgs, fusedsgmres, fusedsgmres-k30, gmres)", name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

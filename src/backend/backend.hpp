@@ -208,8 +208,16 @@ struct Backend {
      BCGSChunkOmegaBeta() (a failure sets ctl->stopped = j-1, ctl->stage = 1), <r,r*>, <r,r> to the
      reduce target.  Both do nothing once ctl->stopped >= 0.                                      */
   PetscErrorCode (*waxpy_dot_chained)(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *x, const PetscScalar *v, PetscScalar *y);
-  PetscErrorCode (*bcgs_update_chained)(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
-                                        const PetscScalar *rstar);
+  PetscErrorCode (*bcgs_update_chained)(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
+                                        const PetscScalar *As, const PetscScalar *rstar);
+
+  /* The simpler GMRES update of step i (chunk iteration j, restart m) with its coefficients where it
+     runs: SGMRESChunkStep() on the slots prev and cur (layout of SGMRESChunkSlot()); on -1 it runs
+     sgmres_update with coef = cur[0..i-1), scale 1/h, eta, writes res^2 to cur[m+2] and <znew,znew>
+     to the reduce target; on 0 or 1 it sets ctl->stopped = j-1 and ctl->stage to that value.  The
+     i-1 vectors V fit one launch (at most 240).  mdot honours the reduce target too.            */
+  PetscErrorCode (*sgmres_update_chained)(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl,
+                                          PetscInt j);
 
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running
      them (*capturing = PETSC_FALSE on a backend that cannot: they then run as usual); graph_end()

@@ -32,7 +32,7 @@
    early, x is updated, and the true residual decides; the true residual is also computed at every
    restart (it starts the next cycle) and compared with the estimate (-info).
 */
-#include "ksp/fusedcommon.hpp"
+#include "ksp/fusedchunk.hpp"
 #include <vector>
 
 namespace fusedksp
@@ -57,6 +57,7 @@ struct KSP_FusedSGMRES {
   PetscScalar              zz_local = 0, zz = 1; /* <z_i, z_i>: local partial (pending) and reduced */
   PetscInt                 cycle_k   = 0;        /* steps of the current cycle not yet added to x */
   PetscReal                cycle_rho = 0;
+  Chunker                  chunk;
 };
 
 enum { VEC_T, VEC_T2, VEC_WORK, VEC_SOL, NWORK };
@@ -170,6 +171,102 @@ PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscB
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* One chunk of steps i0+1 .. i0+k of a cycle with device-resident scalars (see fusedchunk.hpp) */
+struct SGMRESChunk {
+  KSP              ksp;
+  KSP_FusedSGMRES *g;
+  Mat              A;
+  PetscInt         i0, k;
+};
+
+PetscErrorCode SGMRESChunkBody(void *ctx)
+{
+  SGMRESChunk     *b   = static_cast<SGMRESChunk *>(ctx);
+  KSP_FusedSGMRES *g   = b->g;
+  Chunker         *c   = &g->chunk;
+  ChunkControl    *ctl = ChunkDeviceControl(c);
+
+  PetscFunctionBegin;
+  for (PetscInt j = 1; j <= b->k; ++j) {
+    const PetscInt i   = b->i0 + j;
+    PetscScalar   *cur = ChunkDeviceSlot(c, j);
+    PetscCall(SGMRESOperator(b->ksp, g, b->A, g->Z[i], g->V[i], b->ksp->work[VEC_WORK]));
+    for (PetscInt v = 1; v < i; ++v) g->Vz[v - 1] = g->V[v];
+    g->Vz[i - 1] = g->Z[i];
+    PetscCall(OpsReduceInto(cur, &ctl->stopped));
+    PetscCall(OpsMDot(i, g->Vz.data(), g->V[i], PETSC_TRUE, nullptr));
+    PetscCall(OpsReduceInto(cur + g->restart + 1, &ctl->stopped));
+    PetscCall(OpsSGMRESUpdateChained(i, g->restart, SGMRES_CANCELLATION, g->V + 1, g->V[i], g->Z[i], g->Z[i + 1], ChunkDeviceSlot(c, j - 1), cur, ctl, j));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SGMRESChunkedCycle - the steps of a restart cycle (rho: its residual norm), k at a time with the
+   scalars on the backend; the host replays each chunk's steps (R, xi, estimates, monitors, test).
+   On return *i is the first step left to the per-step path: restart + 1 when the cycle is complete
+   or the solve stopped, or a step whose column of R needs the host (cancellation, lucky breakdown,
+   NaN).  *its, *k and *res are updated as the per-step path does.
+*/
+PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscReal rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
+{
+  Chunker                  *c = &g->chunk;
+  const PetscInt            m = g->restart, nd = SGMRESChunkSlot(m);
+  std::vector<PetscScalar>  entering(nd, 0.0);
+  std::vector<const void *> key;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedChunkReserve(c, nd, PetscMin(c->k, m)));
+  entering[m + 1] = 1; /* <z_1, z_1> */
+  entering[m + 2] = rho * rho;
+  while (*i <= m && *its < ksp->max_it && !ksp->reason) {
+    const PetscInt i0   = *i - 1;
+    SGMRESChunk    body = {ksp, g, A, i0, PetscMin(PetscMin(c->k, m - i0), ksp->max_it - *its)};
+    PetscInt       j, performed;
+    ChunkControl   host;
+
+    key.clear();
+    PetscCall(OpsChunkKey(A, {ksp->vec_sol, g->w, ksp->work[VEC_WORK]}, &key));
+    for (PetscInt v = 1; v <= m + 1; ++v) PetscCall(OpsChunkKey(A, {v <= m ? g->V[v] : nullptr, g->Z[v]}, &key));
+    key.push_back(reinterpret_cast<const void *>((uintptr_t)(i0 * 4 + (PetscInt)g->mode)));
+    ChunkHostControl(c)->rho = rho;
+    PetscCall(KSPFusedChunkStart(ksp, c, *its, ksp->normtype == KSP_NORM_NONE ? -1 : 0, entering.data()));
+    PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, key, SGMRESChunkBody, &body));
+    PetscCall(OpsMarkWritten({ksp->work[VEC_WORK]}));
+    for (PetscInt v = i0 + 1; v <= i0 + body.k; ++v) PetscCall(OpsMarkWritten({g->V[v], g->Z[v + 1]}));
+    performed    = ChunkPerformed(c, body.k);
+    host         = *ChunkHostControl(c);
+    host.normdot = -1; /* the host applies the KSP's own test below */
+    for (j = 1; j <= performed; ++j) {
+      const PetscInt     step = i0 + j;
+      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
+      PetscScalar        h, eta;
+      const int          stop = SGMRESChunkStep(host, j, step, m, -1.0, prev, cur, &h, &eta, res); /* the backend ran the step: no cancellation test */
+
+      PetscCheck(stop < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Step %" PetscInt_FMT " ran on the backend but its column fails on the host", step);
+      for (PetscInt r = 1; r < step; ++r) Rij(g, r, step) = cur[r - 1];
+      Rij(g, step, step) = h;
+      g->xi[step]        = eta;
+      *k = g->cycle_k = step;
+      (*its)++;
+      g->reductions.count++;
+      PetscCall(KSPFusedMonitorAndTest(ksp, *its, ksp->normtype == KSP_NORM_NONE ? 0.0 : *res));
+      if (ksp->reason) break;
+    }
+    if (ksp->reason) {
+      *i = m + 1;
+      break;
+    }
+    *i = i0 + performed + 1;
+    if (performed < body.k && ChunkHostControl(c)->stage == 1) { /* the column of step *i needs the host */
+      g->zz_local = ChunkHostSlot(c, performed)[m + 1];
+      break;
+    }
+    entering.assign(ChunkHostSlot(c, performed), ChunkHostSlot(c, performed) + nd);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* x += M^{-1} Z_k y with R_k y = rho xi_{1..k} */
 PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho, Vec x)
 {
@@ -209,6 +306,17 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   g->cycle_k          = 0;
   ksp->reason         = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
+  {
+    PetscBool supported;
+    PetscCall(OpsChunkSupported(A, {ksp->vec_sol, ksp->vec_rhs, g->w, ksp->work[VEC_WORK], g->V[1], g->Z[1]}, &supported));
+    if (g->mode == PCMode::GENERAL || g->cgs2 || g->restart - 1 > 240) supported = PETSC_FALSE;
+    PetscCall(KSPFusedChunkInterval(ksp, &g->chunk, supported));
+    if (supported && g->chunk.k > 1 && g->chunk.settings.interval < 1) { /* default: one chunk per restart cycle */
+      g->chunk.k   = g->restart;
+      g->chunk.why = "default: one chunk per restart cycle";
+    }
+    if (g->chunk.k > 1 && g->chunk.k > g->restart) g->chunk.k = g->restart;
+  }
 
   while (PETSC_TRUE) {
     PetscScalar rr;
@@ -245,7 +353,9 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     g->cycle_rho = rho;
     res          = rho;
 
-    for (PetscInt i = 1; i <= g->restart && its < ksp->max_it; ++i) {
+    PetscInt i = 1;
+    if (g->chunk.k > 1) PetscCall(SGMRESChunkedCycle(ksp, g, A, rho, &i, &its, &k, &res));
+    for (; i <= g->restart && its < ksp->max_it && !ksp->reason; ++i) {
       PetscBool        lucky;
       RecurrenceStatus status = RecurrenceStatus::OK;
       PetscCall(SGMRESStep(ksp, g, A, i, &lucky, &status));
@@ -306,6 +416,7 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
                                g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions" : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; none of them a host sync on one GPU",
                                g->reductions.count, g->replacements));
+  PetscCall(KSPFusedChunkView(&g->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -320,6 +431,7 @@ PetscErrorCode KSPSetFromOptions_FusedSGMRES(KSP ksp, PetscOptionItems PetscOpti
   PetscCall(PetscOptionsInt("-ksp_gmres_restart", "Number of Krylov directions before restart", "KSPGMRESSetRestart", restart, &restart, &flg));
   if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
   PetscCall(PetscOptionsBool("-ksp_fusedsgmres_cgs2", "One reorthogonalization pass (CGS2)", "KSPFusedSGMRESSetCGS2", g->cgs2, &g->cgs2, NULL));
+  PetscCall(KSPFusedChunkSetFromOptions(PetscOptionsObject, &g->chunk));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -375,6 +487,7 @@ PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedSGMRES(ksp));
   PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->w));
+  PetscCall(KSPFusedChunkDestroy(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->chunk));
   for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
   delete static_cast<KSP_FusedSGMRES *>(ksp->data);
   ksp->data = nullptr;
@@ -479,6 +592,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
   ksp->ops->buildsolution  = fusedksp::KSPBuildSolution_FusedSGMRES;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &g->reductions));
+  PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &g->chunk));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedSGMRES));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_FusedSGMRES));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESSetCGS2_C", fusedksp::KSPFusedSGMRESSetCGS2_FusedSGMRES));

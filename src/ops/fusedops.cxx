@@ -344,7 +344,6 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
   PetscBool fused;
 
   PetscFunctionBegin;
-  PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({y}, &fused));
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
@@ -363,6 +362,7 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
     PetscCall(PetscLogFlops(2.0 * n * (nv + (selfdot ? 1 : 0))));
     PetscCall(arr.RestoreAll());
   } else {
+    PetscCall(CheckNoTarget("the multi-dot"));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(LocalDot(y, V[j], &dots[j]));
     if (selfdot) PetscCall(LocalDot(y, y, &dots[nv]));
   }
@@ -647,6 +647,33 @@ PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *
   target_pending = false;
   PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
   PetscCall(PetscLogFlops(14.0 * n));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsSGMRESUpdateChained(PetscInt i, PetscInt m, PetscReal keep, const Vec V[], Vec w, Vec zold, Vec znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
+{
+  PetscBool                  fused;
+  BackendArrays              arr;
+  std::vector<PetscScalar *> va(i > 1 ? i - 1 : 1);
+  PetscScalar               *wa, *zoa, *zna;
+  PetscInt                   n;
+
+  PetscFunctionBegin;
+  PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsSGMRESUpdateChained() needs an OpsReduceInto() target");
+  PetscCall(AllFused({w, zold, znew}, &fused));
+  for (PetscInt v = 0; v < i - 1 && fused; ++v) PetscCall(AllFused({V[v]}, &fused));
+  PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
+  PetscCall(VecGetLocalSize(w, &n));
+  for (PetscInt v = 0; v < i - 1; ++v) PetscCall(arr.Get(V[v], PETSC_MEMORY_ACCESS_READ, &va[v]));
+  PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
+  PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zoa));
+  PetscCall(arr.Get(znew, PETSC_MEMORY_ACCESS_WRITE, &zna));
+  PetscCall(PetscLogEventBegin(events.maxpy, w, 0, 0, 0));
+  PetscCall(ActiveBackend()->sgmres_update_chained(n, i, m, keep, va.data(), wa, zoa, zna, prev, cur, ctl, j));
+  target_pending = false;
+  PetscCall(PetscLogEventEnd(events.maxpy, w, 0, 0, 0));
+  PetscCall(PetscLogFlops(2.0 * n * (i + 1)));
   PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
 }

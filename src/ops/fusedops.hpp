@@ -48,7 +48,7 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
    when rhat is given.                  */
 PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar beta, Vec wr, Vec pt, Vec st, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, Vec rhat, PetscScalar *dots);
 
-/* dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot */
+/* dots[j] = <V[j], y> for j < nv, then dots[nv] = <y,y> if selfdot (honours OpsReduceInto()) */
 PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, PetscScalar *dots);
 
 /* y = scale (y - sum_j coef[j] V[j]); *dot = <y, dotvec> (dotvec NULL: <y,y>) if dot is not NULL */
@@ -105,6 +105,10 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
    s = r - alpha Ap and r, p, x updates, with their dot products to the OpsReduceInto() slot      */
 PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec x, Vec v, Vec y);
 PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar);
+
+/* The simpler GMRES update of step i (chunk iteration j), see Backend::sgmres_update_chained: V are
+   v_1..v_{i-1}; <znew,znew> goes to the OpsReduceInto() slot                                     */
+PetscErrorCode OpsSGMRESUpdateChained(PetscInt i, PetscInt m, PetscReal keep, const Vec V[], Vec w, Vec zold, Vec znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j);
 
 /* Records the operations body(ctx) queues into *graph (instantiated or updated) without running
    them; *recorded = PETSC_FALSE (and body not called) when the backend cannot record.        */

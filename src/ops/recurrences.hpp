@@ -86,11 +86,12 @@ struct ChunkControl {
   PetscReal divlimit; /* a norm >= divlimit stops (divtol times the initial norm)                  */
   PetscInt  normdot;  /* the norm is sqrt|slot[normdot]| (fusedbcgs: >= 0 when tested, its norm is a
                          recurrence); -1: no norm, only coefficient failures and NaN/Inf stop            */
-  PetscInt first_it;  /* the KSP iteration number of chunk iteration 0 (the state entering it)        */
-  PetscInt min_it;    /* KSP min_it and chknorm: no norm test at iterations < min_it or <= chknorm    */
-  PetscInt chknorm;
-  PetscInt stopped; /* -1 while running, else the chunk iteration after which nothing ran          */
-  PetscInt stage;   /* where chunk iteration stopped + 1 stopped: 0 at its start, 1 before its update */
+  PetscInt  first_it; /* the KSP iteration number of chunk iteration 0 (the state entering it)        */
+  PetscInt  min_it;   /* KSP min_it and chknorm: no norm test at iterations < min_it or <= chknorm    */
+  PetscInt  chknorm;
+  PetscInt  stopped; /* -1 while running, else the chunk iteration after which nothing ran          */
+  PetscInt  stage;   /* where chunk iteration stopped + 1 stopped: 0 at its start, 1 before its update */
+  PetscReal rho;     /* fusedsgmres: the residual norm that started the restart cycle               */
 };
 
 /* Whether the norm of chunk iteration j ends the chunk (slot: that iteration's reduced values):
@@ -134,6 +135,35 @@ FUSED_HD inline bool BCGSChunkOmegaBeta(const PetscScalar *cur, PetscScalar *ome
 {
   PetscReal rnorm2;
   return BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], omega, beta, &rnorm2) == RecurrenceStatus::OK;
+}
+
+/* Simpler GMRES chunks (src/ksp/fusedsgmres.cxx), restart m: the slot of step i of a cycle holds the
+   multi-dot d[0..i] = <v_1,w>..<v_{i-1},w>, <z_i,w>, <w,w> at [0..i], <z_{i+1},z_{i+1}> at [m+1] and the
+   square of the residual estimate of step i at [m+2]; the slot entering a chunk holds those of the
+   step before it (<z_1,z_1> = 1 at a cycle's start).                                              */
+constexpr PetscInt SGMRESChunkSlot(PetscInt m)
+{
+  return m + 3;
+}
+
+/* Step i (chunk iteration j) of a cycle: -1 when it goes on, with h = ||w - sum_j R_{j,i} v_j||,
+   eta = <z_i,w>/h and the residual estimate res of step i (the RB-SGMRES formula of the solver);
+   0 when the estimate of the step before stops the chunk (ChunkNormSqStops); 1 when the column of
+   R fails (NaN/Inf, cancellation beyond keep, or h = 0: a lucky breakdown), which the host handles. */
+FUSED_HD inline int SGMRESChunkStep(const ChunkControl &c, PetscInt j, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *prev, const PetscScalar *cur, PetscScalar *h, PetscScalar *eta, PetscReal *res)
+{
+  PetscScalar h2;
+
+  if (ChunkNormSqStops(c, j - 1, prev[m + 2])) return 0;
+  if (SGMRESColumn(i - 1, cur, cur[i], keep, &h2) != RecurrenceStatus::OK || NotFinite(cur[i - 1]) || !(h2 > 0)) return 1;
+  *h                     = sqrt(h2);
+  *eta                   = cur[i - 1] / *h;
+  const PetscReal before = i > 1 ? c.rho * sqrt(prev[m + 1] < 0 ? -prev[m + 1] : prev[m + 1]) : c.rho;
+  const PetscReal ratio  = before > 0 ? (c.rho * *eta < 0 ? -c.rho * *eta : c.rho * *eta) / before : 1;
+  const PetscReal cosine = ratio < 1 ? ratio : 1;
+  const PetscReal sinesq = (1 - cosine) * (1 + cosine);
+  *res                   = before * sqrt(sinesq > 0 ? sinesq : 0);
+  return -1;
 }
 
 } // namespace fusedksp

@@ -109,6 +109,7 @@ PetscErrorCode CGUpdateChained(PetscInt, const PetscScalar *, ChunkControl *, Pe
 PetscErrorCode WAXPYDotChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode BCGSUpdateChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *,
                                  const PetscScalar *);
+PetscErrorCode SGMRESUpdateChained(PetscInt, PetscInt, PetscInt, PetscReal, const PetscScalar *const *, PetscScalar *, const PetscScalar *, PetscScalar *, const PetscScalar *, PetscScalar *, ChunkControl *, PetscInt);
 PetscErrorCode GraphBegin(PetscBool *);
 PetscErrorCode GraphEnd(void **);
 PetscErrorCode GraphAbort(void);

@@ -46,6 +46,8 @@ template <int CAP> __global__ void MDotKernel(PetscInt n, PetscInt chunk, const 
   const int        group           = min(MDOT_GROUP, count - first);
   PetscScalar      acc[MDOT_GROUP] = {};
 
+  if (Stopped(red)) return;
+
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
     const PetscScalar yi = y[i];
 #pragma unroll
@@ -88,6 +90,40 @@ __global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_cons
     const PetscScalar zi = zold[i] - eta * wi;
     znew[i]              = zi;
     acc[0] += zi * zi;
+  }
+  ReduceBlocks(acc, 1, red);
+}
+
+/* Backend::sgmres_update_chained: the coefficients are the slot's multi-dot values (cur), h, eta and
+   the residual estimate come from SGMRESChunkStep() (the same values everywhere: one branch for the
+   grid); block 0 records a stop or the estimate                                                   */
+__global__ void SGMRESUpdateChainedKernel(PetscInt n, PetscInt chunk, const __grid_constant__ VectorTable<MAX_TABLE> table, PetscInt i, PetscInt m, PetscReal keep, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev,
+                                          PetscScalar *cur, ChunkControl *ctl, PetscInt j, const Reduction red)
+{
+  const ChunkRange range  = BlockChunk(n, chunk);
+  PetscScalar      acc[1] = {0}, h = 1, eta = 0;
+  PetscReal        res = 0;
+  int              stop;
+
+  if (ctl->stopped >= 0) return;
+  stop = SGMRESChunkStep(*ctl, j, i, m, keep, prev, cur, &h, &eta, &res);
+  if (stop >= 0) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = stop;
+    }
+    return;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) cur[m + 2] = res * res;
+  const PetscScalar scale = 1 / h;
+  for (PetscInt64 k = range.begin + threadIdx.x; k < range.end; k += blockDim.x) {
+    PetscScalar wk = w[k];
+    for (PetscInt v = 0; v < i - 1; ++v) wk -= cur[v] * table.v[v][k];
+    wk *= scale;
+    w[k]                 = wk;
+    const PetscScalar zk = zold[k] - eta * wk;
+    znew[k]              = zk;
+    acc[0] += zk * zk;
   }
   ReduceBlocks(acc, 1, red);
 }
@@ -228,6 +264,31 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
     counters.launches++;
   }
   PetscCall(FinishReduction(1, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SGMRESUpdateChained - Backend::sgmres_update_chained on the device: one kernel launch (also for
+   n == 0), result to the reduce target, nothing copied to the host
+*/
+PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
+{
+  const Partition        part  = PartitionRange(PetscMax(n, 1));
+  VectorTable<MAX_TABLE> table = {};
+  cudaStream_t           stream;
+  Reduction              red;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0 && i >= 1 && i <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Length %" PetscInt_FMT ", step %" PetscInt_FMT " of %" PetscInt_FMT, n, i, m);
+  PetscCheck(i - 1 <= MAX_TABLE, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Chunks of simpler GMRES steps take at most %d basis vectors per update, step %" PetscInt_FMT " has %" PetscInt_FMT, MAX_TABLE, i, i - 1);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "sgmres_update_chained needs a reduce target");
+  for (PetscInt v = 0; v < i - 1; ++v) table.v[v] = V[v];
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(1, part.nblocks, &red));
+  SGMRESUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, i, m, keep, w, zold, znew, prev, cur, ctl, j, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(1, part.nblocks, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

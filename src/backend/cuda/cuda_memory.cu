@@ -336,6 +336,7 @@ const Backend *CUDABackend()
                                   cuda::CGUpdateChained,
                                   cuda::WAXPYDotChained,
                                   cuda::BCGSUpdateChained,
+                                  cuda::SGMRESUpdateChained,
                                   cuda::GraphBegin,
                                   cuda::GraphEnd,
                                   cuda::GraphAbort,

@@ -12,15 +12,19 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
   PetscScalar *part;
   const int    nd = (int)nv + (selfdot ? 1 : 0);
 
+  PetscScalar *all;
+
   PetscFunctionBegin;
-  PetscCall(PetscMalloc1(nd, &part));
-  BlockedReduceN(n, nd, dots, part, [=](PetscInt i, PetscScalar *pt) {
+  counters.launches++;
+  if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscMalloc2(nd, &part, nd, &all));
+  BlockedReduceN(n, nd, all, part, [=](PetscInt i, PetscScalar *pt) {
     const PetscScalar yi = y[i];
     for (PetscInt j = 0; j < nv; ++j) pt[j] += V[j][i] * yi;
     if (selfdot) pt[nv] += yi * yi;
   });
-  PetscCall(PetscFree(part));
-  counters.launches++;
+  StoreResults(nd, all, dots);
+  PetscCall(PetscFree2(part, all));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -56,6 +60,30 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
     part[0] += zi * zi;
   });
   counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::sgmres_update_chained */
+PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
+{
+  PetscScalar h = 1, eta = 0, all[1];
+  PetscReal   res = 0;
+  int         stop;
+
+  PetscFunctionBegin;
+  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "sgmres_update_chained needs a reduce target");
+  if (ctl->stopped >= 0 || (stop = SGMRESChunkStep(*ctl, j, i, m, keep, prev, cur, &h, &eta, &res)) >= 0) {
+    if (ctl->stopped < 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = stop;
+    }
+    target = {};
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  cur[m + 2] = res * res;
+  PetscCall(SGMRESUpdate(n, i - 1, cur, V, w, 1 / h, eta, zold, znew, all));
+  StoreResults(1, all, nullptr);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -137,6 +137,7 @@ const Backend *HostBackend()
                                   host::CGUpdateChained,
                                   host::WAXPYDotChained,
                                   host::BCGSUpdateChained,
+                                  host::SGMRESUpdateChained,
                                   host::GraphBegin,
                                   host::GraphEnd,
                                   host::GraphAbort,

@@ -105,6 +105,7 @@ PetscErrorCode CGUpdateChained(PetscInt, const PetscScalar *, ChunkControl *, Pe
 PetscErrorCode WAXPYDotChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode BCGSUpdateChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *,
                                  const PetscScalar *);
+PetscErrorCode SGMRESUpdateChained(PetscInt, PetscInt, PetscInt, PetscReal, const PetscScalar *const *, PetscScalar *, const PetscScalar *, PetscScalar *, const PetscScalar *, PetscScalar *, ChunkControl *, PetscInt);
 PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
 PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);
