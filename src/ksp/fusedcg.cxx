@@ -340,7 +340,9 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
    alpha and beta are computed (beta = alpha^2 <q,M^{-1}q>/<r,z> - 1).
 
    Options Database Keys:
-.  -ksp_type fusedcg - selects this solver; all standard KSP options apply
++  -ksp_type fusedcg - selects this solver; all standard KSP options apply
+.  -ksp_fused_check_interval <k> - iterations between host checks (device-resident scalars, see `KSPFusedSetCheckInterval()`)
+-  -ksp_fused_graph <bool> - record a chunk of k iterations as a CUDA graph and replay it
 
    Level: beginner
 

@@ -289,10 +289,19 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   The default rule: k = 1 on the host backend (no round trip to save), with a user convergence test,
   with several MPI processes (each iteration's global reduction needs the host) or operands that are not
   fused types; otherwise k = 16, and k = 4 above 4M rows, where the round trip is a small part of an
-  iteration.  Stopped iterations of the last chunk cost two empty kernel launches each.  A chunk never
-  runs past the maximum number of iterations.
+  iteration; `KSPFUSEDSGMRES` takes one chunk per restart cycle.  Stopped iterations of the last chunk
+  cost their kernel launches, which return at once.  A chunk never runs past the maximum number of
+  iterations.
 
-.seealso: `KSPFUSEDCG`, `KSPFusedGetCheckInterval()`, `KSPFusedSetUseGraph()`
+  `KSPFUSEDBCGS` runs its chunks in the two-reduction form (alpha from <Ap,r*> computed in the same
+  chunk, no transposed operator needed) and keeps k = 1 with a general preconditioner (`PCApply()`).
+  `KSPFUSEDSGMRES` runs chunks inside a restart cycle (a chunk never crosses a restart; the solution
+  update and the true residual at the restart stay on the host), keeps k = 1 with a general
+  preconditioner or CGS2, and hands a step back to the host when its column of R needs the explicit
+  norm (cancellation), ends the cycle (lucky breakdown) or is NaN; extra steps of a chunk never enter
+  its solution, which is built from the steps the test accepted.
+
+.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPFusedGetCheckInterval()`, `KSPFusedSetUseGraph()`
 @*/
 PetscErrorCode KSPFusedSetCheckInterval(KSP ksp, PetscInt k)
 {
@@ -309,7 +318,7 @@ PetscErrorCode KSPFusedSetCheckInterval(KSP ksp, PetscInt k)
   Not Collective
 
   Input Parameter:
-. ksp - a `KSPFUSEDCG`
+. ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
 
   Output Parameter:
 . k - the interval (1 before the first solve)
@@ -334,7 +343,7 @@ PetscErrorCode KSPFusedGetCheckInterval(KSP ksp, PetscInt *k)
   Logically Collective
 
   Input Parameters:
-+ ksp - a `KSPFUSEDCG`
++ ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
 - flg - `PETSC_TRUE` (default) to record and replay
 
   Options Database Key:
@@ -347,7 +356,8 @@ PetscErrorCode KSPFusedGetCheckInterval(KSP ksp, PetscInt *k)
   recorded, and every later chunk of the full length replays the record while the operands - the arrays
   of the vectors and of the matrix, the sizes, k - stay the same, across solves too.  Anything else is
   recorded again; a matrix whose values change keeps its arrays and its record.  Jacobi runs inside the
-  record; a general preconditioner (`PCApply()`) runs in chunks without a record.
+  record; a general preconditioner (`PCApply()`) runs in chunks without a record (`KSPFUSEDCG`) or with
+  k = 1.  `KSPFUSEDSGMRES` records whole-cycle chunks only (k at least the restart).
 
 .seealso: `KSPFUSEDCG`, `KSPFusedSetCheckInterval()`, `KSPFusedGetChunkCounts()`
 @*/
@@ -366,7 +376,7 @@ PetscErrorCode KSPFusedSetUseGraph(KSP ksp, PetscBool flg)
   Not Collective
 
   Input Parameter:
-. ksp - a `KSPFUSEDCG`
+. ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
 
   Output Parameters:
 + chunks  - chunks run (0 with k = 1)

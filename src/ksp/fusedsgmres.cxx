@@ -414,7 +414,7 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart, g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt"));
   PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
-                               g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions" : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; none of them a host sync on one GPU",
+                               g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions" : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
                                g->reductions.count, g->replacements));
   PetscCall(KSPFusedChunkView(&g->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -562,7 +562,9 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
    Options Database Keys:
 +  -ksp_type fusedsgmres - selects this solver
 .  -ksp_gmres_restart <m> - restart (default 30); `KSPGMRESSetRestart()` works too
--  -ksp_fusedsgmres_cgs2 - one reorthogonalization pass (see `KSPFusedSGMRESSetCGS2()` for when to use it)
+.  -ksp_fusedsgmres_cgs2 - one reorthogonalization pass (see `KSPFusedSGMRESSetCGS2()` for when to use it)
+.  -ksp_fused_check_interval <k> - steps between host checks inside a restart cycle (default on the GPU: one chunk per cycle, see `KSPFusedSetCheckInterval()`)
+-  -ksp_fused_graph <bool> - record a whole-cycle chunk as a CUDA graph and replay it
 
    Level: beginner
 
