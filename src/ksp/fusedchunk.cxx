@@ -279,6 +279,12 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   monitors, the residual history, `-ksp_converged_reason` and the convergence test see every iteration
   exactly as with k = 1, and the solve ends at the same iteration.
 
+  `-ksp_monitor_true_residual` (and any monitor that builds the solution or the residual) sees, for every
+  iteration of a chunk, the solution as it is at the end of the chunk: the true residual is computed at
+  chunk ends only.  `-log_view` logs the operations of a chunk when they are issued (a direct run or the
+  recording); a replayed record appears as one `FusedGraphLaunch` event and each chunk's copy and wait as
+  one `FusedChunkWait` event.
+
   The kernels stop by themselves at the first iteration where a coefficient fails (breakdown, an
   indefinite matrix or preconditioner, NaN or Inf) or where `KSPConvergedDefault()` would stop, so with
   the default test no iteration runs past the one that ended the solve.  With another convergence test,
