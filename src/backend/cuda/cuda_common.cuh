@@ -116,6 +116,10 @@ PetscErrorCode GraphAbort(void);
 PetscErrorCode GraphLaunch(void *, PetscBool *);
 PetscErrorCode GraphDestroy(void **);
 
+/* Counts a copy of `bytes` in the backend's counters and in PETSc's transfer log (the CpuToGpu and
+   GpuToCpu columns of -log_view); a copy recorded into a graph is logged at each replay instead    */
+PetscErrorCode LogTransfer(bool to_host, size_t bytes);
+
 /* Graph recording state shared by the buffers (cuda_memory.cu) and the graphs (cuda_graph.cu) */
 extern bool               recording;          /* a graph is being recorded on the stream        */
 extern unsigned long long buffers_generation; /* changes whenever a reduction buffer moves     */

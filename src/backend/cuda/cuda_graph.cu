@@ -9,6 +9,7 @@
    updates the instantiated graph in place (cudaGraphExecUpdate) instead of instantiating anew.
 */
 #include "backend/cuda/cuda_common.cuh"
+#include <vector>
 
 namespace fusedksp
 {
@@ -17,12 +18,33 @@ namespace cuda
 
 /* An instantiated record, with what it counts when replayed */
 struct Graph {
-  cudaGraphExec_t    exec       = nullptr;
-  unsigned long long generation = 0; /* buffers_generation when recorded */
-  PetscInt64         launches = 0, d2h = 0, h2d = 0;
+  cudaGraphExec_t     exec       = nullptr;
+  unsigned long long  generation = 0; /* buffers_generation when recorded */
+  PetscInt64          launches = 0, d2h = 0, h2d = 0;
+  std::vector<size_t> to_host, to_backend; /* bytes of the copies it holds, logged at each replay */
 };
 
-static BackendCounters at_begin; /* the counters when the recording began */
+static BackendCounters     at_begin;                              /* the counters when the recording began */
+static std::vector<size_t> recorded_to_host, recorded_to_backend; /* copies of the recording           */
+
+/*
+   LogTransfer - see cuda_common.cuh
+*/
+PetscErrorCode LogTransfer(bool to_host, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (to_host)
+    counters.d2h++;
+  else
+    counters.h2d++;
+  if (recording)
+    (to_host ? recorded_to_host : recorded_to_backend).push_back(bytes);
+  else if (to_host)
+    PetscCall(PetscLogGpuToCpu((PetscLogDouble)bytes));
+  else
+    PetscCall(PetscLogCpuToGpu((PetscLogDouble)bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /*
    GraphBegin - Backend::graph_begin: starts recording the operations queued on the stream
@@ -35,8 +57,10 @@ PetscErrorCode GraphBegin(PetscBool *capturing)
   PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A graph is already being recorded");
   PetscCall(GetStream(&stream));
   FusedKSPCallCUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  recording  = true;
-  at_begin   = counters;
+  recording = true;
+  at_begin  = counters;
+  recorded_to_host.clear();
+  recorded_to_backend.clear();
   *capturing = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -126,6 +150,8 @@ PetscErrorCode GraphLaunch(void *graph, PetscBool *launched)
   counters.launches += g->launches;
   counters.d2h += g->d2h;
   counters.h2d += g->h2d;
+  for (size_t bytes : g->to_host) PetscCall(PetscLogGpuToCpu((PetscLogDouble)bytes));
+  for (size_t bytes : g->to_backend) PetscCall(PetscLogCpuToGpu((PetscLogDouble)bytes));
   *launched = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -168,7 +168,7 @@ PetscErrorCode CopyToHostAsync(void *hostdst, const void *src, size_t bytes)
   if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(GetStream(&stream));
   FusedKSPCallCUDA(cudaMemcpyAsync(hostdst, src, bytes, cudaMemcpyDeviceToHost, stream));
-  counters.d2h++;
+  PetscCall(LogTransfer(true, bytes));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -184,7 +184,7 @@ PetscErrorCode CopyToBackendAsync(void *dst, const void *hostsrc, size_t bytes)
   if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(GetStream(&stream));
   FusedKSPCallCUDA(cudaMemcpyAsync(dst, hostsrc, bytes, cudaMemcpyHostToDevice, stream));
-  counters.h2d++;
+  PetscCall(LogTransfer(false, bytes));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -161,7 +161,7 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
   PetscCall(GetStream(&s));
   PetscCheck(batch_used + ndots <= results_capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%d results requested, the buffer holds %zu", ndots, results_capacity - batch_used);
   FusedKSPCallCUDA(cudaMemcpyAsync(results_host + batch_used, results_device + batch_used, ndots * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
-  counters.d2h++;
+  PetscCall(LogTransfer(true, ndots * sizeof(PetscScalar)));
   FusedKSPCallCUDA(cudaStreamSynchronize(s));
   for (int d = 0; d < ndots; ++d) dots[d] = (add ? dots[d] : 0) + results_host[batch_used + d];
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -216,7 +216,7 @@ PetscErrorCode BatchEnd(void)
   if (batch_used) {
     PetscCall(GetStream(&s));
     FusedKSPCallCUDA(cudaMemcpyAsync(results_host, results_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
-    counters.d2h++;
+    PetscCall(LogTransfer(true, batch_used * sizeof(PetscScalar)));
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
   }
   for (const PendingResult &p : batch_pending)
