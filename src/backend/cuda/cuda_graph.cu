@@ -101,6 +101,8 @@ PetscErrorCode GraphEnd(void **graph)
   }
   FusedKSPCallCUDA(cudaGraphDestroy(record));
   g->generation     = buffers_generation;
+  g->to_host        = recorded_to_host;
+  g->to_backend     = recorded_to_backend;
   g->launches       = counters.launches - at_begin.launches;
   g->d2h            = counters.d2h - at_begin.d2h;
   g->h2d            = counters.h2d - at_begin.h2d;
