@@ -17,6 +17,7 @@ with 'test_errors: PASS' or 'test_errors: FAIL' (exit code 1).  Options:\n\
 #include "problems.h"
 
 #include "check.h"
+#include <string.h>
 
 /* the problem of a sub-case: -problem is set here (the other problem options come from the command line) */
 static PetscErrorCode CreateProblem(const char type[], Problem *p)
@@ -217,6 +218,39 @@ static PetscErrorCode TestSizes(PetscReal rtol)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Options of the chunks: -fused_reduction nccl (no NCCL in this build) is a clear error at the solve, in
+   every fused solver; a check interval below 1 is an error of KSPFusedSetCheckInterval()               */
+static PetscErrorCode TestChunkOptions(PetscReal rtol)
+{
+  const KSPType  types[] = {KSPFUSEDCG, KSPFUSEDBCGS, KSPFUSEDSGMRES};
+  Problem        p;
+  KSP            ksp;
+  Vec            x;
+  PetscErrorCode ierr;
+  char           msg[1024];
+
+  PetscFunctionBeginUser;
+  PetscCall(CreateProblem("poisson2d", &p));
+  PetscCall(MatCreateVecs(p.A, &x, NULL));
+  PetscCall(PetscOptionsSetValue(NULL, "-nccl_fused_reduction", "nccl"));
+  for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+    PetscCall(CreateKSP(p.A, "nccl_", types[t], rtol, &ksp));
+    PetscCall(SolveCatch(ksp, p.b, x, &ierr, msg, sizeof(msg)));
+    PetscCall(Check((PetscBool)(ierr == PETSC_ERR_SUP && strstr(msg, "-fused_reduction nccl needs a FusedKSP built with NCCL")), "%s with -fused_reduction nccl: error %d (%s)", types[t], (int)ierr, msg));
+    PetscCall(KSPDestroy(&ksp));
+  }
+  PetscCall(PetscOptionsClearValue(NULL, "-nccl_fused_reduction"));
+  PetscCall(CreateKSP(p.A, NULL, KSPFUSEDCG, rtol, &ksp));
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  ierr = KSPFusedSetCheckInterval(ksp, 0);
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(Check((PetscBool)(ierr == PETSC_ERR_ARG_OUTOFRANGE), "KSPFusedSetCheckInterval(ksp, 0): error %d", (int)ierr));
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(VecDestroy(&x));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TestPlainVec(PetscReal rtol)
 {
   Problem            p;
@@ -290,6 +324,7 @@ int main(int argc, char **argv)
   PetscCall(TestNaN(rtol));
   PetscCall(TestSizes(rtol));
   PetscCall(TestPlainVec(rtol));
+  PetscCall(TestChunkOptions(rtol));
   PetscCall(TestSkew(rtol));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_errors: %s\n", check_failures ? "FAIL" : "PASS"));
   PetscCall(PetscFinalize());

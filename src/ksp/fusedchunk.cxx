@@ -37,6 +37,11 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
   PetscCall(PetscOptionsInt("-ksp_fused_check_interval", "Iterations between host checks of the residual (k > 1: device-resident scalars; default: a rule from the backend and the problem)", "KSPFusedSetCheckInterval", c->settings.interval,
                             &c->settings.interval, NULL));
   PetscCall(PetscOptionsBool("-ksp_fused_graph", "Record a chunk of k iterations as a graph and replay it (CUDA backend)", "KSPFusedSetUseGraph", c->settings.graph, &c->settings.graph, NULL));
+  {
+    const char *const reductions[] = {"mpi", "nccl"};
+    PetscCall(PetscOptionsEList("-fused_reduction", "How the global reductions of several processes travel: mpi (a host MPI_Allreduce per iteration) or nccl (not in this build)", "KSPFusedSetCheckInterval", reductions, 2,
+                                reductions[c->settings.reduction], &c->settings.reduction, NULL));
+  }
   PetscCheck(c->settings.interval == PETSC_DETERMINE || c->settings.interval == PETSC_DECIDE || c->settings.interval >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-ksp_fused_check_interval must be at least 1, not %" PetscInt_FMT,
              c->settings.interval);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -133,6 +138,8 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, PetscBool supported)
   PetscInt N;
 
   PetscFunctionBegin;
+  PetscCheck(c->settings.reduction == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP,
+             "-fused_reduction nccl needs a FusedKSP built with NCCL, and this one has none: with several processes each iteration keeps one host MPI_Allreduce (k = 1); use -fused_reduction mpi");
   PetscCall(VecGetSize(ksp->vec_sol, &N));
   c->chunks = c->replays = c->records = 0;
   if (!supported) {
@@ -266,7 +273,8 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
 - k   - the interval, at least 1, or `PETSC_DETERMINE` for the default rule
 
   Options Database Key:
-. -ksp_fused_check_interval <k> - the interval
++ -ksp_fused_check_interval <k> - the interval
+- -fused_reduction <mpi,nccl> - how the reductions of several processes travel (nccl: not in this build)
 
   Level: intermediate
 
@@ -278,6 +286,12 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   as a CUDA graph and replayed (`KSPFusedSetUseGraph()`).  The host then replays the iterations: the
   monitors, the residual history, `-ksp_converged_reason` and the convergence test see every iteration
   exactly as with k = 1, and the solve ends at the same iteration.
+
+  With several MPI processes the dot products of an iteration need a global reduction, which this build
+  makes with one host `MPI_Allreduce()` per iteration (-fused_reduction mpi, the only choice): k = 1, one
+  device->host copy, the allreduce (a few microseconds within a node) and one host->device step per
+  iteration.  An NCCL allreduce captured in the graph (-fused_reduction nccl) would keep the reduction on
+  the stream; it needs NCCL at build time, which this build does not have, and asking for it is an error.
 
   `-ksp_monitor_true_residual` (and any monitor that builds the solution or the residual) sees, for every
   iteration of a chunk, the solution as it is at the end of the chunk: the true residual is computed at

@@ -27,8 +27,9 @@ namespace fusedksp
 
 /* What a solve chunks with, from -ksp_fused_check_interval / -ksp_fused_graph or the setters */
 struct ChunkSettings {
-  PetscInt  interval = PETSC_DETERMINE; /* k; PETSC_DETERMINE: the default rule (KSPFusedChunkInterval) */
-  PetscBool graph    = PETSC_TRUE;
+  PetscInt  interval  = PETSC_DETERMINE; /* k; PETSC_DETERMINE: the default rule (KSPFusedChunkInterval) */
+  PetscBool graph     = PETSC_TRUE;
+  PetscInt  reduction = 0; /* -fused_reduction: 0 mpi (the only one this build has), 1 nccl */
 };
 
 struct Chunker {
