@@ -307,6 +307,34 @@ int main(int argc, char **argv)
     PetscCall(Sweep("sgmres sor (k = 1)", u.A, u.b, &s, KSP_CONVERGED_RTOL));
     PetscCall(ProblemDestroy(&u));
   }
+  { /* fusedsgmres on two tight eigenvalue clusters (a spectrum the residual-based form handles without cancellation),
+       and with an entry that overflows mid-cycle: that step's column is NaN/Inf and goes back to the host */
+    Setup    s = base;
+    Mat      D;
+    Vec      b;
+    PetscInt rs, re;
+    PetscCall(MatCreate(PETSC_COMM_WORLD, &D));
+    PetscCall(MatSetSizes(D, PETSC_DECIDE, PETSC_DECIDE, 200, 200));
+    PetscCall(MatSetType(D, "aijfused"));
+    PetscCall(MatSetUp(D));
+    PetscCall(MatGetOwnershipRange(D, &rs, &re));
+    for (PetscInt i = rs; i < re; i++) PetscCall(MatSetValue(D, i, i, (i % 2 ? 2.0 : 1.0) + 1e-6 * (PetscReal)(i % 7), INSERT_VALUES));
+    PetscCall(MatAssemblyBegin(D, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(D, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatCreateVecs(D, NULL, &b));
+    PetscCall(VecSetRandom(b, NULL));
+    s.ksp  = "fusedsgmres";
+    s.norm = KSP_NORM_UNPRECONDITIONED;
+    s.rtol = 1e-12;
+    PetscCall(Sweep("sgmres two eigenvalue clusters", D, b, &s, KSP_CONVERGED_ITERATING));
+    PetscCall(VecDestroy(&b));
+    PetscCall(MatDestroy(&D));
+    PetscCall(CornerProblem(12, 1e300, &c));
+    s.rtol   = 1e-10;
+    s.divtol = PETSC_UNLIMITED;
+    PetscCall(Sweep("sgmres inf/nan", c.A, c.b, &s, KSP_DIVERGED_NULL));
+    PetscCall(ProblemDestroy(&c));
+  }
   { /* repeated solves on one KSP: new right-hand side, new matrix values, new size */
     Setup  s   = base;
     Result ref = {0}, r = {0};

@@ -259,6 +259,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscReal 
     }
     *i = i0 + performed + 1;
     if (performed < body.k && ChunkHostControl(c)->stage == 1) { /* the column of step *i needs the host */
+      PetscCall(PetscInfo(ksp, "Step %" PetscInt_FMT " of the cycle: its column of R needs the host (explicit norm, lucky breakdown or NaN); the cycle goes on step by step\n", *i));
       g->zz_local = ChunkHostSlot(c, performed)[m + 1];
       break;
     }
@@ -414,7 +415,8 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart, g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt"));
   PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
-                               g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions" : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
+                               g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
+                                       : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
                                g->reductions.count, g->replacements));
   PetscCall(KSPFusedChunkView(&g->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
