@@ -318,10 +318,10 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    PetscBool supported;
-    PetscCall(OpsChunkSupported(A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &supported));
-    PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, bc->mode == PCMode::GENERAL ? PETSC_FALSE : supported));
-    if (bc->mode == PCMode::GENERAL && bc->chunk.settings.interval > 1) bc->chunk.why = "1 (a general PC runs with k = 1)";
+    const char *unsupported;
+    PetscCall(KSPFusedChunkOperands(A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &unsupported));
+    if (!unsupported && bc->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
+    PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));
   }
   if (bc->chunk.k > 1) {
     bc->one_reduction = PETSC_FALSE;

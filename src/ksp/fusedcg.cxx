@@ -243,7 +243,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   Mat          A;
   PetscScalar  d[NDOTS], alpha = 0, beta = 0;
   PetscReal    rnorm, rnorm0;
-  PetscBool    supported;
+  const char  *unsupported;
 
   TrueResidualGuard guard;
 
@@ -266,8 +266,8 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
 
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(OpsChunkSupported(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &supported));
-  PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, supported));
+  PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
+  PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
   if (cg->chunk.k > 1) {
     PetscCall(CGSolveChunked(ksp, cg, A, V, d, rnorm0, &guard));
     PetscFunctionReturn(PETSC_SUCCESS);

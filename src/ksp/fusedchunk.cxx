@@ -133,7 +133,17 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
 /* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
 constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
 
-PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, PetscBool supported)
+PetscErrorCode KSPFusedChunkOperands(Mat A, std::initializer_list<Vec> vecs, const char **unsupported)
+{
+  PetscBool supported;
+
+  PetscFunctionBegin;
+  PetscCall(OpsChunkSupported(A, vecs, &supported));
+  *unsupported = supported ? nullptr : "chunks need fused vectors, a MATSEQAIJFUSED matrix and one process";
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupported)
 {
   PetscInt N;
 
@@ -142,21 +152,21 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, PetscBool supported)
              "-fused_reduction nccl needs a FusedKSP built with NCCL, and this one has none: with several processes each iteration keeps one host MPI_Allreduce (k = 1); use -fused_reduction mpi");
   PetscCall(VecGetSize(ksp->vec_sol, &N));
   c->chunks = c->replays = c->records = 0;
-  if (!supported) {
+  if (unsupported) {
     c->k   = 1;
-    c->why = c->settings.interval > 1 ? "1 (k > 1 needs fused vectors, a MATSEQAIJFUSED matrix and one process)" : "1";
+    c->why = unsupported;
   } else if (c->settings.interval >= 1) {
     c->k   = c->settings.interval;
     c->why = "set with -ksp_fused_check_interval";
   } else if (!std::strcmp(ActiveBackend()->name, "host")) {
     c->k   = 1;
-    c->why = "1 by default on the host backend (no round trip to save)";
+    c->why = "default on the host backend: no round trip to save";
   } else if (ksp->converged != KSPConvergedDefault) {
     c->k   = 1;
-    c->why = "1 by default with a user convergence test (the device cannot apply it)";
+    c->why = "default with a user convergence test: the device cannot apply it";
   } else {
     c->k   = N > CHUNK_LARGE_ROWS ? CHUNK_DEFAULT_LARGE : CHUNK_DEFAULT;
-    c->why = N > CHUNK_LARGE_ROWS ? "default for more than 4M rows" : "default";
+    c->why = N > CHUNK_LARGE_ROWS ? "default above 4M rows" : "default";
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -53,10 +53,13 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
 PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c);
 PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c);
 
-/* The check interval of this solve (sets c->k and c->why): 1 when the operands cannot keep their
-   scalars on the backend (`supported` false) or the user asked for 1; the user's k otherwise; by
-   default the rule of the KSPFusedSetCheckInterval() man page.                                    */
-PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, PetscBool supported);
+/* The check interval of this solve (sets c->k and c->why): 1 when the solve cannot keep its scalars
+   on the backend (`unsupported`: why, NULL when it can) or the user asked for 1; the user's k
+   otherwise; by default the rule of the KSPFusedSetCheckInterval() man page.                     */
+PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupported);
+
+/* Why chunks are not possible for these operands (OpsChunkSupported()), or NULL */
+PetscErrorCode KSPFusedChunkOperands(Mat A, std::initializer_list<Vec> vecs, const char **unsupported);
 
 /* Sizes the buffer for k iterations of ndots values each */
 PetscErrorCode KSPFusedChunkReserve(Chunker *c, PetscInt ndots, PetscInt k);

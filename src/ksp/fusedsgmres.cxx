@@ -308,15 +308,17 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   ksp->reason         = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
   {
-    PetscBool supported;
-    PetscCall(OpsChunkSupported(A, {ksp->vec_sol, ksp->vec_rhs, g->w, ksp->work[VEC_WORK], g->V[1], g->Z[1]}, &supported));
-    if (g->mode == PCMode::GENERAL || g->cgs2 || g->restart - 1 > 240) supported = PETSC_FALSE;
-    PetscCall(KSPFusedChunkInterval(ksp, &g->chunk, supported));
-    if (supported && g->chunk.k > 1 && g->chunk.settings.interval < 1) { /* default: one chunk per restart cycle */
+    const char *unsupported;
+    PetscCall(KSPFusedChunkOperands(A, {ksp->vec_sol, ksp->vec_rhs, g->w, ksp->work[VEC_WORK], g->V[1], g->Z[1]}, &unsupported));
+    if (!unsupported && g->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
+    if (!unsupported && g->cgs2) unsupported = "CGS2 runs with k = 1";
+    if (!unsupported && g->restart - 1 > 240) unsupported = "a restart above 241 runs with k = 1";
+    PetscCall(KSPFusedChunkInterval(ksp, &g->chunk, unsupported));
+    if (!unsupported && g->chunk.k > 1 && g->chunk.settings.interval < 1) { /* default: one chunk per restart cycle */
       g->chunk.k   = g->restart;
       g->chunk.why = "default: one chunk per restart cycle";
     }
-    if (g->chunk.k > 1 && g->chunk.k > g->restart) g->chunk.k = g->restart;
+    if (g->chunk.k > g->restart) g->chunk.k = g->restart;
   }
 
   while (PETSC_TRUE) {
