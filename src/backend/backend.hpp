@@ -32,12 +32,16 @@ constexpr PetscInt FUSED_REDUCE_BLOCKS = 2048; // most partial sums of one dot p
 constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  // most partial sums of each dot of a multi-dot
 constexpr PetscInt FUSED_MIN_CHUNK     = 256;  // fewest entries a block reduces (one per thread: short latency for small vectors)
 constexpr int      FUSED_MAX_DOTS      = 4;    // dot products fused into one SpMV
+constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one block reduces them all (no second stage)
 
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
-   for large n, one block per FUSED_MIN_CHUNK entries for small n, at most maxblocks            */
+   for large n, one block per FUSED_MIN_CHUNK entries for mid-size n, at most maxblocks; a single
+   block up to FUSED_SINGLE_BLOCK entries, whose sums are final at once (no second stage: the
+   latency of a few extra loads per thread is below that of the fence, ticket and last-block pass) */
 inline PetscInt ReduceChunks(PetscInt n, PetscInt maxblocks)
 {
   if (n <= 0) return 0;
+  if (n <= FUSED_SINGLE_BLOCK) return 1;
   const PetscInt want = (n + FUSED_MIN_CHUNK - 1) / FUSED_MIN_CHUNK;
   return want < maxblocks ? want : maxblocks;
 }

@@ -172,7 +172,8 @@ struct MaxNaNOp { /* max of non-negative values that propagates NaN */
    ReduceBlocks - both stages of the reductions of one kernel: reduces acc[d] over the thread block
    for d < count (count is the same in every thread of the grid) into
    red.partials[(first + d) * gridDim.x + blockIdx.x]; the last block of this grid row to finish
-   then combines the gridDim.x partials of each dot product and writes red.result[first + d].
+   then combines the gridDim.x partials of each dot product and writes red.result[first + d].  A
+   grid of one block (per row) writes its sums to red.result directly.
    Every thread of the block must call it, once, at the end of the kernel.
 */
 template <class Op = SumOp, int ND> __device__ inline void ReduceBlocks(const PetscScalar (&acc)[ND], int count, const Reduction &red, int first = 0)
@@ -188,10 +189,16 @@ template <class Op = SumOp, int ND> __device__ inline void ReduceBlocks(const Pe
   for (int d = 0; d < ND; ++d) {
     if (d < count) {
       const PetscScalar v = BlockReduce(temp).Reduce(acc[d], op);
-      if (threadIdx.x == 0) red.partials[(size_t)(first + d) * nblocks + blockIdx.x] = v;
+      if (threadIdx.x == 0) {
+        if (nblocks == 1)
+          red.result[first + d] = v; /* one block: its sums are the results */
+        else
+          red.partials[(size_t)(first + d) * nblocks + blockIdx.x] = v;
+      }
       __syncthreads(); /* temp is reused by the next reduction */
     }
   }
+  if (nblocks == 1) return;
   if (threadIdx.x == 0) {
     __threadfence(); /* this block's partials are visible before its ticket is */
     last = atomicAdd(&red.tickets[blockIdx.y], 1u) == nblocks - 1;
