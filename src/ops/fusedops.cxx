@@ -558,11 +558,11 @@ PetscErrorCode OpsWait(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop)
+PetscErrorCode OpsReduceInto(PetscScalar *slot)
 {
   PetscFunctionBegin;
   PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The previous OpsReduceInto() target was not used");
-  PetscCall(ActiveBackend()->reduce_target(slot, stop));
+  PetscCall(ActiveBackend()->reduce_target(slot));
   target_pending = true;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -55,10 +55,10 @@ static PetscErrorCode BatchEnd(void)
   return PETSC_SUCCESS;
 }
 
-static PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
+static PetscErrorCode ReduceTargetSet(PetscScalar *slot)
 {
   PetscFunctionBegin;
-  target = {slot, stop};
+  target = {slot};
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
