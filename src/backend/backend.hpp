@@ -189,13 +189,11 @@ struct Backend {
   PetscErrorCode (*fence_wait)(void);
 
   /* Device-resident scalars (chunks of iterations without a host round trip, src/ksp/fusedchunk.cxx).
-     reduce_target(slot) makes the NEXT reducing operation - spmv_dots, spmv_sell_dots, dots, mdot
-     or a *_chained update - write its ndots results to slot[0..ndots) in backend memory instead of
-     dots[] (dots may then be NULL).  Nothing is copied to the host and nothing waits.  Only the
-     chained updates look at a chunk's stop flag (ChunkControl::stopped): the products and dot
-     products of the iterations after a stop still run (on unchanged inputs) and their results are
-     ignored, so that no kernel of a running chunk waits on an extra load of the flag.          */
-  PetscErrorCode (*reduce_target)(PetscScalar *slot);
+     reduce_target(slot, stop) makes the NEXT reducing operation - spmv_dots, spmv_sell_dots, dots
+     or cg_update_chained - write its ndots results to slot[0..ndots) in backend memory instead of
+     dots[] (dots may then be NULL), and, when stop is not NULL, do nothing at all (no output, no
+     result) if *stop >= 0 when it runs.  Nothing is copied to the host and nothing waits.       */
+  PetscErrorCode (*reduce_target)(PetscScalar *slot, const PetscInt *stop);
 
   /* The CG update of chunk iteration j >= 1 with its coefficients computed where it runs: from
      prev[0..5) = <r,z>, <r,r>, <z,z>, <p,Ap>, <Ap,M^{-1}Ap> of iteration j-1 (backend memory),

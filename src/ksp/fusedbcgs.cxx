@@ -52,14 +52,14 @@ struct KSP_FusedBCGS {
 enum { VEC_R, VEC_RSTAR, VEC_P, VEC_S, VEC_AP, VEC_AS, VEC_PT, VEC_ST, VEC_T, VEC_T2, VEC_RHAT, NWORK };
 
 /* out = Op in, with ndots dot products of out (in = the unpreconditioned input for DOT_INPUT) into
-   dots, or with slot != NULL into slot in backend memory (OpsReduceInto());
+   dots, or with slot != NULL into slot in backend memory (OpsReduceInto(), stop flag stop);
    work receives M^{-1} in (right preconditioning) or is scratch                              */
-PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, Vec work, Vec scratch, int ndots, const OpDot *specs, PetscScalar *dots, PetscScalar *slot = nullptr)
+PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, Vec work, Vec scratch, int ndots, const OpDot *specs, PetscScalar *dots, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
 {
   const PetscBool right = ksp->pc_side == PC_RIGHT ? PETSC_TRUE : PETSC_FALSE;
 
   PetscFunctionBegin;
-  if (slot && bc->mode != PCMode::GENERAL) PetscCall(OpsReduceInto(slot));
+  if (slot && bc->mode != PCMode::GENERAL) PetscCall(OpsReduceInto(slot, stop));
   switch (bc->mode) {
   case PCMode::NONE:
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, ndots, specs, dots));
@@ -78,7 +78,7 @@ PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, 
       PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, scratch, nullptr, 0, nullptr, nullptr));
       PetscCall(KSP_PCApply(ksp, scratch, out));
     }
-    if (slot) PetscCall(OpsReduceInto(slot));
+    if (slot) PetscCall(OpsReduceInto(slot, stop));
     PetscCall(OpsDots(in, out, ndots, specs, dots));
     break;
   }
@@ -153,11 +153,11 @@ PetscErrorCode BCGSChunkBody(void *ctx)
   PetscFunctionBegin;
   for (PetscInt j = 1; j <= b->k; ++j) {
     PetscScalar *prev = ChunkDeviceSlot(c, j - 1), *cur = ChunkDeviceSlot(c, j);
-    PetscCall(BCGSOperator(b->ksp, b->bc, b->A, V[VEC_P], V[VEC_AP], b->pt ? b->pt : V[VEC_T], V[VEC_T2], 1, &ap, nullptr, cur + BCGS_APR));
-    PetscCall(OpsReduceInto(cur + BCGS_SS));
+    PetscCall(BCGSOperator(b->ksp, b->bc, b->A, V[VEC_P], V[VEC_AP], b->pt ? b->pt : V[VEC_T], V[VEC_T2], 1, &ap, nullptr, cur + BCGS_APR, &ctl->stopped));
+    PetscCall(OpsReduceInto(cur + BCGS_SS, &ctl->stopped));
     PetscCall(OpsWAXPYDotChained(prev, cur, ctl, j, V[VEC_R], V[VEC_AP], V[VEC_S]));
-    PetscCall(BCGSOperator(b->ksp, b->bc, b->A, V[VEC_S], V[VEC_AS], b->st ? b->st : V[VEC_T], V[VEC_T2], 3, as, nullptr, cur + BCGS_ASS));
-    PetscCall(OpsReduceInto(cur + BCGS_RRSTAR));
+    PetscCall(BCGSOperator(b->ksp, b->bc, b->A, V[VEC_S], V[VEC_AS], b->st ? b->st : V[VEC_T], V[VEC_T2], 3, as, nullptr, cur + BCGS_ASS, &ctl->stopped));
+    PetscCall(OpsReduceInto(cur + BCGS_RRSTAR, &ctl->stopped));
     PetscCall(OpsBCGSUpdateChained(prev, cur, ctl, j, b->wr, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR]));
   }
   PetscFunctionReturn(PETSC_SUCCESS);

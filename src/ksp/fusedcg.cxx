@@ -47,11 +47,12 @@ enum { VEC_R, VEC_Z, VEC_P, VEC_Q, VEC_U, VEC_T, NWORK };
 enum { D_RZ, D_RR, D_ZZ, D_PQ, D_QU, NDOTS };
 
 /* q = A p and u = M^{-1} q with their dot products <p,q>, <q,u>: into d[D_PQ], d[D_QU] (local
-   values), or with slot != NULL into slot[D_PQ], slot[D_QU] in backend memory (OpsReduceInto()) */
-PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, PetscScalar *d, PetscScalar *slot = nullptr)
+   values), or with slot != NULL into slot[D_PQ], slot[D_QU] in backend memory (nothing runs when
+   *stop >= 0, see OpsReduceInto())                                                            */
+PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, PetscScalar *d, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
 {
   PetscFunctionBegin;
-  if (slot) PetscCall(OpsReduceInto(slot + D_PQ));
+  if (slot) PetscCall(OpsReduceInto(slot + D_PQ, stop));
   switch (cg->mode) {
   case PCMode::JACOBI: {
     const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF_W, cg->w}};
@@ -65,7 +66,7 @@ PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, 
     const OpDot spec_pq = {DotKind::DOT_INPUT, nullptr}, spec_qu = {DotKind::DOT_VECTOR, u};
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 1, &spec_pq, d + D_PQ));
     PetscCall(KSP_PCApply(ksp, q, u));
-    if (slot) PetscCall(OpsReduceInto(slot + D_QU));
+    if (slot) PetscCall(OpsReduceInto(slot + D_QU, stop));
     PetscCall(OpsDots(p, q, 1, &spec_qu, d + D_QU));
   } break;
   }
@@ -162,9 +163,9 @@ PetscErrorCode CGChunkBody(void *ctx)
   PetscFunctionBegin;
   for (PetscInt j = 1; j <= b->k; ++j) {
     PetscScalar *slot = ChunkDeviceSlot(c, j);
-    PetscCall(OpsReduceInto(slot + D_RZ));
+    PetscCall(OpsReduceInto(slot + D_RZ, &ctl->stopped));
     PetscCall(OpsCGUpdateChained(ChunkDeviceSlot(c, j - 1), ctl, j, b->X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], b->cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, b->cg->w));
-    PetscCall(CGOperator(b->ksp, b->cg, b->A, V[VEC_P], V[VEC_Q], V[VEC_U], nullptr, slot));
+    PetscCall(CGOperator(b->ksp, b->cg, b->A, V[VEC_P], V[VEC_Q], V[VEC_U], nullptr, slot, &ctl->stopped));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

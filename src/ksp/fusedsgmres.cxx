@@ -193,9 +193,9 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
     PetscCall(SGMRESOperator(b->ksp, g, b->A, g->Z[i], g->V[i], b->ksp->work[VEC_WORK]));
     for (PetscInt v = 1; v < i; ++v) g->Vz[v - 1] = g->V[v];
     g->Vz[i - 1] = g->Z[i];
-    PetscCall(OpsReduceInto(cur));
+    PetscCall(OpsReduceInto(cur, &ctl->stopped));
     PetscCall(OpsMDot(i, g->Vz.data(), g->V[i], PETSC_TRUE, nullptr));
-    PetscCall(OpsReduceInto(cur + g->restart + 1));
+    PetscCall(OpsReduceInto(cur + g->restart + 1, &ctl->stopped));
     PetscCall(OpsSGMRESUpdateChained(i, g->restart, SGMRES_CANCELLATION, g->V + 1, g->V[i], g->Z[i], g->Z[i + 1], ChunkDeviceSlot(c, j - 1), cur, ctl, j));
   }
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -558,11 +558,11 @@ PetscErrorCode OpsWait(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsReduceInto(PetscScalar *slot)
+PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop)
 {
   PetscFunctionBegin;
   PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The previous OpsReduceInto() target was not used");
-  PetscCall(ActiveBackend()->reduce_target(slot));
+  PetscCall(ActiveBackend()->reduce_target(slot, stop));
   target_pending = true;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -92,10 +92,10 @@ PetscErrorCode OpsBackendBufferToHost(OpsBackendBuffer *buf, size_t offset, size
 /* Blocks until everything queued so far (copies to the host included) is complete */
 PetscErrorCode OpsWait(void);
 
-/* The next fused operation - OpsApplyOperator (MATSEQAIJFUSED), OpsDots, OpsMDot or a chained update -
-   writes its dot products to slot (backend memory) instead of dots[].  An unfused operation then is
-   an error.                                                                                       */
-PetscErrorCode OpsReduceInto(PetscScalar *slot);
+/* The next fused operation - OpsApplyOperator (MATSEQAIJFUSED), OpsDots or OpsCGUpdateChained -
+   writes its dot products to slot (backend memory) instead of dots[], and does nothing when
+   *stop >= 0 at the time it runs (stop may be NULL).  An unfused operation then is an error.   */
+PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop);
 
 /* The CG update of chunk iteration j with alpha and beta computed from prev (backend memory) where
    it runs; see Backend::cg_update_chained.  Its three dot products go to the OpsReduceInto() slot. */

@@ -32,11 +32,8 @@ __global__ void WAXPYDotChainedKernel(PetscInt n, PetscInt chunk, const PetscSca
 {
   PetscScalar alpha = 0;
 
-  const ChunkControl c  = *ctl; /* the loads first, then the branches */
-  const bool         go = BCGSChunkAlpha(c, j, prev, cur, &alpha);
-
-  if (c.stopped >= 0) return;
-  if (!go) {
+  if (ctl->stopped >= 0) return;
+  if (!BCGSChunkAlpha(*ctl, j, prev, cur, &alpha)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;
@@ -82,13 +79,8 @@ __global__ void BCGSUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscS
 {
   PetscScalar alpha = 0, omega = 0, beta = 0;
 
-  const PetscInt stopped  = ctl->stopped; /* the loads first, then the branches */
-  const bool     alpha_ok = BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha) == RecurrenceStatus::OK;
-  const bool     rest_ok  = BCGSChunkOmegaBeta(cur, &omega, &beta);
-  const bool     go       = alpha_ok && rest_ok;
-
-  if (stopped >= 0) return;
-  if (!go) {
+  if (ctl->stopped >= 0) return;
+  if (BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha) != RecurrenceStatus::OK || !BCGSChunkOmegaBeta(cur, &omega, &beta)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 1;

@@ -48,13 +48,8 @@ __global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscSca
 {
   PetscScalar a = 0, b = 0;
 
-  /* every load first (the control block, the slot), then the branches: one memory round trip */
-  const ChunkControl c       = *ctl;
-  const PetscScalar  slot[5] = {prev[0], prev[1], prev[2], prev[3], prev[4]};
-  const bool         go      = CGCoefficients(slot[0], slot[3], slot[4], &a, &b) == RecurrenceStatus::OK && !ChunkNormStops(c, j - 1, slot);
-
-  if (c.stopped >= 0) return;
-  if (!go) {
+  if (ctl->stopped >= 0) return;
+  if (CGCoefficients(prev[0], prev[3], prev[4], &a, &b) != RecurrenceStatus::OK || ChunkNormStops(*ctl, j - 1, prev)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;

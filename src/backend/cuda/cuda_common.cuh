@@ -52,17 +52,24 @@ PetscErrorCode GetStream(cudaStream_t *stream);
 
 /* Where the reductions of one kernel launch go (passed to the kernel by value) */
 struct Reduction {
-  PetscScalar  *partials = nullptr; /* first stage: partials[d * gridDim.x + b]                      */
-  PetscScalar  *result   = nullptr; /* second stage: result[d], written by the grid's last block    */
-  unsigned int *tickets  = nullptr; /* blocks finished, one counter per grid row (blockIdx.y), reset */
+  PetscScalar    *partials = nullptr; /* first stage: partials[d * gridDim.x + b]                      */
+  PetscScalar    *result   = nullptr; /* second stage: result[d], written by the grid's last block    */
+  unsigned int   *tickets  = nullptr; /* blocks finished, one counter per grid row (blockIdx.y), reset */
+  const PetscInt *stop     = nullptr; /* reduce_target's stop flag: the kernel does nothing if *stop >= 0 */
 };
+
+/* At the start of a kernel that honours reduce_target's stop flag: the whole grid returns when set */
+__device__ inline bool Stopped(const Reduction &red)
+{
+  return red.stop && *red.stop >= 0;
+}
 
 /* Most grid rows (blockIdx.y) of a reducing kernel: ticket counters available */
 constexpr int MAX_GRID_ROWS = 64;
 
 /* The reduction target of a launch of nblocks x nrows blocks computing ndots dot products: the
    reused partial-sum buffer (grown on demand, never while a graph is recorded) and the next ndots
-   result slots, or the slot of reduce_target when one is set                   */
+   result slots, or the slot and stop flag of reduce_target when one is set                   */
 PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red);
 
 /* The host's side of the second stage: copies the ndots results of the launch that used the last
@@ -70,7 +77,7 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red);
    (empty range, nothing launched) the dots are 0 and nothing is copied.  add: dots[] += results.  Inside a deferring batch
    (BatchBegin/BatchDefer) it only records the request; BatchEnd completes all of them.       */
 PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool add = false);
-PetscErrorCode ReduceTargetSet(PetscScalar *);
+PetscErrorCode ReduceTargetSet(PetscScalar *, const PetscInt *);
 bool           ReduceTargetIsSet(void);
 PetscErrorCode BatchBegin(void);
 PetscErrorCode BatchDefer(PetscBool);

@@ -46,6 +46,8 @@ template <int CAP> __global__ void MDotKernel(PetscInt n, PetscInt chunk, const 
   const int        group           = min(MDOT_GROUP, count - first);
   PetscScalar      acc[MDOT_GROUP] = {};
 
+  if (Stopped(red)) return;
+
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
     const PetscScalar yi = y[i];
 #pragma unroll
@@ -103,9 +105,8 @@ __global__ void SGMRESUpdateChainedKernel(PetscInt n, PetscInt chunk, const __gr
   PetscReal        res = 0;
   int              stop;
 
-  const ChunkControl c = *ctl; /* the loads first, then the branches */
-  stop                 = SGMRESChunkStep(c, j, i, m, keep, prev, cur, &h, &eta, &res);
-  if (c.stopped >= 0) return;
+  if (ctl->stopped >= 0) return;
+  stop = SGMRESChunkStep(*ctl, j, i, m, keep, prev, cur, &h, &eta, &res);
   if (stop >= 0) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;

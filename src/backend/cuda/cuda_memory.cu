@@ -9,15 +9,16 @@ namespace cuda
 
 BackendCounters counters;
 
-static cudaStream_t  stream             = nullptr;
-static PetscScalar  *partials           = nullptr; /* first stage, reused by every launch          */
-static size_t        partials_capacity  = 0;
-static PetscScalar  *results_device     = nullptr; /* second stage: the results of a batch, in order */
-static PetscScalar  *results_host       = nullptr; /* pinned mirror of results_device                */
-static size_t        results_capacity   = 0;
-static unsigned int *tickets            = nullptr; /* MAX_GRID_ROWS counters, zero between launches  */
-static PetscBool     finalize_scheduled = PETSC_FALSE;
-static PetscScalar  *target_slot        = nullptr; /* reduce_target of the next reducing launch     */
+static cudaStream_t    stream             = nullptr;
+static PetscScalar    *partials           = nullptr; /* first stage, reused by every launch          */
+static size_t          partials_capacity  = 0;
+static PetscScalar    *results_device     = nullptr; /* second stage: the results of a batch, in order */
+static PetscScalar    *results_host       = nullptr; /* pinned mirror of results_device                */
+static size_t          results_capacity   = 0;
+static unsigned int   *tickets            = nullptr; /* MAX_GRID_ROWS counters, zero between launches  */
+static PetscBool       finalize_scheduled = PETSC_FALSE;
+static PetscScalar    *target_slot        = nullptr; /* reduce_target of the next reducing launch     */
+static const PetscInt *target_stop        = nullptr;
 
 bool               recording          = false;
 unsigned long long buffers_generation = 0;
@@ -104,6 +105,7 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
   }
   red->partials = partials;
   red->tickets  = tickets;
+  red->stop     = target_stop;
   if (target_slot) {
     red->result = target_slot;
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -142,6 +144,7 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
       FusedKSPCallCUDA(cudaMemsetAsync(target_slot, 0, ndots * sizeof(PetscScalar), s));
     }
     target_slot = nullptr;
+    target_stop = nullptr;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (!ndots) PetscFunctionReturn(PETSC_SUCCESS);
@@ -166,12 +169,13 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
 
 /*
    ReduceTargetSet - Backend::reduce_target: the next reducing launch writes its results to slot
-   (device memory); FinishReduction() then copies nothing
+   (device memory) and honours the stop flag; FinishReduction() then copies nothing
 */
-PetscErrorCode ReduceTargetSet(PetscScalar *slot)
+PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
 {
   PetscFunctionBegin;
   target_slot = slot;
+  target_stop = stop;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

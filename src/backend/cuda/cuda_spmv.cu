@@ -52,6 +52,8 @@ __global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *__
   const ChunkRange range               = BlockChunk(nrows, chunk);
   PetscScalar      acc[FUSED_MAX_DOTS] = {};
 
+  if (Stopped(red)) return;
+
   for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
     const PetscInt64 row = first + threadIdx.x / LANES;
     PetscScalar      sum = 0;
@@ -81,6 +83,8 @@ __global__ void SELLDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt64 
   const ChunkRange range               = BlockChunk(nrows, chunk);
   PetscScalar      acc[FUSED_MAX_DOTS] = {};
 
+  if (Stopped(red)) return;
+
   for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
     const PetscInt64 row = first + threadIdx.x / T;
     PetscScalar      sum = 0;
@@ -107,6 +111,7 @@ __global__ void DotsKernel(PetscInt n, PetscInt chunk, const PetscScalar *in, co
   const ChunkRange range               = BlockChunk(n, chunk);
   PetscScalar      acc[FUSED_MAX_DOTS] = {};
 
+  if (Stopped(red)) return;
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) AddDotTerms(dots, i, in, out[i], acc);
   ReduceBlocks(acc, dots.count, red);
 }

@@ -16,6 +16,7 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
 
   PetscFunctionBegin;
   counters.launches++;
+  if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscMalloc2(nd, &part, nd, &all));
   BlockedReduceN(n, nd, all, part, [=](PetscInt i, PetscScalar *pt) {
     const PetscScalar yi = y[i];

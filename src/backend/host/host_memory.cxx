@@ -55,10 +55,10 @@ static PetscErrorCode BatchEnd(void)
   return PETSC_SUCCESS;
 }
 
-static PetscErrorCode ReduceTargetSet(PetscScalar *slot)
+static PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
 {
   PetscFunctionBegin;
-  target = {slot};
+  target = {slot, stop};
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -64,9 +64,19 @@ extern BackendCounters counters;
 
 /* The reduce target of the next reducing operation (Backend::reduce_target) */
 struct ReduceTarget {
-  PetscScalar *slot = nullptr;
+  PetscScalar    *slot = nullptr;
+  const PetscInt *stop = nullptr;
 };
 extern ReduceTarget target;
+
+/* At the start of an operation that honours the reduce target: true when it must do nothing (its
+   stop flag is set); the target is then used up                                                 */
+inline bool TargetStopped()
+{
+  if (!target.stop || *target.stop < 0) return false;
+  target = {};
+  return true;
+}
 
 /* The results of an operation: to the reduce target when one is set (then used up), else to dots */
 inline void StoreResults(int nd, const PetscScalar *all, PetscScalar *dots)

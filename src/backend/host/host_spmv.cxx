@@ -18,6 +18,10 @@ static inline void StoreRow(PetscInt i, PetscScalar sum, const PetscScalar *wl, 
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   PetscFunctionBegin;
+  if (TargetStopped()) {
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
   PetscScalar all[FUSED_MAX_DOTS];
   BlockedReduce<FUSED_MAX_DOTS>(A->nrows, all, [=](PetscInt i, PetscScalar *part) {
@@ -39,6 +43,10 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
   const PetscInt64 T = A->threads, H = FUSED_SELL_HEIGHT;
 
   PetscFunctionBegin;
+  if (TargetStopped()) {
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
   PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
   PetscScalar all[FUSED_MAX_DOTS];
@@ -62,6 +70,10 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
 PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   PetscFunctionBegin;
+  if (TargetStopped()) {
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
   PetscScalar all[FUSED_MAX_DOTS];
   BlockedReduce<FUSED_MAX_DOTS>(n, all, [=](PetscInt i, PetscScalar *part) {
