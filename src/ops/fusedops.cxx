@@ -144,6 +144,51 @@ PetscErrorCode DotsUnfused(Vec in, Vec out, int ndots, const OpDot *specs, Petsc
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The backend arrays of the CG update (cg_update and cg_update_chained): z and u only without Jacobi weights */
+struct CGUpdateArrays {
+  PetscInt     n = 0;
+  PetscScalar *x = nullptr, *r = nullptr, *z = nullptr, *p = nullptr, *q = nullptr, *u = nullptr, *w = nullptr;
+};
+
+PetscErrorCode GetCGUpdateArrays(BackendArrays &arr, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w, CGUpdateArrays *a)
+{
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(x, &a->n));
+  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
+  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &a->r));
+  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &a->p));
+  PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ, &a->q));
+  if (w)
+    PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &a->w));
+  else if (u) {
+    PetscCall(arr.Get(z, PETSC_MEMORY_ACCESS_READ_WRITE, &a->z));
+    PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &a->u));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The backend arrays of the BiCGStab update (bcgs_update and bcgs_update_chained); wr and rhat may be NULL */
+struct BCGSUpdateArrays {
+  PetscInt     n  = 0;
+  PetscScalar *wr = nullptr, *x = nullptr, *r = nullptr, *p = nullptr, *s = nullptr, *Ap = nullptr, *As = nullptr, *rstar = nullptr, *rhat = nullptr;
+};
+
+PetscErrorCode GetBCGSUpdateArrays(BackendArrays &arr, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, Vec rhat, BCGSUpdateArrays *a)
+{
+  PetscFunctionBegin;
+  PetscCall(VecGetLocalSize(x, &a->n));
+  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &a->wr));
+  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
+  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &a->r));
+  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &a->p));
+  PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_READ, &a->s));
+  PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_READ, &a->Ap));
+  PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &a->As));
+  PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &a->rstar));
+  PetscCall(arr.Get(rhat, PETSC_MEMORY_ACCESS_READ, &a->rhat));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace
 
 PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w, PetscScalar dots[3])
@@ -154,26 +199,15 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
   PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({x, r, z, p, q, u, w}, &fused));
   if (fused) {
-    BackendArrays arr;
-    PetscScalar  *xa, *ra, *za = nullptr, *pa, *qa, *ua = nullptr, *wa = nullptr;
-    PetscInt      n;
-    PetscCall(VecGetLocalSize(x, &n));
-    PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
-    PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &ra));
-    PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
-    PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ, &qa));
-    if (w)
-      PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
-    else if (u) {
-      PetscCall(arr.Get(z, PETSC_MEMORY_ACCESS_READ_WRITE, &za));
-      PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &ua));
-    }
+    BackendArrays  arr;
+    CGUpdateArrays v;
+    PetscCall(GetCGUpdateArrays(arr, x, r, z, p, q, u, w, &v));
     PetscCall(PetscLogEventBegin(events.cg_update, x, r, p, 0));
     PetscCall(DeferBegin());
-    PetscCall(ActiveBackend()->cg_update(n, a, b, xa, ra, za, pa, qa, ua, wa, dots));
+    PetscCall(ActiveBackend()->cg_update(v.n, a, b, v.x, v.r, v.z, v.p, v.q, v.u, v.w, dots));
     PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.cg_update, x, r, p, 0));
-    PetscCall(PetscLogFlops(12.0 * n));
+    PetscCall(PetscLogFlops(12.0 * v.n));
     PetscCall(arr.RestoreAll());
   } else {
     PetscCall(VecAXPY(x, a, p));
@@ -303,25 +337,15 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
   PetscCall(CheckNoTarget("this operation"));
   PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar, rhat}, &fused));
   if (fused && (wr || !pt)) {
-    BackendArrays arr;
-    PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa, *rha;
-    PetscInt      n;
-    PetscCall(VecGetLocalSize(x, &n));
-    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
-    PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
-    PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &ra));
-    PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
-    PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_READ, &sa));
-    PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_READ, &Apa));
-    PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &Asa));
-    PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rsa));
-    PetscCall(arr.Get(rhat, PETSC_MEMORY_ACCESS_READ, &rha));
+    BackendArrays    arr;
+    BCGSUpdateArrays v;
+    PetscCall(GetBCGSUpdateArrays(arr, wr, x, r, p, s, Ap, As, rstar, rhat, &v));
     PetscCall(PetscLogEventBegin(events.bcgs_update, x, r, p, 0));
     PetscCall(DeferBegin());
-    PetscCall(ActiveBackend()->bcgs_update(n, alpha, omega, beta, wra, xa, ra, pa, sa, Apa, Asa, rsa, rha, rhat ? 3 : 2, dots));
+    PetscCall(ActiveBackend()->bcgs_update(v.n, alpha, omega, beta, v.wr, v.x, v.r, v.p, v.s, v.Ap, v.As, v.rstar, v.rhat, rhat ? 3 : 2, dots));
     PetscCall(DeferEnd());
     PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
-    PetscCall(PetscLogFlops(14.0 * n));
+    PetscCall(PetscLogFlops(14.0 * v.n));
     PetscCall(arr.RestoreAll());
   } else {
     if (pt)
@@ -569,31 +593,20 @@ PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop)
 
 PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, PetscInt j, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w)
 {
-  PetscBool     fused;
-  BackendArrays arr;
-  PetscScalar  *xa, *ra, *za = nullptr, *pa, *qa, *ua = nullptr, *wa = nullptr;
-  PetscInt      n;
+  PetscBool      fused;
+  BackendArrays  arr;
+  CGUpdateArrays v;
 
   PetscFunctionBegin;
   PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsCGUpdateChained() needs an OpsReduceInto() target");
   PetscCall(AllFused({x, r, z, p, q, u, w}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
-  PetscCall(VecGetLocalSize(x, &n));
-  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
-  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &ra));
-  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
-  PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ, &qa));
-  if (w)
-    PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
-  else if (u) {
-    PetscCall(arr.Get(z, PETSC_MEMORY_ACCESS_READ_WRITE, &za));
-    PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &ua));
-  }
+  PetscCall(GetCGUpdateArrays(arr, x, r, z, p, q, u, w, &v));
   PetscCall(PetscLogEventBegin(events.cg_update, x, r, p, 0));
-  PetscCall(ActiveBackend()->cg_update_chained(n, prev, ctl, j, xa, ra, za, pa, qa, ua, wa));
+  PetscCall(ActiveBackend()->cg_update_chained(v.n, prev, ctl, j, v.x, v.r, v.z, v.p, v.q, v.u, v.w));
   target_pending = false;
   PetscCall(PetscLogEventEnd(events.cg_update, x, r, p, 0));
-  PetscCall(PetscLogFlops(12.0 * n));
+  PetscCall(PetscLogFlops(12.0 * v.n));
   PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -624,29 +637,20 @@ PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cu
 
 PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar)
 {
-  PetscBool     fused;
-  BackendArrays arr;
-  PetscScalar  *wra, *xa, *ra, *pa, *sa, *Apa, *Asa, *rsa;
-  PetscInt      n;
+  PetscBool        fused;
+  BackendArrays    arr;
+  BCGSUpdateArrays v;
 
   PetscFunctionBegin;
   PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsBCGSUpdateChained() needs an OpsReduceInto() target");
   PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
-  PetscCall(VecGetLocalSize(x, &n));
-  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
-  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
-  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &ra));
-  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &pa));
-  PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_READ, &sa));
-  PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_READ, &Apa));
-  PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &Asa));
-  PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rsa));
+  PetscCall(GetBCGSUpdateArrays(arr, wr, x, r, p, s, Ap, As, rstar, nullptr, &v));
   PetscCall(PetscLogEventBegin(events.bcgs_update, x, r, p, 0));
-  PetscCall(ActiveBackend()->bcgs_update_chained(n, prev, cur, ctl, j, wra, xa, ra, pa, sa, Apa, Asa, rsa));
+  PetscCall(ActiveBackend()->bcgs_update_chained(v.n, prev, cur, ctl, j, v.wr, v.x, v.r, v.p, v.s, v.Ap, v.As, v.rstar));
   target_pending = false;
   PetscCall(PetscLogEventEnd(events.bcgs_update, x, r, p, 0));
-  PetscCall(PetscLogFlops(14.0 * n));
+  PetscCall(PetscLogFlops(14.0 * v.n));
   PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
