@@ -247,10 +247,7 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
       continue;
     }
     if (ksp->reason) {
-      if (j < performed) { /* a test the kernels cannot apply stopped first: x holds the later iterations */
-        PetscCall(PetscInfo(ksp, "The solve stopped at iteration %" PetscInt_FMT "; the chunk ran %" PetscInt_FMT " more iterations, which the solution includes\n", it + j, performed - j));
-        ksp->its = it + performed;
-      }
+      PetscCall(KSPFusedChunkStopped(ksp, it, j, performed));
       break;
     }
     PetscCall(PetscArraycpy(entering, ChunkHostSlot(c, performed), BCGS_NSLOT));

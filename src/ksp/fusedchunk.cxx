@@ -259,6 +259,16 @@ PetscInt ChunkPerformed(Chunker *c, PetscInt k)
   return stopped >= 0 && stopped < k ? stopped : k;
 }
 
+PetscErrorCode KSPFusedChunkStopped(KSP ksp, PetscInt it, PetscInt j, PetscInt performed)
+{
+  PetscFunctionBegin;
+  if (j < performed) {
+    PetscCall(PetscInfo(ksp, "The solve stopped at iteration %" PetscInt_FMT "; the chunk ran %" PetscInt_FMT " more iterations, which the solution includes\n", it + j, performed - j));
+    ksp->its = it + performed;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
 {
   PetscFunctionBegin;

@@ -82,6 +82,11 @@ PetscErrorCode KSPFusedChunkRun(Chunker *c, PetscInt k, PetscBool graphsafe, con
 /* The chunk iterations that ran: k, or ChunkControl::stopped when the kernels stopped */
 PetscInt ChunkPerformed(Chunker *c, PetscInt k);
 
+/* After the replay of a chunk stopped the solve at chunk iteration j (first KSP iteration it + 1):
+   when the kernels ran past it (a test they cannot apply), the solution holds those iterations too,
+   and KSPGetIterationNumber() reports the iterations performed                                   */
+PetscErrorCode KSPFusedChunkStopped(KSP ksp, PetscInt it, PetscInt j, PetscInt performed);
+
 /* The views' line on chunks */
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer);
 
