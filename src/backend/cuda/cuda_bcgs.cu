@@ -145,16 +145,38 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
 */
 PetscErrorCode WAXPYDotChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *x, const PetscScalar *v, PetscScalar *y)
 {
+  const Partition part = PartitionRange(PetscMax(n, 1));
+  cudaStream_t    stream;
+  Reduction       red;
+
   PetscFunctionBegin;
-  PetscCall(LaunchChained("waxpy_dot_chained", 1, n, WAXPYDotChainedKernel, prev, cur, ctl, j, x, v, y));
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "waxpy_dot_chained needs a reduce target");
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(1, part.nblocks, &red));
+  WAXPYDotChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, cur, ctl, j, x, v, y, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(1, part.nblocks, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode BCGSUpdateChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
                                  const PetscScalar *As, const PetscScalar *rstar)
 {
+  const Partition part = PartitionRange(PetscMax(n, 1));
+  cudaStream_t    stream;
+  Reduction       red;
+
   PetscFunctionBegin;
-  PetscCall(LaunchChained("bcgs_update_chained", 2, n, BCGSUpdateChainedKernel, prev, cur, ctl, j, wr, x, r, p, s, Ap, As, rstar));
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "bcgs_update_chained needs a reduce target");
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(2, part.nblocks, &red));
+  BCGSUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, cur, ctl, j, wr, x, r, p, s, Ap, As, rstar, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(2, part.nblocks, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -83,12 +83,24 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
 }
 
 /*
-   CGUpdateChained - Backend::cg_update_chained on the device: one kernel launch (LaunchChained)
+   CGUpdateChained - Backend::cg_update_chained on the device: one kernel launch, results to the
+   reduce target (zeros when n == 0 and the update runs), nothing copied to the host
 */
 PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w)
 {
+  const Partition part = PartitionRange(PetscMax(n, 1));
+  cudaStream_t    stream;
+  Reduction       red;
+
   PetscFunctionBegin;
-  PetscCall(LaunchChained("cg_update_chained", 3, n, CGUpdateChainedKernel, prev, ctl, j, x, r, z, p, q, u, w));
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(3, part.nblocks, &red));
+  CGUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, ctl, j, x, r, z, p, q, u, w, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(3, part.nblocks, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

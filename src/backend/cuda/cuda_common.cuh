@@ -217,30 +217,6 @@ template <class Op = SumOp, int ND> __device__ inline void ReduceBlocks(const Pe
   if (threadIdx.x == 0) red.tickets[blockIdx.y] = 0; /* ready for the next launch */
 }
 
-/*
-   LaunchChained - one launch of a chained kernel (a chunk iteration's update, Backend::*_chained):
-   kernel(n, chunk, args..., red) on the range [0, n) cut as PartitionRange() cuts it - one block
-   also for n == 0, so that the kernel always decides its stop and writes its (zero) sums - with its
-   ndots results going to the reduce target, which must be set; nothing is copied to the host.
-*/
-template <class... KernelArgs, class... Args> PetscErrorCode LaunchChained(const char *name, int ndots, PetscInt n, void (*kernel)(PetscInt, PetscInt, KernelArgs...), Args... args)
-{
-  const Partition part = PartitionRange(PetscMax(n, (PetscInt)1));
-  cudaStream_t    stream;
-  Reduction       red;
-
-  PetscFunctionBegin;
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "%s needs a reduce target", name);
-  PetscCall(GetStream(&stream));
-  PetscCall(GetReduction(ndots, part.nblocks, &red));
-  kernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, args..., red);
-  FusedKSPCheckLaunch();
-  counters.launches++;
-  PetscCall(FinishReduction(ndots, part.nblocks, nullptr));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* The dot products of one fused call, passed by value to the kernel */
 struct DotList {
   int     count = 0;

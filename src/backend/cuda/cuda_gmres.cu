@@ -273,13 +273,22 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
 */
 PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
 {
+  const Partition        part  = PartitionRange(PetscMax(n, 1));
   VectorTable<MAX_TABLE> table = {};
+  cudaStream_t           stream;
+  Reduction              red;
 
   PetscFunctionBegin;
-  PetscCheck(i >= 1 && i <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Step %" PetscInt_FMT " of %" PetscInt_FMT, i, m);
+  PetscCheck(n >= 0 && i >= 1 && i <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Length %" PetscInt_FMT ", step %" PetscInt_FMT " of %" PetscInt_FMT, n, i, m);
   PetscCheck(i - 1 <= MAX_TABLE, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Chunks of simpler GMRES steps take at most %d basis vectors per update, step %" PetscInt_FMT " has %" PetscInt_FMT, MAX_TABLE, i, i - 1);
+  PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "sgmres_update_chained needs a reduce target");
   for (PetscInt v = 0; v < i - 1; ++v) table.v[v] = V[v];
-  PetscCall(LaunchChained("sgmres_update_chained", 1, n, SGMRESUpdateChainedKernel, table, i, m, keep, w, zold, znew, prev, cur, ctl, j));
+  PetscCall(GetStream(&stream));
+  PetscCall(GetReduction(1, part.nblocks, &red));
+  SGMRESUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, i, m, keep, w, zold, znew, prev, cur, ctl, j, red);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  PetscCall(FinishReduction(1, part.nblocks, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
