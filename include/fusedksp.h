@@ -42,6 +42,7 @@ PETSC_EXTERN PetscErrorCode KSPFusedGetReductionCount(KSP, PetscInt *);
 PETSC_EXTERN PetscErrorCode KSPFusedSetCheckInterval(KSP, PetscInt);
 PETSC_EXTERN PetscErrorCode KSPFusedGetCheckInterval(KSP, PetscInt *);
 PETSC_EXTERN PetscErrorCode KSPFusedSetUseGraph(KSP, PetscBool);
+PETSC_EXTERN PetscErrorCode KSPFusedSetUsePersistent(KSP, PetscBool);
 PETSC_EXTERN PetscErrorCode KSPFusedGetChunkCounts(KSP, PetscInt *, PetscInt *, PetscInt *);
 
 /* Benchmark floor of the CUDA backend, measured on the active device: time of two empty kernel

@@ -10,7 +10,9 @@
    vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); a batch of deferred
    second stages; the halo operations (spmv_offdiag_dots on short-row and rectangular blocks with
    and without wl, gather with and without the weight, scatter) and the staging path (pinned
-   buffers, asynchronous copies, fence).
+   buffers, asynchronous copies, fence); cg_chunk (a chunk of CG iterations, as one persistent kernel
+   and in steps) on symmetric positive definite matrices, run through, stopped by the norm and by a
+   breakdown, against the host's steps (1e-10: k iterations of rounding differences).
    Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
    inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
    values of their terms.  The CUDA backend's counters must show exactly one kernel launch and one
@@ -88,8 +90,8 @@ PetscErrorCode Record(Tester &t, bool ok, const std::string &label, const char *
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Vector check: max_i |a_i - ref_i| <= VEC_RTOL max_i |ref_i| (NaN anywhere fails) */
-PetscErrorCode CheckVector(Tester &t, const std::string &label, const char *name, const Array &a, const Array &ref)
+/* Vector check: max_i |a_i - ref_i| <= rtol max_i |ref_i| (NaN anywhere fails) */
+PetscErrorCode CheckVector(Tester &t, const std::string &label, const char *name, const Array &a, const Array &ref, PetscReal rtol = VEC_RTOL)
 {
   PetscReal diff = 0, size = 0;
   bool      finite = a.size() == ref.size();
@@ -101,7 +103,7 @@ PetscErrorCode CheckVector(Tester &t, const std::string &label, const char *name
     size   = std::max(size, (PetscReal)std::abs(ref[i]));
   }
   if (!finite) diff = std::numeric_limits<PetscReal>::infinity();
-  PetscCall(Record(t, diff <= VEC_RTOL * size, label, name, size > 0 ? diff / size : diff, VEC_RTOL));
+  PetscCall(Record(t, diff <= rtol * size, label, name, size > 0 ? diff / size : diff, rtol));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -178,14 +180,14 @@ public:
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 
-  /* Compares every operand's device copy with its reference, then frees the device copies */
-  PetscErrorCode CompareAndFree(const std::string &label)
+  /* Compares every operand's device copy with its reference (CheckVector), then frees the device copies */
+  PetscErrorCode CompareAndFree(const std::string &label, PetscReal rtol = VEC_RTOL)
   {
     PetscFunctionBegin;
     for (auto &op : list_) {
       Array back(op.ref.size());
       PetscCall(t_.dev->copy_to_host(back.data(), op.dev, back.size() * sizeof(PetscScalar)));
-      PetscCall(CheckVector(t_, label, op.name.c_str(), back, op.ref));
+      PetscCall(CheckVector(t_, label, op.name.c_str(), back, op.ref, rtol));
       PetscCall(t_.dev->free_bytes(op.dev));
       op.dev = nullptr;
     }
@@ -398,7 +400,10 @@ struct Matrix {
   Array                 vals;
   CSRView               ref, dev;
   SELLView              sell; /* device arrays of the SELL-P layout; threads == 0: none */
-  Matrix() { sell.threads = 0; }
+  Matrix()
+  {
+    sell.threads = 0;
+  }
 };
 
 void GenerateMatrix(Tester &t, MatrixKind kind, PetscInt n, Matrix &A)
@@ -489,7 +494,7 @@ PetscErrorCode FreeSELL(Tester &t, Matrix &A)
   PetscCall(t.dev->free_bytes((void *)A.sell.sliceptr));
   PetscCall(t.dev->free_bytes((void *)A.sell.colidx));
   PetscCall(t.dev->free_bytes((void *)A.sell.vals));
-  A.sell = SELLView();
+  A.sell         = SELLView();
   A.sell.threads = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -532,8 +537,10 @@ PetscErrorCode TestSpMVDots(Tester &t, const Matrix &A, const char *matrix, bool
   std::fill(dots, dots + FUSED_MAX_DOTS, NaN);
   PetscCall(t.host->spmv_dots(&A.ref, wl != NONE ? ops.Ref(wl) : nullptr, wr != NONE ? ops.Ref(wr) : nullptr, ops.Ref(in), ops.Ref(out), nd, rspecs.data(), ref));
   before = *t.dev->counters;
-  if (A.sell.threads) PetscCall(t.dev->spmv_sell_dots(&A.sell, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
-  else PetscCall(t.dev->spmv_dots(&A.dev, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  if (A.sell.threads)
+    PetscCall(t.dev->spmv_sell_dots(&A.sell, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
+  else
+    PetscCall(t.dev->spmv_dots(&A.dev, wl != NONE ? ops.Dev(wl) : nullptr, wr != NONE ? ops.Dev(wr) : nullptr, ops.Dev(in), ops.Dev(out), nd, dspecs.data(), dots));
   PetscCall(CheckCounters(t, label, before, A.nrows > 0, A.nrows > 0 && nd > 0));
   dotops.Scales(ops, set, ops.RefArray(in), ops.RefArray(out), scale);
   PetscCall(CheckDots(t, label, nd, dots, ref, scale));
@@ -951,6 +958,159 @@ PetscErrorCode TestDiag(Tester &t, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* ---------------------------------------------------------------------------------------- */
+
+/* A symmetric positive definite 7-point-like matrix: off-diagonal entries in [-1, -0.1] (the same
+   value at (i,j) and (j,i)), diagonal = the row's absolute sum + 0.01 (condition ~1e3: CG does not
+   converge within a chunk, so the iterations compared are far from rounding level)             */
+void GenerateSPDMatrix(PetscInt n, Matrix &A)
+{
+  const PetscInt nx        = std::max<PetscInt>(1, (PetscInt)std::lround(std::cbrt((double)n)));
+  const PetscInt offsets[] = {-nx * nx, -nx, -1, 0, 1, nx, nx * nx};
+  auto           offdiag   = [](PetscInt i, PetscInt j) {
+    const PetscInt64 lo = std::min(i, j), hi = std::max(i, j);
+    const double     h = std::sin(12.9898 * (double)lo + 78.233 * (double)hi) * 43758.5453;
+    return -(0.1 + 0.9 * (h - std::floor(h)));
+  };
+
+  A.nrows = A.ncols = n;
+  for (PetscInt i = 0; i < n; ++i) {
+    PetscScalar rowsum = 0;
+    size_t      diag   = 0;
+    for (PetscInt off : offsets)
+      if (i + off >= 0 && i + off < n) {
+        A.colidx.push_back(i + off);
+        if (off == 0) {
+          diag = A.vals.size();
+          A.vals.push_back(0);
+        } else {
+          A.vals.push_back(offdiag(i, i + off));
+          rowsum += std::abs(A.vals.back());
+        }
+      }
+    A.vals[diag] = rowsum + 0.01;
+    A.rowptr.push_back((PetscInt)A.colidx.size());
+  }
+}
+
+/* How a CG chunk test ends: the whole chunk, a norm stop before chunk iteration 6 (min_it and a
+   ttol every norm meets), or a coefficient failure at the first iteration (<p,q> < 0)          */
+enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
+const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
+
+/*
+   TestCGChunk - cg_chunk on the device (persistent kernel or steps) against the host's steps: the
+   state entering the chunk is consistent (z = w.*r, p = z, q = A p, slot 0 their dot products);
+   x, r, p, q and every slot agree to 1e-10 (k iterations of rounding differences), slots after a
+   stop keep their poison, and ctl->stopped/stage agree.
+*/
+PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end)
+{
+  constexpr PetscInt    k      = 12;
+  constexpr PetscScalar POISON = -12345.678;
+  const PetscInt        n      = A.nrows;
+  Operands              ops(t);
+  Array                 x = t.RandomArray(n), r = t.RandomArray(n), w(n), p(n), q(n, NaN), slots((k + 1) * CG_NSLOT, POISON);
+  ChunkControl          ctl_ref, ctl_back, *ctl_dev;
+  CGChunkArgs           ref, dev;
+  BackendCounters       before;
+  char                  variant[160];
+  std::string           label;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < n; ++i) {
+    w[i] = 0.5 + std::abs(t.Random()); /* positive: an SPD preconditioner */
+    p[i] = with_w ? w[i] * r[i] : r[i];
+  }
+  {
+    const DotSpec none = {DotKind::DOT_SELF, nullptr};
+    PetscCall(t.host->spmv_dots(&A.ref, nullptr, nullptr, p.data(), q.data(), 1, &none, slots.data() + CG_QU));
+  }
+  slots[CG_RZ] = slots[CG_RR] = slots[CG_ZZ] = slots[CG_PQ] = 0;
+  for (PetscInt i = 0; i < n; ++i) {
+    slots[CG_RZ] += r[i] * p[i];
+    slots[CG_RR] += r[i] * r[i];
+    slots[CG_ZZ] += p[i] * p[i];
+    slots[CG_PQ] += p[i] * q[i];
+  }
+  if (with_w) {
+    slots[CG_QU] = 0;
+    for (PetscInt i = 0; i < n; ++i) slots[CG_QU] += q[i] * w[i] * q[i];
+  }
+  if (end == ChunkEnd::BREAKDOWN) slots[CG_PQ] = -1;
+  ctl_ref.ttol     = end == ChunkEnd::NORM_STOP ? 1e300 : -1;
+  ctl_ref.divlimit = PETSC_INFINITY;
+  ctl_ref.normdot  = end == ChunkEnd::NORM_STOP ? CG_ZZ : -1;
+  ctl_ref.first_it = 40;
+  ctl_ref.min_it   = 45; /* the norm of chunk iteration 5 stops: nothing runs from iteration 6 on */
+  ctl_ref.chknorm  = -1;
+  ctl_ref.stopped  = -1;
+  ctl_ref.stage    = 0;
+  ctl_ref.rho      = 0;
+
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps"));
+  label        = Label("cg_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
+  const int ix = ops.Add("x", x), ir = ops.Add("r", r), ip = ops.Add("p", p), iq = ops.Add("q", q), iw = ops.Add("w", w), is = ops.Add("slots", slots);
+  PetscCall(ops.Upload());
+  PetscCall(t.dev->malloc_bytes(sizeof(ChunkControl), (void **)&ctl_dev));
+  PetscCall(t.dev->copy_to_backend(ctl_dev, &ctl_ref, sizeof(ChunkControl)));
+
+  ref.csr        = &A.ref;
+  ref.w          = with_w ? ops.Ref(iw) : nullptr;
+  ref.x          = ops.Ref(ix);
+  ref.r          = ops.Ref(ir);
+  ref.p          = ops.Ref(ip);
+  ref.q          = ops.Ref(iq);
+  ref.slots      = ops.Ref(is);
+  ref.ctl        = &ctl_ref;
+  ref.k          = k;
+  dev            = ref;
+  dev.csr        = sell_threads ? nullptr : &A.dev;
+  dev.sell       = sell_threads ? &A.sell : nullptr;
+  dev.w          = with_w ? ops.Dev(iw) : nullptr;
+  dev.x          = ops.Dev(ix);
+  dev.r          = ops.Dev(ir);
+  dev.p          = ops.Dev(ip);
+  dev.q          = ops.Dev(iq);
+  dev.slots      = ops.Dev(is);
+  dev.ctl        = ctl_dev;
+  dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
+
+  PetscCall(t.host->cg_chunk(&ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->cg_chunk(&dev));
+  PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k, 0));
+  PetscCall(t.dev->copy_to_host(&ctl_back, ctl_dev, sizeof(ChunkControl)));
+  PetscCall(t.dev->free_bytes(ctl_dev));
+  {
+    const PetscInt want = end == ChunkEnd::FULL ? -1 : (end == ChunkEnd::NORM_STOP ? 5 : 0);
+    PetscCall(Record(t, ctl_ref.stopped == want, label, "host backend: ctl->stopped is not where the chunk had to stop", (PetscReal)ctl_ref.stopped, 0));
+    PetscCall(Record(t, ctl_back.stopped == ctl_ref.stopped && ctl_back.stage == ctl_ref.stage, label, "ctl->stopped/stage differ from the host's", (PetscReal)(ctl_back.stopped - ctl_ref.stopped), 0));
+  }
+  PetscCall(ops.CompareAndFree(label, 1e-10));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* cg_chunk on CSR and SELL-P (1, 2, 4, 8 threads per row), with and without Jacobi, persistent and
+   in steps, for a chunk that runs through, one stopped by the norm and one by a breakdown         */
+PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
+{
+  Matrix A;
+
+  PetscFunctionBegin;
+  GenerateSPDMatrix(n, A);
+  PetscCall(UploadMatrix(t, A));
+  for (int threads : {0, 1, 2, 4, 8}) {
+    if (threads) PetscCall(UploadSELL(t, A, threads));
+    for (bool with_w : {false, true})
+      for (bool persistent : {true, false})
+        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN}) PetscCall(TestCGChunk(t, A, threads, with_w, persistent, end));
+    if (threads) PetscCall(FreeSELL(t, A));
+  }
+  PetscCall(FreeMatrix(t, A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode RunAll(Tester &t)
 {
   const PetscInt nvs[] = {0, 1, 5, 40, 300};
@@ -958,6 +1118,7 @@ PetscErrorCode RunAll(Tester &t)
   PetscFunctionBegin;
   PetscCall(TestMemory(t));
   for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099}) PetscCall(TestBatch(t, n));
+  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) PetscCall(TestCGChunkMatrix(t, n)); /* 1000003: more rows than resident threads */
   for (PetscInt n : SIZES) {
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));
     PetscCall(TestWAXPYDot(t, n));

@@ -6,7 +6,8 @@ convergence test stops at the same iteration with fewer than k extra iterations 
 (graphs) agree with direct runs; repeated solves with a new right-hand side, new matrix values and a new size\n\
 give the results of fresh k = 1 solves.  Ends with 'test_chunk: PASS' or 'test_chunk: FAIL'.\n\
 Options: -n <24> the grid of the 2D Poisson problem; -expect_graph: the backend records graphs (CUDA), so\n\
-the repeated solves must replay them.\n\n";
+the repeated solves must replay them; -persistent <bool> (default true): fusedcg may run whole chunks as one\n\
+persistent kernel (KSPFusedSetUsePersistent(), CUDA backend).\n\n";
 
 #include <fusedksp.h>
 #include "problems.h"
@@ -45,6 +46,8 @@ static PetscErrorCode UserStop(KSP ksp, PetscInt it, PetscReal rnorm, KSPConverg
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscBool persistent = PETSC_TRUE; /* -persistent: whole fusedcg chunks as one persistent kernel (CUDA) */
+
 static PetscErrorCode SolveOn(KSP ksp, Mat A, Vec b, PetscInt k, const Setup *s, Result *r)
 {
   PC               pc;
@@ -63,6 +66,7 @@ static PetscErrorCode SolveOn(KSP ksp, Mat A, Vec b, PetscInt k, const Setup *s,
   if (s->userstop > 0) PetscCall(KSPSetConvergenceTest(ksp, UserStop, (void *)&s->userstop, NULL));
   PetscCall(KSPFusedSetCheckInterval(ksp, k));
   PetscCall(KSPFusedSetUseGraph(ksp, s->graph));
+  PetscCall(KSPFusedSetUsePersistent(ksp, persistent));
   if (r->x) { /* the same solution vector for repeated solves of one size, as applications do */
     PetscInt n, nb;
     PetscCall(VecGetSize(r->x, &n));
@@ -197,6 +201,7 @@ int main(int argc, char **argv)
   PetscCall(FusedKSPInitializePackage());
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_graph", &expect_graph, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-persistent", &persistent, NULL));
   PetscCall(ProblemOptions("a_", "poisson2d", n, "random"));
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, "a_", &p));
 

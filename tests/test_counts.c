@@ -4,7 +4,7 @@ static char help[] = "Fused kernels and device->host copies per iteration of eac
                      "  fusedcg: 2 kernels/iteration; fusedbcgs: 4; fusedsgmres: 3 per inner step (no CGS2).\n"
                      "  Device->host copies (CUDA backend): 1 per iteration (inner step); fusedbcgs 2 on one process unless\n"
                      "  -ksp_fusedbcgs_one_reduction 1.  the three with -ksp_fused_check_interval k: 1/k copies per iteration.\n"
-                     "Options: -n <grid points per direction> -its <iterations>\n";
+                     "Options: -n <grid points per direction> -its <iterations> -expect_launches <kernels per iteration, overriding the design>\n";
 
 #include <fusedksp.h>
 
@@ -79,6 +79,7 @@ int main(int argc, char **argv)
   launches      = (PetscReal)((l2 - l1) - (l1 - l0)) / its;
   copies        = (PetscReal)((d2 - d1) - (d1 - d0)) / its;
   want_launches = cg ? 2 : (bcgs ? 4 : 3);
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-expect_launches", &want_launches, NULL)); /* e.g. 1/k: one persistent kernel per chunk */
   {
     PetscBool one = PETSC_FALSE; /* fusedbcgs: 1 with -ksp_fusedbcgs_one_reduction 1, else 2 on one process */
     PetscCall(PetscOptionsGetBool(NULL, NULL, "-ksp_fusedbcgs_one_reduction", &one, NULL));

@@ -26,7 +26,8 @@ Options:\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
-rows fusedcg-kK, fusedbcgs-kK, fusedsgmres-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor).\n\
+rows fusedcg-kK, fusedbcgs-kK, fusedsgmres-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor);\n\
+fusedcg rows run each chunk as one persistent kernel (CUDA), fusedcg-k30-steps as two kernels per iteration (KSPFusedSetUsePersistent).\n\
 Each timed region is: MPI_Barrier, KSPSolve, then a fence: a product with a 1x1 matrix of the same type set and a\n\
 host read of its 1-entry result, which waits for the work queued on the type set's stream (native CUDA solvers\n\
 return before their last kernels finish) without copying the solution; it costs about one floor per solve.\n\
@@ -82,6 +83,7 @@ typedef struct {
   const char *type;         /* the KSP type */
   PetscInt    interval;     /* fused solvers: KSPFusedSetCheckInterval() (0: the solver's default) */
   PetscBool   graph;        /* ... and KSPFusedSetUseGraph() */
+  PetscBool   persistent;   /* ... and KSPFusedSetUsePersistent() */
   PetscBool   fused;        /* a FusedKSP solver: fused types only */
   PetscBool   cgfamily;     /* SPD problems only */
   PetscBool   gmres;        /* restart = -its */
@@ -91,19 +93,20 @@ typedef struct {
   PetscInt    words_jacobi; /* extra words with PCJACOBI */
 } SolverInfo;
 
-static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
-                                     {"fusedcg-k30", KSPFUSEDCG, 30, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
-                                     {"fusedcg-k30-nograph", KSPFUSEDCG, 30, PETSC_FALSE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
-                                     {"fusedcg-k10", KSPFUSEDCG, 10, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
-                                     {KSPCG, KSPCG, 0, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 16, 0, 1},
-                                     {KSPPIPECG, KSPPIPECG, 0, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 31, 0, 1},
-                                     {KSPFUSEDBCGS, KSPFUSEDBCGS, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2},
-                                     {"fusedbcgs-k30", KSPFUSEDBCGS, 30, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2},
-                                     {KSPBCGS, KSPBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 25, 0, 2},
-                                     {KSPPIPEBCGS, KSPPIPEBCGS, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 60, 0, 2},
-                                     {KSPFUSEDSGMRES, KSPFUSEDSGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
-                                     {"fusedsgmres-k30", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
-                                     {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
+static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {"fusedcg-k30", KSPFUSEDCG, 30, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {"fusedcg-k30-steps", KSPFUSEDCG, 30, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {"fusedcg-k30-nograph", KSPFUSEDCG, 30, PETSC_FALSE, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {"fusedcg-k16", KSPFUSEDCG, 16, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, 1, 7, 0, 2},
+                                     {KSPCG, KSPCG, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 16, 0, 1},
+                                     {KSPPIPECG, KSPPIPECG, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, 1, 31, 0, 1},
+                                     {KSPFUSEDBCGS, KSPFUSEDBCGS, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2},
+                                     {"fusedbcgs-k30", KSPFUSEDBCGS, 30, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 15, 0, 2},
+                                     {KSPBCGS, KSPBCGS, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 25, 0, 2},
+                                     {KSPPIPEBCGS, KSPPIPEBCGS, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 60, 0, 2},
+                                     {KSPFUSEDSGMRES, KSPFUSEDSGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
+                                     {"fusedsgmres-k30", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
+                                     {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
 
 typedef enum { TYPES_FUSED, TYPES_NATIVE } TypeSet;
 
@@ -335,6 +338,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(KSPSetType(ksp, s->type));
   if (s->interval) PetscCall(KSPFusedSetCheckInterval(ksp, s->interval));
   if (s->fused) PetscCall(KSPFusedSetUseGraph(ksp, s->graph));
+  if (s->fused) PetscCall(KSPFusedSetUsePersistent(ksp, s->persistent));
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCSetType(pc, PCNONE));
   PetscCall(PCSetFromOptions(pc));
@@ -407,7 +411,7 @@ static PetscErrorCode FindSolver(const char *name, PetscInt *index)
     if (match) *index = k;
   }
   PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE,
-             "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-nograph, fusedcg-k10, cg, pipecg, fusedbcgs, fusedbcgs-k30, bcgs, pipebcgs, fusedsgmres, fusedsgmres-k30, gmres)", name);
+             "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-steps, fusedcg-k30-nograph, fusedcg-k16, cg, pipecg, fusedbcgs, fusedbcgs-k30, bcgs, pipebcgs, fusedsgmres, fusedsgmres-k30, gmres)", name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -89,6 +89,22 @@ struct BackendCounters {
   PetscInt64 graphs   = 0; /* captured chunks replayed (each also counts its kernels and copies above) */
 };
 
+/* A chunk of CG iterations (Backend::cg_chunk): the local matrix (square, CSR or SELL-P: exactly one
+   of csr and sell), the Jacobi weights w (NULL: no preconditioner), the vectors (n = the matrix's
+   rows), and the slots of iterations 0..k at slots + j * CG_NSLOT (layout CGChunkSlot; slot 0 is read,
+   slots 1..k are written), all in backend memory.  persistent: the backend may run the whole chunk
+   as one kernel (see Backend::cg_chunk).                                                          */
+struct CGChunkArgs {
+  const CSRView     *csr  = nullptr;
+  const SELLView    *sell = nullptr;
+  const PetscScalar *w    = nullptr;
+  PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *q = nullptr;
+  PetscScalar       *slots      = nullptr;
+  ChunkControl      *ctl        = nullptr;
+  PetscInt           k          = 0;
+  PetscBool          persistent = PETSC_TRUE;
+};
+
 struct Backend {
   const char *name; /* "host" or "cuda" */
 
@@ -223,6 +239,15 @@ struct Backend {
   PetscErrorCode (*sgmres_update_chained)(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl,
                                           PetscInt j);
 
+  /* A whole chunk of CG iterations j = 1..k (see CGChunkArgs): for each j, cg_update_chained (z and u
+     NULL) with its results to slot j, then q = A p (spmv_dots or spmv_sell_dots) with <p,q> and
+     <q, w.*q> (<q,q> without w) to slot j + CG_PQ, skipped once ctl->stopped >= 0 - the operations
+     CGChunkSteps() issues, which is how the host backend runs it.  With args->persistent the CUDA
+     backend runs the chunk as ONE cooperative kernel whose blocks meet at two grid barriers per
+     iteration (no launch per step; the scalars never leave the device), on a grid that fits the
+     device at once; otherwise, and for an empty matrix, it issues CGChunkSteps().                  */
+  PetscErrorCode (*cg_chunk)(const CGChunkArgs *args);
+
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running
      them (*capturing = PETSC_FALSE on a backend that cannot: they then run as usual); graph_end()
      stops and turns the record into *graph (instantiated, or an existing *graph updated in place);
@@ -235,6 +260,10 @@ struct Backend {
   PetscErrorCode (*graph_launch)(void *graph, PetscBool *launched);
   PetscErrorCode (*graph_destroy)(void **graph);
 };
+
+/* Backend::cg_chunk as the operations of its steps on `be` (reduce_target, cg_update_chained and the
+   sparse product, 2k calls): the host backend's cg_chunk, the CUDA backend's without a persistent kernel */
+PetscErrorCode CGChunkSteps(const Backend *be, const CGChunkArgs *args);
 
 /* The backends compiled into the library */
 const Backend *HostBackend();

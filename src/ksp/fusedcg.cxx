@@ -44,30 +44,29 @@ struct KSP_FusedCG {
 };
 
 enum { VEC_R, VEC_Z, VEC_P, VEC_Q, VEC_U, VEC_T, NWORK };
-enum { D_RZ, D_RR, D_ZZ, D_PQ, D_QU, NDOTS };
 
-/* q = A p and u = M^{-1} q with their dot products <p,q>, <q,u>: into d[D_PQ], d[D_QU] (local
-   values), or with slot != NULL into slot[D_PQ], slot[D_QU] in backend memory (nothing runs when
+/* q = A p and u = M^{-1} q with their dot products <p,q>, <q,u>: into d[CG_PQ], d[CG_QU] (local
+   values), or with slot != NULL into slot[CG_PQ], slot[CG_QU] in backend memory (nothing runs when
    *stop >= 0, see OpsReduceInto())                                                            */
 PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, PetscScalar *d, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
 {
   PetscFunctionBegin;
-  if (slot) PetscCall(OpsReduceInto(slot + D_PQ, stop));
+  if (slot) PetscCall(OpsReduceInto(slot + CG_PQ, stop));
   switch (cg->mode) {
   case PCMode::JACOBI: {
     const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF_W, cg->w}};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + D_PQ));
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + CG_PQ));
   } break;
   case PCMode::NONE: {
     const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + D_PQ));
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + CG_PQ));
   } break;
   case PCMode::GENERAL: {
     const OpDot spec_pq = {DotKind::DOT_INPUT, nullptr}, spec_qu = {DotKind::DOT_VECTOR, u};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 1, &spec_pq, d + D_PQ));
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 1, &spec_pq, d + CG_PQ));
     PetscCall(KSP_PCApply(ksp, q, u));
-    if (slot) PetscCall(OpsReduceInto(slot + D_QU, stop));
-    PetscCall(OpsDots(p, q, 1, &spec_qu, d + D_QU));
+    if (slot) PetscCall(OpsReduceInto(slot + CG_QU, stop));
+    PetscCall(OpsDots(p, q, 1, &spec_qu, d + CG_QU));
   } break;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -84,11 +83,11 @@ PetscErrorCode CGStart(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d)
   PetscCall(KSPFusedPCApply(ksp, cg->mode, cg->w, V[VEC_R], V[VEC_Z]));
   PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
   PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
-  PetscCall(OpsDots(V[VEC_Z], V[VEC_R], 2, rz_rr, d + D_RZ));
-  PetscCall(OpsDots(V[VEC_Z], V[VEC_Z], 1, &zz, d + D_ZZ));
+  PetscCall(OpsDots(V[VEC_Z], V[VEC_R], 2, rz_rr, d + CG_RZ));
+  PetscCall(OpsDots(V[VEC_Z], V[VEC_Z], 1, &zz, d + CG_ZZ));
   PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
   PetscCall(OpsBatchEnd());
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, NDOTS, &cg->reductions));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->reductions));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -96,11 +95,11 @@ PetscReal CGNorm(KSP ksp, const PetscScalar *d)
 {
   switch (ksp->normtype) {
   case KSP_NORM_PRECONDITIONED:
-    return PetscSqrtReal(PetscAbsScalar(d[D_ZZ]));
+    return PetscSqrtReal(PetscAbsScalar(d[CG_ZZ]));
   case KSP_NORM_UNPRECONDITIONED:
-    return PetscSqrtReal(PetscAbsScalar(d[D_RR]));
+    return PetscSqrtReal(PetscAbsScalar(d[CG_RR]));
   case KSP_NORM_NATURAL:
-    return PetscSqrtReal(PetscAbsScalar(d[D_RZ]));
+    return PetscSqrtReal(PetscAbsScalar(d[CG_RZ]));
   default:
     return 0;
   }
@@ -111,11 +110,11 @@ PetscInt CGNormDot(KSP ksp)
 {
   switch (ksp->normtype) {
   case KSP_NORM_PRECONDITIONED:
-    return D_ZZ;
+    return CG_ZZ;
   case KSP_NORM_UNPRECONDITIONED:
-    return D_RR;
+    return CG_RR;
   case KSP_NORM_NATURAL:
-    return D_RZ;
+    return CG_RZ;
   default:
     return -1;
   }
@@ -161,9 +160,13 @@ PetscErrorCode CGChunkBody(void *ctx)
   Vec          *V   = b->V;
 
   PetscFunctionBegin;
+  if (b->cg->mode != PCMode::GENERAL) {
+    PetscCall(OpsCGChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, b->X, V[VEC_R], V[VEC_P], V[VEC_Q], b->cg->w, c->settings.persistent));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   for (PetscInt j = 1; j <= b->k; ++j) {
     PetscScalar *slot = ChunkDeviceSlot(c, j);
-    PetscCall(OpsReduceInto(slot + D_RZ, &ctl->stopped));
+    PetscCall(OpsReduceInto(slot + CG_RZ, &ctl->stopped));
     PetscCall(OpsCGUpdateChained(ChunkDeviceSlot(c, j - 1), ctl, j, b->X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], b->cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, b->cg->w));
     PetscCall(CGOperator(b->ksp, b->cg, b->A, V[VEC_P], V[VEC_Q], V[VEC_U], nullptr, slot, &ctl->stopped));
   }
@@ -183,10 +186,11 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   PetscScalar               alpha, beta;
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedChunkReserve(c, NDOTS, c->k));
+  PetscCall(KSPFusedChunkReserve(c, CG_NSLOT, c->k));
   PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &key));
   key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode));
   c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
+  c->whole   = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
   for (PetscInt it = 0; !ksp->reason;) {
     PetscInt  j, performed;
     PetscBool restarted = PETSC_FALSE;
@@ -205,7 +209,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
       PetscReal          rnorm;
 
-      if (KSPFusedStatusStops(ksp, CGCoefficients(prev[D_RZ], prev[D_PQ], prev[D_QU], &alpha, &beta))) break;
+      if (KSPFusedStatusStops(ksp, CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta))) break;
       if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
       rnorm = CGNorm(ksp, cur);
       PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
@@ -220,7 +224,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       PetscCall(KSPFusedChunkStopped(ksp, it, j, performed));
       break;
     }
-    PetscCall(PetscArraycpy(d, ChunkHostSlot(c, performed), NDOTS));
+    PetscCall(PetscArraycpy(d, ChunkHostSlot(c, performed), CG_NSLOT));
     it += performed;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -238,7 +242,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
   Vec         *V = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
   Mat          A;
-  PetscScalar  d[NDOTS], alpha = 0, beta = 0;
+  PetscScalar  d[CG_NSLOT], alpha = 0, beta = 0;
   PetscReal    rnorm, rnorm0;
   const char  *unsupported;
 
@@ -276,13 +280,13 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    if (KSPFusedStatusStops(ksp, CGCoefficients(d[D_RZ], d[D_PQ], d[D_QU], &alpha, &beta))) break;
+    if (KSPFusedStatusStops(ksp, CGCoefficients(d[CG_RZ], d[CG_PQ], d[CG_QU], &alpha, &beta))) break;
     /* the two fused kernels; their dot products come back together (one copy, one wait) */
     PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
-    PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + D_RZ));
+    PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + CG_RZ));
     PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
     PetscCall(OpsBatchEnd());
-    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, NDOTS, &cg->reductions));
+    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->reductions));
     rnorm = CGNorm(ksp, d);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
     if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it, rnorm, rnorm0, &guard, &restarted));

@@ -37,6 +37,8 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
   PetscCall(PetscOptionsInt("-ksp_fused_check_interval", "Iterations between host checks of the residual (k > 1: device-resident scalars; default: a rule from the backend and the problem)", "KSPFusedSetCheckInterval", c->settings.interval,
                             &c->settings.interval, NULL));
   PetscCall(PetscOptionsBool("-ksp_fused_graph", "Record a chunk of k iterations as a graph and replay it (CUDA backend)", "KSPFusedSetUseGraph", c->settings.graph, &c->settings.graph, NULL));
+  PetscCall(PetscOptionsBool("-ksp_fused_persistent", "Let the backend run a whole chunk of k iterations as one persistent kernel (CUDA backend, fusedcg with PCNONE or PCJACOBI)", "KSPFusedSetUsePersistent", c->settings.persistent,
+                             &c->settings.persistent, NULL));
   {
     const char *const reductions[] = {"mpi", "nccl"};
     PetscCall(PetscOptionsEList("-fused_reduction", "How the global reductions of several processes travel: mpi (a host MPI_Allreduce per iteration) or nccl (not in this build)", "KSPFusedSetCheckInterval", reductions, 2,
@@ -89,6 +91,16 @@ static PetscErrorCode KSPFusedSetUseGraph_Fused(KSP ksp, PetscBool flg)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode KSPFusedSetUsePersistent_Fused(KSP ksp, PetscBool flg)
+{
+  Chunker *c;
+
+  PetscFunctionBegin;
+  PetscCall(GetChunker(ksp, &c));
+  c->settings.persistent = flg;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode KSPFusedGetChunkCounts_Fused(KSP ksp, PetscInt *chunks, PetscInt *records, PetscInt *replays)
 {
   Chunker *c;
@@ -113,6 +125,7 @@ PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c)
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", KSPFusedSetCheckInterval_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", KSPFusedGetCheckInterval_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", KSPFusedSetUseGraph_Fused));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUsePersistent_C", KSPFusedSetUsePersistent_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetChunkCounts_C", KSPFusedGetChunkCounts_Fused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -126,6 +139,7 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUsePersistent_C", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetChunkCounts_C", NULL));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -276,6 +290,7 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   if (c->k > 1) {
     const char *graph = c->nograph ? c->nograph : (c->settings.graph ? "graphs on" : "no graph: -ksp_fused_graph 0");
     PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " chunks, %" PetscInt_FMT " recorded as a graph, %" PetscInt_FMT " replayed (%s)\n", c->chunks, c->records, c->replays, graph));
+    if (c->whole) PetscCall(PetscViewerASCIIPrintf(viewer, "  each chunk is one backend operation: %s\n", c->settings.persistent ? "one persistent kernel on the CUDA backend" : "one kernel per step (-ksp_fused_persistent 0)"));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -294,6 +309,7 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
 
   Options Database Key:
 + -ksp_fused_check_interval <k> - the interval
+. -ksp_fused_persistent <bool> - let the backend run a whole chunk as one persistent kernel (default true)
 - -fused_reduction <mpi,nccl> - how the reductions of several processes travel (nccl: not in this build)
 
   Level: intermediate
@@ -332,6 +348,11 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   iteration; `KSPFUSEDSGMRES` takes one chunk per restart cycle.  Stopped iterations of the last chunk
   cost their kernel launches, which return at once.  A chunk never runs past the maximum number of
   iterations.
+
+  `KSPFUSEDCG` with `PCNONE` or `PCJACOBI` hands each chunk to the backend whole: the CUDA backend runs
+  it as ONE persistent (cooperative) kernel whose thread blocks meet at two grid barriers per iteration
+  instead of kernel boundaries, so an iteration costs no launch at all (-ksp_fused_persistent 0: one
+  kernel per step, as the other solvers).
 
   `KSPFUSEDBCGS` runs its chunks in the two-reduction form (alpha from <Ap,r*> computed in the same
   chunk, no transposed operator needed) and keeps k = 1 with a general preconditioner (`PCApply()`).
@@ -432,5 +453,44 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
   PetscUseMethod(ksp, "KSPFusedGetChunkCounts_C", (KSP, PetscInt *, PetscInt *, PetscInt *), (ksp, chunks, records, replays));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  KSPFusedSetUsePersistent - Whether a FusedKSP solver may hand a whole chunk of k iterations to the
+  backend as one operation, which the CUDA backend runs as one persistent kernel
+
+  Logically Collective
+
+  Input Parameters:
++ ksp - a `KSPFUSEDCG` (the other fused solvers ignore it)
+- flg - `PETSC_TRUE` (default) to allow it
+
+  Options Database Key:
+. -ksp_fused_persistent <bool> - the same
+
+  Level: advanced
+
+  Notes:
+  With check interval k > 1, `PCNONE` or `PCJACOBI` and a `MATSEQAIJFUSED` matrix, `KSPFUSEDCG` hands each
+  chunk to the backend at once.  The CUDA backend then launches ONE cooperative kernel for the k
+  iterations: its thread blocks stay resident (the grid is sized to what the GPU holds at once, each
+  block owning a contiguous range of rows), meet at two grid barriers per iteration - after the vector
+  update (p complete for the SpMV) and after the SpMV (all partial sums written) - and each block sums
+  the partial sums itself in the same order, so every block computes the same alpha and beta and takes
+  the same stop decision.  An iteration then costs no kernel launch: on small and medium systems, where
+  launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two kernels
+  per iteration (each computing its coefficients on the device), as the chunks of the other solvers do.
+  Results agree to rounding; the convergence history, stops and counts are the same either way.  The
+  host backend always runs the steps.
+
+.seealso: `KSPFUSEDCG`, `KSPFusedSetCheckInterval()`, `KSPFusedSetUseGraph()`
+@*/
+PetscErrorCode KSPFusedSetUsePersistent(KSP ksp, PetscBool flg)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscValidLogicalCollectiveBool(ksp, flg, 2);
+  PetscTryMethod(ksp, "KSPFusedSetUsePersistent_C", (KSP, PetscBool), (ksp, flg));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

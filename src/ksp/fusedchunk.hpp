@@ -27,9 +27,10 @@ namespace fusedksp
 
 /* What a solve chunks with, from -ksp_fused_check_interval / -ksp_fused_graph or the setters */
 struct ChunkSettings {
-  PetscInt  interval  = PETSC_DETERMINE; /* k; PETSC_DETERMINE: the default rule (KSPFusedChunkInterval) */
-  PetscBool graph     = PETSC_TRUE;
-  PetscInt  reduction = 0; /* -fused_reduction: 0 mpi (the only one this build has), 1 nccl */
+  PetscInt  interval   = PETSC_DETERMINE; /* k; PETSC_DETERMINE: the default rule (KSPFusedChunkInterval) */
+  PetscBool graph      = PETSC_TRUE;
+  PetscBool persistent = PETSC_TRUE; /* a backend may run a whole chunk as one kernel (fusedcg) */
+  PetscInt  reduction  = 0;          /* -fused_reduction: 0 mpi (the only one this build has), 1 nccl */
 };
 
 struct Chunker {
@@ -42,11 +43,12 @@ struct Chunker {
 
   /* the last solve, for -ksp_view */
   PetscInt    k = 1, chunks = 0, replays = 0, records = 0;
-  const char *why     = "";      /* how k was chosen, or why chunks were not possible */
-  const char *nograph = nullptr; /* why the solver does not record its chunks (NULL: it does) */
+  const char *why     = "";          /* how k was chosen, or why chunks were not possible */
+  const char *nograph = nullptr;     /* why the solver does not record its chunks (NULL: it does) */
+  PetscBool   whole   = PETSC_FALSE; /* the solver hands whole chunks to the backend (persistent kernels) */
 };
 
-/* -ksp_fused_check_interval and -ksp_fused_graph */
+/* -ksp_fused_check_interval, -ksp_fused_graph and -ksp_fused_persistent */
 PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, Chunker *c);
 
 /* Composes KSPFusedSetCheckInterval() and friends on ksp; KSPFusedChunkDestroy() removes them */

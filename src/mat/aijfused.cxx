@@ -494,6 +494,21 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused)
 }
 
 /*
+  MatSeqAIJFusedGetView - see aijfused.hpp
+*/
+PetscErrorCode MatSeqAIJFusedGetView(Mat A, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz)
+{
+  Mirror *m;
+
+  PetscFunctionBegin;
+  PetscCall(GetMirror(A, PETSC_FALSE, &m));
+  *csr  = m->format == MAT_AIJFUSED_CSR ? &m->csr : nullptr;
+  *sell = m->format == MAT_AIJFUSED_SELL ? &m->sell : nullptr;
+  *nnz  = MirrorEntries(m);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
   MatAIJFusedGetArraysGeneration - see aijfused.hpp
 */
 PetscErrorCode MatAIJFusedGetArraysGeneration(Mat A, PetscInt64 *generation)

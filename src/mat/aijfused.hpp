@@ -10,6 +10,10 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused);
 /* out = wl .* (A (wr .* in)) with ndots fused dot products (backend/backend.hpp) on the backend
    arrays in/out of a MATSEQAIJFUSED, in the format of its mirror (refreshed if A changed)      */
 PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+/* The backend view of a MATSEQAIJFUSED for operations that run its products themselves (Backend::cg_chunk):
+   its mirror refreshed if A changed, *csr or *sell set to the format in use, the other NULL, and the
+   stored entries (for flop counts); the views stay valid until A changes                            */
+PetscErrorCode MatSeqAIJFusedGetView(Mat A, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz);
 /* The generation of the backend arrays that products of A use: it changes whenever they may have
    moved (the mirror's structure built or rebuilt, a new format, the mirror freed) and stays the same
    across values-only refreshes (an assembly with the same nonzero pattern), MatScale() and MatShift();

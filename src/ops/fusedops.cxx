@@ -611,6 +611,40 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent)
+{
+  PetscBool     fused, fusedmat;
+  BackendArrays arr;
+  CGChunkArgs   args;
+  PetscScalar  *wa;
+  PetscInt      n;
+  PetscInt64    nnz;
+
+  PetscFunctionBegin;
+  PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsCGChunk() writes its own slots: no OpsReduceInto() target may be pending");
+  PetscCall(AllFused({x, r, p, q, w}, &fused));
+  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of CG iterations needs fused vectors and a MATSEQAIJFUSED matrix");
+  PetscCall(VecGetLocalSize(x, &n));
+  PetscCall(MatSeqAIJFusedGetView(A, &args.csr, &args.sell, &nnz));
+  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
+  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &args.r));
+  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &args.p));
+  PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ_WRITE, &args.q));
+  PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
+  args.w          = wa;
+  args.slots      = slots;
+  args.ctl        = ctl;
+  args.k          = k;
+  args.persistent = persistent;
+  PetscCall(PetscLogEventBegin(events.cg_chunk, A, x, p, 0));
+  PetscCall(ActiveBackend()->cg_chunk(&args));
+  PetscCall(PetscLogEventEnd(events.cg_chunk, A, x, p, 0));
+  PetscCall(PetscLogFlops(k * (16.0 * n + 2.0 * (PetscLogDouble)nnz)));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec x, Vec v, Vec y)
 {
   PetscBool     fused;

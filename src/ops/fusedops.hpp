@@ -101,6 +101,12 @@ PetscErrorCode OpsReduceInto(PetscScalar *slot, const PetscInt *stop);
    it runs; see Backend::cg_update_chained.  Its three dot products go to the OpsReduceInto() slot. */
 PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, PetscInt j, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w);
 
+/* A whole chunk of CG iterations 1..k (Backend::cg_chunk) on a MATSEQAIJFUSED A with Jacobi weights w
+   (NULL: no preconditioner): the updates of x, r, p and q = A p, the reduced values of iteration j
+   to slots[j * CG_NSLOT ..] (slots and ctl in backend memory; slot 0 holds those entering the chunk).
+   persistent: the backend may run it as one kernel.                                               */
+PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent);
+
 /* The BiCGStab steps of chunk iteration j (see Backend::waxpy_dot_chained, bcgs_update_chained):
    s = r - alpha Ap and r, p, x updates, with their dot products to the OpsReduceInto() slot      */
 PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec x, Vec v, Vec y);

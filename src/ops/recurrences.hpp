@@ -114,6 +114,10 @@ FUSED_HD inline bool ChunkNormStops(const ChunkControl &c, PetscInt j, const Pet
   return c.normdot >= 0 && ChunkNormSqStops(c, j, slot[c.normdot]);
 }
 
+/* CG chunks (src/ksp/fusedcg.cxx): the values of one iteration in its slot, <r,z>, <r,r>, <z,z> of
+   the update and <p,q>, <q,M^{-1}q> of the operator (q = A p)                                       */
+enum CGChunkSlot { CG_RZ, CG_RR, CG_ZZ, CG_PQ, CG_QU, CG_NSLOT };
+
 /* BiCGStab chunks (src/ksp/fusedbcgs.cxx): the values of one iteration in its slot */
 enum BCGSChunkSlot { BCGS_APR, BCGS_SS, BCGS_ASS, BCGS_ASAS, BCGS_ASR, BCGS_RRSTAR, BCGS_RR, BCGS_NSLOT };
 

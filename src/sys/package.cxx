@@ -184,6 +184,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(PetscLogEventRegister("FusedSpMVOffDiag", classid, &fusedksp::events.spmv_offdiag));
   PetscCall(PetscLogEventRegister("FusedChunkWait", classid, &fusedksp::events.chunk_wait));
   PetscCall(PetscLogEventRegister("FusedGraphLaunch", classid, &fusedksp::events.graph_launch));
+  PetscCall(PetscLogEventRegister("FusedCGChunk", classid, &fusedksp::events.cg_chunk));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -72,6 +72,9 @@ constexpr int MAX_GRID_ROWS = 64;
    result slots, or the slot and stop flag of reduce_target when one is set                   */
 PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red);
 
+/* The reused partial-sum buffer alone, at least count entries (for kernels that reduce by themselves) */
+PetscErrorCode GetPartials(size_t count, PetscScalar **partials);
+
 /* The host's side of the second stage: copies the ndots results of the launch that used the last
    GetReduction() to the pinned host buffer (one copy, one wait) into dots[].  With nblocks == 0
    (empty range, nothing launched) the dots are 0 and nothing is copied.  add: dots[] += results.  Inside a deferring batch
@@ -105,6 +108,7 @@ PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
 PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);
 PetscErrorCode FenceWait(void);
+PetscErrorCode CGChunk(const CGChunkArgs *);
 PetscErrorCode CGUpdateChained(PetscInt, const PetscScalar *, ChunkControl *, PetscInt, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *);
 PetscErrorCode WAXPYDotChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode BCGSUpdateChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *,

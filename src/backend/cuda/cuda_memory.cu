@@ -75,6 +75,32 @@ PetscErrorCode GetStream(cudaStream_t *s)
 }
 
 /*
+   GetPartials - the partial-sum buffer, grown to at least count entries (geometrically: after the
+   first iterations of a solve it is never reallocated; growing waits for the stream, whose kernels
+   may still use the old buffer)
+*/
+PetscErrorCode GetPartials(size_t count, PetscScalar **buffer)
+{
+  cudaStream_t s;
+
+  PetscFunctionBegin;
+  PetscCall(GetStream(&s));
+  if (count > partials_capacity) {
+    const size_t capacity = PetscMax(count, 2 * partials_capacity);
+
+    PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The partial-sum buffer must grow to %zu entries while a graph is recorded; run the operations once before recording them", count);
+    buffers_generation++;
+
+    FusedKSPCallCUDA(cudaStreamSynchronize(s));
+    FusedKSPCallCUDA(cudaFree(partials));
+    FusedKSPCallCUDA(cudaMalloc((void **)&partials, capacity * sizeof(PetscScalar)));
+    partials_capacity = capacity;
+  }
+  *buffer = partials;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
    GetReduction - the reduction target of the next launch: the partial-sum buffer (at least
    ndots * nblocks entries, grown geometrically, so after the first iterations of a solve it is
    never reallocated) and ndots result slots after those of the deferred calls of an open batch.
@@ -92,20 +118,9 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
     FusedKSPCallCUDA(cudaMalloc((void **)&tickets, MAX_GRID_ROWS * sizeof(unsigned int)));
     FusedKSPCallCUDA(cudaMemsetAsync(tickets, 0, MAX_GRID_ROWS * sizeof(unsigned int), s));
   }
-  if (count > partials_capacity) {
-    const size_t capacity = PetscMax(count, 2 * partials_capacity);
-
-    PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The partial-sum buffer must grow to %zu entries while a graph is recorded; run the operations once before recording them", count);
-    buffers_generation++;
-
-    FusedKSPCallCUDA(cudaStreamSynchronize(s));
-    FusedKSPCallCUDA(cudaFree(partials));
-    FusedKSPCallCUDA(cudaMalloc((void **)&partials, capacity * sizeof(PetscScalar)));
-    partials_capacity = capacity;
-  }
-  red->partials = partials;
-  red->tickets  = tickets;
-  red->stop     = target_stop;
+  PetscCall(GetPartials(count, &red->partials));
+  red->tickets = tickets;
+  red->stop    = target_stop;
   if (target_slot) {
     red->result = target_slot;
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -337,6 +352,7 @@ const Backend *CUDABackend()
                                   cuda::WAXPYDotChained,
                                   cuda::BCGSUpdateChained,
                                   cuda::SGMRESUpdateChained,
+                                  cuda::CGChunk,
                                   cuda::GraphBegin,
                                   cuda::GraphEnd,
                                   cuda::GraphAbort,

@@ -1,36 +1,10 @@
 /* CUDA backend: sparse matrix-vector products (CSR, SELL-P) fused with dot products of the result */
-#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_rows.cuh"
 
 namespace fusedksp
 {
 namespace cuda
 {
-
-/* Rows per thread block of a sparse product with `lanes` threads per row: whole passes of the
-   block, at least one, at most FUSED_REDUCE_BLOCKS blocks.  With one pass per block for small
-   matrices every thread handles one row, so the kernel's latency is that of one row.            */
-inline Partition PartitionRows(PetscInt nrows, int lanes)
-{
-  const PetscInt64 per_pass = BLOCK_SIZE / lanes;
-  const PetscInt64 passes   = (nrows + per_pass - 1) / per_pass;
-  Partition        part;
-
-  if (nrows > 0) {
-    const PetscInt64 nblocks = PetscMin(passes, (PetscInt64)FUSED_REDUCE_BLOCKS);
-    part.chunk               = (PetscInt)(((passes + nblocks - 1) / nblocks) * per_pass);
-    part.nblocks             = (int)((nrows + part.chunk - 1) / part.chunk);
-  }
-  return part;
-}
-
-/* Adds the partial sums of the LANES threads of each row (lanes of one warp, LANES a power of
-   two <= 32); every lane of the warp must call it                                             */
-template <int LANES> __device__ inline PetscScalar RowSum(PetscScalar sum)
-{
-#pragma unroll
-  for (int offset = LANES / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset, LANES);
-  return sum;
-}
 
 /* Stores out[row] = wl[row] * sum and adds its dot terms (the first lane of the row) */
 __device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotList &dots, PetscScalar (&acc)[FUSED_MAX_DOTS])
@@ -58,13 +32,7 @@ __global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *__
     const PetscInt64 row = first + threadIdx.x / LANES;
     PetscScalar      sum = 0;
 
-    if (row < range.end) {
-      const PetscInt row_end = rowptr[row + 1];
-      for (PetscInt k = rowptr[row] + lane; k < row_end; k += LANES) {
-        const PetscInt c = colidx[k];
-        sum += vals[k] * (wr ? wr[c] * in[c] : in[c]);
-      }
-    }
+    if (row < range.end) sum = CSRRowPart<LANES>(rowptr, colidx, vals, wr, in, row, lane, LoadCached());
     sum = RowSum<LANES>(sum);
     if (lane == 0 && row < range.end) StoreRow(row, sum, wl, in, out, dots, acc);
   }
@@ -78,7 +46,6 @@ __global__ void SELLDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt64 
                                const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots, const Reduction red)
 {
   constexpr int    ROWS_PER_PASS       = BLOCK_SIZE / T;
-  constexpr int    STRIDE              = FUSED_SELL_HEIGHT * T; /* entries between j and j + 1 */
   const int        t                   = threadIdx.x % T;
   const ChunkRange range               = BlockChunk(nrows, chunk);
   PetscScalar      acc[FUSED_MAX_DOTS] = {};
@@ -89,16 +56,7 @@ __global__ void SELLDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt64 
     const PetscInt64 row = first + threadIdx.x / T;
     PetscScalar      sum = 0;
 
-    if (row < range.end) {
-      const PetscInt64 slice = row / FUSED_SELL_HEIGHT;
-      const PetscInt64 begin = sliceptr[slice] + (row % FUSED_SELL_HEIGHT) * T + t;
-      const PetscInt64 end   = sliceptr[slice + 1];
-#pragma unroll 4
-      for (PetscInt64 k = begin; k < end; k += STRIDE) {
-        const PetscInt c = colidx[k];
-        if (c >= 0) sum += vals[k] * (wr ? wr[c] * in[c] : in[c]);
-      }
-    }
+    if (row < range.end) sum = SELLRowPart<T>(sliceptr, colidx, vals, wr, in, row, t, LoadCached());
     if (T > 1) sum = RowSum<T>(sum);
     if (t == 0 && row < range.end) StoreRow(row, sum, wl, in, out, dots, acc);
   }
@@ -125,17 +83,6 @@ static PetscErrorCode CheckProduct(PetscInt nrows, PetscInt ncols, int ndots, co
   for (int d = 0; d < ndots; ++d)
     PetscCheck(specs[d].kind != DotKind::DOT_INPUT || ncols >= nrows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "DOT_INPUT pairs out[i] with in[i], but the matrix has %" PetscInt_FMT " rows and only %" PetscInt_FMT " columns", nrows, ncols);
   PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Threads per CSR row: the smallest power of two >= the average row length, 2 to 32 (8 when the
-   number of entries is not given)                                                              */
-static int CSRLanes(const CSRView *A)
-{
-  const PetscInt64 avg   = A->nnz < 0 ? 8 : (A->nrows ? (A->nnz + A->nrows - 1) / A->nrows : 0);
-  int              lanes = 2;
-
-  while (lanes < 32 && lanes < avg) lanes *= 2;
-  return lanes;
 }
 
 /*

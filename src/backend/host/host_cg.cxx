@@ -51,5 +51,13 @@ PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* See Backend::cg_chunk: the operations of its steps */
+PetscErrorCode CGChunk(const CGChunkArgs *args)
+{
+  PetscFunctionBegin;
+  PetscCall(CGChunkSteps(HostBackend(), args));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace host
 } // namespace fusedksp

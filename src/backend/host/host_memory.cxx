@@ -138,6 +138,7 @@ const Backend *HostBackend()
                                   host::WAXPYDotChained,
                                   host::BCGSUpdateChained,
                                   host::SGMRESUpdateChained,
+                                  host::CGChunk,
                                   host::GraphBegin,
                                   host::GraphEnd,
                                   host::GraphAbort,

@@ -1,0 +1,104 @@
+/*
+   CUDA backend: the rows of a sparse product, shared by the SpMV kernels (cuda_spmv.cu) and the
+   persistent chunk kernels (cuda_cg_chunk.cu): how rows are cut into thread blocks, and one thread's
+   part of a row's sum in CSR and SELL-P.  The input vector is read through a load policy: cached
+   (written before the kernel) or from L2 only (written by other blocks of the same kernel, whose
+   L1 copies may be stale).
+*/
+#pragma once
+
+#include "backend/cuda/cuda_common.cuh"
+
+namespace fusedksp
+{
+namespace cuda
+{
+
+/* Rows per thread block of a sparse product with `lanes` threads per row: whole passes of the
+   block, at least one, at most FUSED_REDUCE_BLOCKS blocks.  With one pass per block for small
+   matrices every thread handles one row, so the kernel's latency is that of one row.            */
+inline Partition PartitionRows(PetscInt nrows, int lanes)
+{
+  const PetscInt64 per_pass = BLOCK_SIZE / lanes;
+  const PetscInt64 passes   = (nrows + per_pass - 1) / per_pass;
+  Partition        part;
+
+  if (nrows > 0) {
+    const PetscInt64 nblocks = PetscMin(passes, (PetscInt64)FUSED_REDUCE_BLOCKS);
+    part.chunk               = (PetscInt)(((passes + nblocks - 1) / nblocks) * per_pass);
+    part.nblocks             = (int)((nrows + part.chunk - 1) / part.chunk);
+  }
+  return part;
+}
+
+/* Adds the partial sums of the LANES threads of each row (lanes of one warp, LANES a power of
+   two <= 32); every lane of the warp must call it                                             */
+template <int LANES> __device__ inline PetscScalar RowSum(PetscScalar sum)
+{
+#pragma unroll
+  for (int offset = LANES / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset, LANES);
+  return sum;
+}
+
+/* Threads per CSR row: the smallest power of two >= the average row length, 2 to 32 (8 when the
+   number of entries is not given)                                                              */
+inline int CSRLanes(const CSRView *A)
+{
+  const PetscInt64 avg   = A->nnz < 0 ? 8 : (A->nrows ? (A->nnz + A->nrows - 1) / A->nrows : 0);
+  int              lanes = 2;
+
+  while (lanes < 32 && lanes < avg) lanes *= 2;
+  return lanes;
+}
+
+/* Load policies of the input vector of a row sum */
+struct LoadCached {
+  __device__ PetscScalar operator()(const PetscScalar *__restrict__ a, PetscInt64 i) const
+  {
+    return a[i];
+  }
+};
+struct LoadL2 {
+  __device__ PetscScalar operator()(const PetscScalar *a, PetscInt64 i) const
+  {
+    return __ldcg(a + i);
+  }
+};
+
+/* CSR: lane `lane` of the LANES threads of row `row` sums the row's entries lane, lane + LANES, ... */
+template <int LANES, class Load>
+__device__ __forceinline__ PetscScalar CSRRowPart(const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wr, const PetscScalar *__restrict__ in, PetscInt64 row,
+                                                  int lane, Load load)
+{
+  const PetscInt row_end = rowptr[row + 1];
+  PetscScalar    sum     = 0;
+
+  for (PetscInt k = rowptr[row] + lane; k < row_end; k += LANES) {
+    const PetscInt c = colidx[k];
+    sum += vals[k] * (wr ? wr[c] * load(in, c) : load(in, c));
+  }
+  return sum;
+}
+
+/* SELL-P (see SELLView): thread t of the T threads of row `row` reads the row's entries j * T + t,
+   consecutive threads reading consecutive memory; loads of successive j are independent.      */
+template <int T, class Load>
+__device__ __forceinline__ PetscScalar SELLRowPart(const PetscInt64 *__restrict__ sliceptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wr, const PetscScalar *__restrict__ in,
+                                                   PetscInt64 row, int t, Load load)
+{
+  constexpr int    STRIDE = FUSED_SELL_HEIGHT * T; /* entries between j and j + 1 */
+  const PetscInt64 slice  = row / FUSED_SELL_HEIGHT;
+  const PetscInt64 begin  = sliceptr[slice] + (row % FUSED_SELL_HEIGHT) * T + t;
+  const PetscInt64 end    = sliceptr[slice + 1];
+  PetscScalar      sum    = 0;
+
+#pragma unroll 4
+  for (PetscInt64 k = begin; k < end; k += STRIDE) {
+    const PetscInt c = colidx[k];
+    if (c >= 0) sum += vals[k] * (wr ? wr[c] * load(in, c) : load(in, c));
+  }
+  return sum;
+}
+
+} // namespace cuda
+} // namespace fusedksp
