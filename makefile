@@ -40,7 +40,7 @@ comma      := ,
 FK_CUDALIB := $(if $(NVCC),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcusparse -lcudart)
 FK_RPATH   := -Wl,-rpath,$(abspath $(FK_LIBDIR)) -Wl,-rpath,$(PETSC_DIR)/$(PETSC_ARCH)/lib
 FK_CFLAGS  := -O2 -g -fPIC -Wall -Wno-unknown-pragmas $(FK_DEFS) $(FK_INC)
-FK_NVFLAGS := -O3 -std=c++17 -Xcompiler -fPIC,-Wall -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
+FK_NVFLAGS := -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
               -gencode arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) $(FK_DEFS) $(FK_INC) $(FK_MPIINC)
 
 FK_TUTORIALS := $(patsubst tutorials/%.c,$(FK_BUILD)/bin/%,$(filter-out tutorials/problems.c,$(wildcard tutorials/*.c)))

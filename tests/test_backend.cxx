@@ -12,7 +12,8 @@
    and without wl, gather with and without the weight, scatter) and the staging path (pinned
    buffers, asynchronous copies, fence); cg_chunk (a chunk of CG iterations, as one persistent kernel
    and in steps) on symmetric positive definite matrices, run through, stopped by the norm and by a
-   breakdown, against the host's steps (1e-10: k iterations of rounding differences).
+   breakdown, against the host's steps (1e-10: k iterations of rounding differences); bcgs_chunk
+   likewise on nonsymmetric matrices, without Jacobi and with it on the left and on the right.
    Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
    inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
    values of their terms.  The CUDA backend's counters must show exactly one kernel launch and one
@@ -962,8 +963,9 @@ PetscErrorCode TestDiag(Tester &t, PetscInt n)
 
 /* A symmetric positive definite 7-point-like matrix: off-diagonal entries in [-1, -0.1] (the same
    value at (i,j) and (j,i)), diagonal = the row's absolute sum + 0.01 (condition ~1e3: CG does not
-   converge within a chunk, so the iterations compared are far from rounding level)             */
-void GenerateSPDMatrix(PetscInt n, Matrix &A)
+   converge within a chunk, so the iterations compared are far from rounding level); skew != 1
+   scales the entries above the diagonal (a nonsymmetric, still diagonally dominant matrix)       */
+void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1)
 {
   const PetscInt nx        = std::max<PetscInt>(1, (PetscInt)std::lround(std::cbrt((double)n)));
   const PetscInt offsets[] = {-nx * nx, -nx, -1, 0, 1, nx, nx * nx};
@@ -984,7 +986,7 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A)
           diag = A.vals.size();
           A.vals.push_back(0);
         } else {
-          A.vals.push_back(offdiag(i, i + off));
+          A.vals.push_back(off > 0 ? skew * offdiag(i, i + off) : offdiag(i, i + off));
           rowsum += std::abs(A.vals.back());
         }
       }
@@ -1091,6 +1093,99 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Jacobi in the BiCGStab operator: none, left (wl) or right (wr) */
+enum class Side { NONE, LEFT, RIGHT };
+const char *SIDE_NAMES[] = {"no PC", "Jacobi left", "Jacobi right"};
+
+/*
+   TestBCGSChunk - bcgs_chunk on the device (persistent kernel or steps) against the host's steps on
+   a nonsymmetric diagonally dominant matrix, from r random, r* = r, p = r and slot 0 = <r,r*>, <r,r>
+   (as fusedbcgs enters a chunk): x, r, p, s, Ap, As and every slot agree to 1e-10, outputs not
+   written after a stop keep their poison, ctl->stopped/stage agree.
+*/
+PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, bool persistent, ChunkEnd end)
+{
+  constexpr PetscInt    k      = 10;
+  constexpr PetscScalar POISON = -12345.678;
+  const PetscInt        n      = A.nrows;
+  Operands              ops(t);
+  Array                 r = t.RandomArray(n), w(n), slots((k + 1) * BCGS_NSLOT, POISON), poison(n, POISON);
+  ChunkControl          ctl_ref, ctl_back, *ctl_dev;
+  BCGSChunkArgs         ref, dev;
+  BackendCounters       before;
+  char                  variant[160];
+  std::string           label;
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < n; ++i) w[i] = 0.5 + std::abs(t.Random());
+  for (int d = 0; d < BCGS_NSLOT; ++d) slots[d] = 0;
+  for (PetscInt i = 0; i < n; ++i) {
+    slots[BCGS_RRSTAR] += r[i] * r[i];
+    slots[BCGS_RR] += r[i] * r[i];
+  }
+  if (end == ChunkEnd::BREAKDOWN) slots[BCGS_RRSTAR] = 0;
+  ctl_ref.ttol     = end == ChunkEnd::NORM_STOP ? 1e300 : -1;
+  ctl_ref.divlimit = PETSC_INFINITY;
+  ctl_ref.normdot  = end == ChunkEnd::NORM_STOP ? 0 : -1;
+  ctl_ref.first_it = 40;
+  ctl_ref.min_it   = 45; /* the norm of chunk iteration 5 stops: nothing runs from iteration 6 on */
+  ctl_ref.chknorm  = -1;
+  ctl_ref.stopped  = -1;
+  ctl_ref.stage    = 0;
+  ctl_ref.rho      = 0;
+
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], persistent ? "persistent" : "steps"));
+  label        = Label("bcgs_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
+  const int ix = ops.Add("x", t.RandomArray(n)), ir = ops.Add("r", r), ip = ops.Add("p", r), irs = ops.Add("rstar", r), is = ops.Add("s", poison), iap = ops.Add("Ap", poison), ias = ops.Add("As", poison), iw = ops.Add("w", w),
+            isl = ops.Add("slots", slots);
+  PetscCall(ops.Upload());
+  PetscCall(t.dev->malloc_bytes(sizeof(ChunkControl), (void **)&ctl_dev));
+  PetscCall(t.dev->copy_to_backend(ctl_dev, &ctl_ref, sizeof(ChunkControl)));
+
+  ref.csr        = &A.ref;
+  ref.wl         = side == Side::LEFT ? ops.Ref(iw) : nullptr;
+  ref.wr         = side == Side::RIGHT ? ops.Ref(iw) : nullptr;
+  ref.rstar      = ops.Ref(irs);
+  ref.x          = ops.Ref(ix);
+  ref.r          = ops.Ref(ir);
+  ref.p          = ops.Ref(ip);
+  ref.s          = ops.Ref(is);
+  ref.Ap         = ops.Ref(iap);
+  ref.As         = ops.Ref(ias);
+  ref.slots      = ops.Ref(isl);
+  ref.ctl        = &ctl_ref;
+  ref.k          = k;
+  dev            = ref;
+  dev.csr        = sell_threads ? nullptr : &A.dev;
+  dev.sell       = sell_threads ? &A.sell : nullptr;
+  dev.wl         = side == Side::LEFT ? ops.Dev(iw) : nullptr;
+  dev.wr         = side == Side::RIGHT ? ops.Dev(iw) : nullptr;
+  dev.rstar      = ops.Dev(irs);
+  dev.x          = ops.Dev(ix);
+  dev.r          = ops.Dev(ir);
+  dev.p          = ops.Dev(ip);
+  dev.s          = ops.Dev(is);
+  dev.Ap         = ops.Dev(iap);
+  dev.As         = ops.Dev(ias);
+  dev.slots      = ops.Dev(isl);
+  dev.ctl        = ctl_dev;
+  dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
+
+  PetscCall(t.host->bcgs_chunk(&ref));
+  before = *t.dev->counters;
+  PetscCall(t.dev->bcgs_chunk(&dev));
+  PetscCall(CheckCounters(t, label, before, persistent ? 1 : 4 * k, 0));
+  PetscCall(t.dev->copy_to_host(&ctl_back, ctl_dev, sizeof(ChunkControl)));
+  PetscCall(t.dev->free_bytes(ctl_dev));
+  {
+    const PetscInt want = end == ChunkEnd::FULL ? -1 : (end == ChunkEnd::NORM_STOP ? 5 : 0);
+    PetscCall(Record(t, ctl_ref.stopped == want && ctl_ref.stage == 0, label, "host backend: ctl->stopped/stage is not where the chunk had to stop", (PetscReal)ctl_ref.stopped, 0));
+    PetscCall(Record(t, ctl_back.stopped == ctl_ref.stopped && ctl_back.stage == ctl_ref.stage, label, "ctl->stopped/stage differ from the host's", (PetscReal)(ctl_back.stopped - ctl_ref.stopped), 0));
+  }
+  PetscCall(ops.CompareAndFree(label, 1e-10));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* cg_chunk on CSR and SELL-P (1, 2, 4, 8 threads per row), with and without Jacobi, persistent and
    in steps, for a chunk that runs through, one stopped by the norm and one by a breakdown         */
 PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
@@ -1111,6 +1206,25 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* bcgs_chunk likewise, on a nonsymmetric matrix, without Jacobi and with it on either side */
+PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
+{
+  Matrix A;
+
+  PetscFunctionBegin;
+  GenerateSPDMatrix(n, A, 1.3);
+  PetscCall(UploadMatrix(t, A));
+  for (int threads : {0, 1, 2, 4, 8}) {
+    if (threads) PetscCall(UploadSELL(t, A, threads));
+    for (Side side : {Side::NONE, Side::LEFT, Side::RIGHT})
+      for (bool persistent : {true, false})
+        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN}) PetscCall(TestBCGSChunk(t, A, threads, side, persistent, end));
+    if (threads) PetscCall(FreeSELL(t, A));
+  }
+  PetscCall(FreeMatrix(t, A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode RunAll(Tester &t)
 {
   const PetscInt nvs[] = {0, 1, 5, 40, 300};
@@ -1118,7 +1232,10 @@ PetscErrorCode RunAll(Tester &t)
   PetscFunctionBegin;
   PetscCall(TestMemory(t));
   for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099}) PetscCall(TestBatch(t, n));
-  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) PetscCall(TestCGChunkMatrix(t, n)); /* 1000003: more rows than resident threads */
+  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) { /* 1000003: more rows than resident threads */
+    PetscCall(TestCGChunkMatrix(t, n));
+    PetscCall(TestBCGSChunkMatrix(t, n));
+  }
   for (PetscInt n : SIZES) {
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));
     PetscCall(TestWAXPYDot(t, n));

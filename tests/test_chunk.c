@@ -280,7 +280,9 @@ int main(int argc, char **argv)
     s.divtol   = 1e10;
     s.maxit    = 200;
     s.restarts = PETSC_TRUE;
+    s.chaotic  = PETSC_TRUE;
     PetscCall(Sweep("bcgs divergence or breakdown (huge corner entry)", c.A, c.b, &s, KSP_DIVERGED_NULL));
+    s.chaotic = PETSC_FALSE;
     PetscCall(ProblemDestroy(&c));
     s.pc       = "sor";
     s.k1only   = PETSC_TRUE;

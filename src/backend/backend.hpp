@@ -105,6 +105,21 @@ struct CGChunkArgs {
   PetscBool          persistent = PETSC_TRUE;
 };
 
+/* A chunk of BiCGStab iterations (Backend::bcgs_chunk): the local matrix as in CGChunkArgs, the
+   Jacobi weights of the operator Op = wl.*(A (wr.*in)) (at most one of wl, wr; wr also scales the
+   update of x, as in bcgs_update), the vectors, and the slots of iterations 0..k at
+   slots + j * BCGS_NSLOT (layout BCGSChunkSlot), all in backend memory.                           */
+struct BCGSChunkArgs {
+  const CSRView     *csr  = nullptr;
+  const SELLView    *sell = nullptr;
+  const PetscScalar *wl = nullptr, *wr = nullptr, *rstar = nullptr;
+  PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *s = nullptr, *Ap = nullptr, *As = nullptr;
+  PetscScalar       *slots      = nullptr;
+  ChunkControl      *ctl        = nullptr;
+  PetscInt           k          = 0;
+  PetscBool          persistent = PETSC_TRUE;
+};
+
 struct Backend {
   const char *name; /* "host" or "cuda" */
 
@@ -248,6 +263,15 @@ struct Backend {
      device at once; otherwise, and for an empty matrix, it issues CGChunkSteps().                  */
   PetscErrorCode (*cg_chunk)(const CGChunkArgs *args);
 
+  /* A whole chunk of BiCGStab iterations j = 1..k (see BCGSChunkArgs): for each j, Ap = Op p with
+     <Ap,r*> to slot j + BCGS_APR, waxpy_dot_chained (s = r - alpha Ap), As = Op s with <As,s>, <As,As>,
+     <As,r*> to slot j + BCGS_ASS, bcgs_update_chained - the operations BCGSChunkSteps() issues, each
+     skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->persistent the
+     CUDA backend runs it as ONE cooperative kernel with three grid barriers per iteration (after Ap,
+     after As, after the update); the entries of s that the rows of As need are computed from r and Ap
+     where they are needed, so no barrier waits for s.                                              */
+  PetscErrorCode (*bcgs_chunk)(const BCGSChunkArgs *args);
+
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running
      them (*capturing = PETSC_FALSE on a backend that cannot: they then run as usual); graph_end()
      stops and turns the record into *graph (instantiated, or an existing *graph updated in place);
@@ -264,6 +288,8 @@ struct Backend {
 /* Backend::cg_chunk as the operations of its steps on `be` (reduce_target, cg_update_chained and the
    sparse product, 2k calls): the host backend's cg_chunk, the CUDA backend's without a persistent kernel */
 PetscErrorCode CGChunkSteps(const Backend *be, const CGChunkArgs *args);
+/* Backend::bcgs_chunk as the operations of its steps on `be` (4k calls) */
+PetscErrorCode BCGSChunkSteps(const Backend *be, const BCGSChunkArgs *args);
 
 /* The backends compiled into the library */
 const Backend *HostBackend();

@@ -4,6 +4,17 @@
 namespace fusedksp
 {
 
+/* out = wl.*(A (wr.*in)) on the backend, CSR or SELL-P, with its dot products to the reduce target */
+static PetscErrorCode Product(const Backend *be, const CSRView *csr, const SELLView *sell, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs)
+{
+  PetscFunctionBegin;
+  if (csr)
+    PetscCall(be->spmv_dots(csr, wl, wr, in, out, ndots, specs, nullptr));
+  else
+    PetscCall(be->spmv_sell_dots(sell, wl, wr, in, out, ndots, specs, nullptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    CGChunkSteps - Backend::cg_chunk as 2k operations of `be`: for each chunk iteration j, the CG
    update with its coefficients from slot j-1 and the sparse product q = A p, each writing its dot
@@ -21,10 +32,35 @@ PetscErrorCode CGChunkSteps(const Backend *be, const CGChunkArgs *a)
     PetscCall(be->reduce_target(slot + CG_RZ, &a->ctl->stopped));
     PetscCall(be->cg_update_chained(n, slot - CG_NSLOT, a->ctl, j, a->x, a->r, nullptr, a->p, a->q, nullptr, a->w));
     PetscCall(be->reduce_target(slot + CG_PQ, &a->ctl->stopped));
-    if (a->csr)
-      PetscCall(be->spmv_dots(a->csr, nullptr, nullptr, a->p, a->q, 2, specs, nullptr));
-    else
-      PetscCall(be->spmv_sell_dots(a->sell, nullptr, nullptr, a->p, a->q, 2, specs, nullptr));
+    PetscCall(Product(be, a->csr, a->sell, nullptr, nullptr, a->p, a->q, 2, specs));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   BCGSChunkSteps - Backend::bcgs_chunk as 4k operations of `be`, those of fusedbcgs's chunk body:
+   Ap = Op p, s = r - alpha Ap, As = Op s, the update, each writing its dot products to slot j and
+   doing nothing once ctl->stopped >= 0
+*/
+PetscErrorCode BCGSChunkSteps(const Backend *be, const BCGSChunkArgs *a)
+{
+  const PetscInt n     = a->csr ? a->csr->nrows : a->sell->nrows;
+  const DotSpec  ap    = {DotKind::DOT_VECTOR, a->rstar};
+  const DotSpec  as[3] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}, {DotKind::DOT_VECTOR, a->rstar}};
+  PetscInt      *stop  = &a->ctl->stopped;
+
+  PetscFunctionBegin;
+  for (PetscInt j = 1; j <= a->k; ++j) {
+    PetscScalar *prev = a->slots + (j - 1) * BCGS_NSLOT, *cur = prev + BCGS_NSLOT;
+
+    PetscCall(be->reduce_target(cur + BCGS_APR, stop));
+    PetscCall(Product(be, a->csr, a->sell, a->wl, a->wr, a->p, a->Ap, 1, &ap));
+    PetscCall(be->reduce_target(cur + BCGS_SS, stop));
+    PetscCall(be->waxpy_dot_chained(n, prev, cur, a->ctl, j, a->r, a->Ap, a->s));
+    PetscCall(be->reduce_target(cur + BCGS_ASS, stop));
+    PetscCall(Product(be, a->csr, a->sell, a->wl, a->wr, a->s, a->As, 3, as));
+    PetscCall(be->reduce_target(cur + BCGS_RRSTAR, stop));
+    PetscCall(be->bcgs_update_chained(n, prev, cur, a->ctl, j, a->wr, a->x, a->r, a->p, a->s, a->Ap, a->As, a->rstar));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -151,6 +151,11 @@ PetscErrorCode BCGSChunkBody(void *ctx)
   const OpDot   as[3] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}, {DotKind::DOT_VECTOR, V[VEC_RSTAR]}};
 
   PetscFunctionBegin;
+  if (b->bc->mode != PCMode::GENERAL) {
+    const Vec wl = b->bc->mode == PCMode::JACOBI && b->ksp->pc_side != PC_RIGHT ? b->bc->w : nullptr;
+    PetscCall(OpsBCGSChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, wl, b->wr, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], c->settings.persistent));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   for (PetscInt j = 1; j <= b->k; ++j) {
     PetscScalar *prev = ChunkDeviceSlot(c, j - 1), *cur = ChunkDeviceSlot(c, j);
     PetscCall(BCGSOperator(b->ksp, b->bc, b->A, V[VEC_P], V[VEC_AP], b->pt ? b->pt : V[VEC_T], V[VEC_T2], 1, &ap, nullptr, cur + BCGS_APR, &ctl->stopped));
@@ -207,6 +212,7 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
   key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode));
   key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side));
   c->nograph            = nullptr;
+  c->whole              = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
   for (PetscInt it = 0; !ksp->reason;) {

@@ -37,7 +37,7 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
   PetscCall(PetscOptionsInt("-ksp_fused_check_interval", "Iterations between host checks of the residual (k > 1: device-resident scalars; default: a rule from the backend and the problem)", "KSPFusedSetCheckInterval", c->settings.interval,
                             &c->settings.interval, NULL));
   PetscCall(PetscOptionsBool("-ksp_fused_graph", "Record a chunk of k iterations as a graph and replay it (CUDA backend)", "KSPFusedSetUseGraph", c->settings.graph, &c->settings.graph, NULL));
-  PetscCall(PetscOptionsBool("-ksp_fused_persistent", "Let the backend run a whole chunk of k iterations as one persistent kernel (CUDA backend, fusedcg with PCNONE or PCJACOBI)", "KSPFusedSetUsePersistent", c->settings.persistent,
+  PetscCall(PetscOptionsBool("-ksp_fused_persistent", "Let the backend run a whole chunk of k iterations as one persistent kernel (CUDA backend; fusedcg and fusedbcgs with PCNONE or PCJACOBI)", "KSPFusedSetUsePersistent", c->settings.persistent,
                              &c->settings.persistent, NULL));
   {
     const char *const reductions[] = {"mpi", "nccl"};
@@ -349,10 +349,10 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   cost their kernel launches, which return at once.  A chunk never runs past the maximum number of
   iterations.
 
-  `KSPFUSEDCG` with `PCNONE` or `PCJACOBI` hands each chunk to the backend whole: the CUDA backend runs
-  it as ONE persistent (cooperative) kernel whose thread blocks meet at two grid barriers per iteration
-  instead of kernel boundaries, so an iteration costs no launch at all (-ksp_fused_persistent 0: one
-  kernel per step, as the other solvers).
+  `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI` hand each chunk to the backend whole: the
+  CUDA backend runs it as ONE persistent (cooperative) kernel whose thread blocks meet at grid barriers
+  (two per CG iteration, three per BiCGStab iteration) instead of kernel boundaries, so an iteration
+  costs no launch at all (-ksp_fused_persistent 0: one kernel per step, as `KSPFUSEDSGMRES`).
 
   `KSPFUSEDBCGS` runs its chunks in the two-reduction form (alpha from <Ap,r*> computed in the same
   chunk, no transposed operator needed) and keeps k = 1 with a general preconditioner (`PCApply()`).
@@ -463,7 +463,7 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   Logically Collective
 
   Input Parameters:
-+ ksp - a `KSPFUSEDCG` (the other fused solvers ignore it)
++ ksp - a `KSPFUSEDCG` or `KSPFUSEDBCGS` (`KSPFUSEDSGMRES` ignores it)
 - flg - `PETSC_TRUE` (default) to allow it
 
   Options Database Key:
@@ -472,15 +472,17 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   Level: advanced
 
   Notes:
-  With check interval k > 1, `PCNONE` or `PCJACOBI` and a `MATSEQAIJFUSED` matrix, `KSPFUSEDCG` hands each
-  chunk to the backend at once.  The CUDA backend then launches ONE cooperative kernel for the k
-  iterations: its thread blocks stay resident (the grid is sized to what the GPU holds at once, each
-  block owning a contiguous range of rows), meet at two grid barriers per iteration - after the vector
-  update (p complete for the SpMV) and after the SpMV (all partial sums written) - and each block sums
-  the partial sums itself in the same order, so every block computes the same alpha and beta and takes
-  the same stop decision.  An iteration then costs no kernel launch: on small and medium systems, where
-  launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two kernels
-  per iteration (each computing its coefficients on the device), as the chunks of the other solvers do.
+  With check interval k > 1, `PCNONE` or `PCJACOBI` and a `MATSEQAIJFUSED` matrix, `KSPFUSEDCG` and
+  `KSPFUSEDBCGS` hand each chunk to the backend at once.  The CUDA backend then launches ONE cooperative
+  kernel for the k iterations: its thread blocks stay resident (the grid is sized to what the GPU holds
+  at once, each block owning a contiguous range of rows) and meet at grid barriers - for CG after the
+  vector update (p complete for the SpMV) and after the SpMV (all partial sums written); for BiCGStab
+  after A p, after A s (the entries of s a row needs are computed from r and A p on the spot) and after
+  the update - and each block sums the partial sums itself in the same order, so every block computes
+  the same coefficients and takes the same stop decision.  An iteration then costs no kernel launch: on small and medium systems, where
+  launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two (CG) or
+  four (BiCGStab) kernels per iteration, each computing its coefficients on the device, as the chunks of
+  `KSPFUSEDSGMRES` do.
   Results agree to rounding; the convergence history, stops and counts are the same either way.  The
   host backend always runs the steps.
 

@@ -645,6 +645,46 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent)
+{
+  PetscBool     fused, fusedmat;
+  BackendArrays arr;
+  BCGSChunkArgs args;
+  PetscScalar  *wla, *wra, *rstara;
+  PetscInt      n;
+  PetscInt64    nnz;
+
+  PetscFunctionBegin;
+  PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsBCGSChunk() writes its own slots: no OpsReduceInto() target may be pending");
+  PetscCall(AllFused({wl, wr, x, r, p, s, Ap, As, rstar}, &fused));
+  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of BiCGStab iterations needs fused vectors and a MATSEQAIJFUSED matrix");
+  PetscCall(VecGetLocalSize(x, &n));
+  PetscCall(MatSeqAIJFusedGetView(A, &args.csr, &args.sell, &nnz));
+  PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
+  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+  PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rstara));
+  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
+  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &args.r));
+  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &args.p));
+  PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_WRITE, &args.s));
+  PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_WRITE, &args.Ap));
+  PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_WRITE, &args.As));
+  args.wl         = wla;
+  args.wr         = wra;
+  args.rstar      = rstara;
+  args.slots      = slots;
+  args.ctl        = ctl;
+  args.k          = k;
+  args.persistent = persistent;
+  PetscCall(PetscLogEventBegin(events.bcgs_chunk, A, x, p, 0));
+  PetscCall(ActiveBackend()->bcgs_chunk(&args));
+  PetscCall(PetscLogEventEnd(events.bcgs_chunk, A, x, p, 0));
+  PetscCall(PetscLogFlops(k * (22.0 * n + 4.0 * (PetscLogDouble)nnz)));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, Vec x, Vec v, Vec y)
 {
   PetscBool     fused;

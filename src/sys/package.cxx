@@ -185,6 +185,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(PetscLogEventRegister("FusedChunkWait", classid, &fusedksp::events.chunk_wait));
   PetscCall(PetscLogEventRegister("FusedGraphLaunch", classid, &fusedksp::events.graph_launch));
   PetscCall(PetscLogEventRegister("FusedCGChunk", classid, &fusedksp::events.cg_chunk));
+  PetscCall(PetscLogEventRegister("FusedBCGSChunk", classid, &fusedksp::events.bcgs_chunk));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -353,6 +353,7 @@ const Backend *CUDABackend()
                                   cuda::BCGSUpdateChained,
                                   cuda::SGMRESUpdateChained,
                                   cuda::CGChunk,
+                                  cuda::BCGSChunk,
                                   cuda::GraphBegin,
                                   cuda::GraphEnd,
                                   cuda::GraphAbort,

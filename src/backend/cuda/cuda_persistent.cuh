@@ -91,9 +91,78 @@ inline Partition PartitionResident(PetscInt nrows, int lanes, int max_blocks)
   return part;
 }
 
-/* The most blocks of `kernel` (BLOCK_SIZE threads) the current device holds at once; 0 when it cannot
-   launch cooperative kernels                                                                      */
-PetscErrorCode ResidentBlocks(const void *kernel, int *blocks);
+/* The rows of a CSR or SELL-P matrix for a persistent kernel: lane `lane` of the LANES threads of a
+   row sums its part of the row, entry c of the input being load(in, c), times wr[c] if wr is given */
+template <int L> struct CSRRows {
+  static constexpr int                         LANES = L;
+  CSRView                                      A;
+  template <class Load> __device__ PetscScalar Part(PetscInt64 row, int lane, const PetscScalar *wr, const PetscScalar *in, Load load) const
+  {
+    return CSRRowPart<L>(A.rowptr, A.colidx, A.vals, wr, in, row, lane, load);
+  }
+};
+template <int T> struct SELLRows {
+  static constexpr int                         LANES = T;
+  SELLView                                     A;
+  template <class Load> __device__ PetscScalar Part(PetscInt64 row, int lane, const PetscScalar *wr, const PetscScalar *in, Load load) const
+  {
+    return SELLRowPart<T>(A.sliceptr, A.colidx, A.vals, wr, in, row, lane, load);
+  }
+};
+
+/* Calls launch(rows) with the Rows type of the matrix (exactly one of csr and sell): SELL-P with its
+   threads per row, CSR with CSRLanes()                                                            */
+template <class Launch> PetscErrorCode DispatchRows(const CSRView *csr, const SELLView *sell, Launch &&launch)
+{
+  PetscFunctionBegin;
+  PetscCheck(!csr != !sell, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A chunk operation needs exactly one of a CSR and a SELL-P matrix");
+  if (sell) {
+    switch (sell->threads) {
+    case 1:
+      PetscCall(launch(SELLRows<1>{*sell}));
+      break;
+    case 2:
+      PetscCall(launch(SELLRows<2>{*sell}));
+      break;
+    case 4:
+      PetscCall(launch(SELLRows<4>{*sell}));
+      break;
+    case 8:
+      PetscCall(launch(SELLRows<8>{*sell}));
+      break;
+    default:
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", sell->threads);
+    }
+  } else {
+    switch (CSRLanes(csr)) {
+    case 2:
+      PetscCall(launch(CSRRows<2>{*csr}));
+      break;
+    case 4:
+      PetscCall(launch(CSRRows<4>{*csr}));
+      break;
+    case 8:
+      PetscCall(launch(CSRRows<8>{*csr}));
+      break;
+    case 16:
+      PetscCall(launch(CSRRows<16>{*csr}));
+      break;
+    default:
+      PetscCall(launch(CSRRows<32>{*csr}));
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The grid of a persistent launch of `kernel` (BLOCK_SIZE threads) on n rows with `lanes` threads per
+   row (PartitionResident() with the blocks the device holds at once) and a partial-sum buffer of
+   partials_per_block values per block; part->nblocks = 0 when the device cannot launch cooperative
+   kernels                                                                                          */
+PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t partials_per_block, Partition *part, PetscScalar **partials);
+
+/* Launches `kernel` with its parameters on the grid of PrepareResident() as a cooperative kernel on
+   the backend's stream                                                                          */
+PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params);
 
 } // namespace cuda
 } // namespace fusedksp

@@ -84,5 +84,13 @@ PetscErrorCode BCGSUpdateChained(PetscInt n, const PetscScalar *prev, const Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* See Backend::bcgs_chunk: the operations of its steps */
+PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
+{
+  PetscFunctionBegin;
+  PetscCall(BCGSChunkSteps(HostBackend(), args));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace host
 } // namespace fusedksp

@@ -139,6 +139,7 @@ const Backend *HostBackend()
                                   host::BCGSUpdateChained,
                                   host::SGMRESUpdateChained,
                                   host::CGChunk,
+                                  host::BCGSChunk,
                                   host::GraphBegin,
                                   host::GraphEnd,
                                   host::GraphAbort,
