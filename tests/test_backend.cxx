@@ -13,7 +13,7 @@
    buffers, asynchronous copies, fence); cg_chunk (a chunk of CG iterations, as one persistent kernel
    and in steps) on symmetric positive definite matrices, run through, stopped by the norm and by a
    breakdown, against the host's steps (1e-10: k iterations of rounding differences); bcgs_chunk
-   likewise on nonsymmetric matrices, without Jacobi and with it on the left and on the right.
+   likewise (1e-8) on nonsymmetric matrices, without Jacobi and with it on the left and on the right.
    Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
    inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
    values of their terms.  The CUDA backend's counters must show exactly one kernel launch and one
@@ -1100,7 +1100,7 @@ const char *SIDE_NAMES[] = {"no PC", "Jacobi left", "Jacobi right"};
 /*
    TestBCGSChunk - bcgs_chunk on the device (persistent kernel or steps) against the host's steps on
    a nonsymmetric diagonally dominant matrix, from r random, r* = r, p = r and slot 0 = <r,r*>, <r,r>
-   (as fusedbcgs enters a chunk): x, r, p, s, Ap, As and every slot agree to 1e-10, outputs not
+   (as fusedbcgs enters a chunk): x, r, p, s, Ap, As and every slot agree to 1e-8, outputs not
    written after a stop keep their poison, ctl->stopped/stage agree.
 */
 PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, bool persistent, ChunkEnd end)
@@ -1182,7 +1182,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
     PetscCall(Record(t, ctl_ref.stopped == want && ctl_ref.stage == 0, label, "host backend: ctl->stopped/stage is not where the chunk had to stop", (PetscReal)ctl_ref.stopped, 0));
     PetscCall(Record(t, ctl_back.stopped == ctl_ref.stopped && ctl_back.stage == ctl_ref.stage, label, "ctl->stopped/stage differ from the host's", (PetscReal)(ctl_back.stopped - ctl_ref.stopped), 0));
   }
-  PetscCall(ops.CompareAndFree(label, 1e-10));
+  PetscCall(ops.CompareAndFree(label, 1e-8)); /* BiCGStab's coefficients are ratios of dot products that shrink: rounding grows faster than in CG (1e-10 to 1e-9 after 10 iterations of the steps too) */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

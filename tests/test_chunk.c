@@ -35,9 +35,10 @@ typedef struct {
   PetscBool   k1only;   /* the solver runs k = 1 for this setup (fusedbcgs with a general PC) */
   PetscBool   restarts; /* residual replacements may restart chunks at every iteration */
   PetscInt    restart;  /* fusedsgmres: the restart (0: its default) */
-  PetscBool   chaotic;  /* the problem amplifies rounding by ~1e30 (a huge entry): a different summation order
-                           (the persistent kernel's) changes the history, so only the reason and the iteration
-                           where it is found are compared                                                    */
+  PetscBool   chaotic;  /* the problem amplifies rounding by ~1e30 (a huge entry), so the history and the
+                           iteration of the stop depend on the summation order: the chunks run in steps, whose
+                           kernels sum as the k = 1 ones do (the persistent kernels' stops are checked against
+                           the host in test_backend and on the other problems here)                           */
 } Setup;
 
 static PetscErrorCode UserStop(KSP ksp, PetscInt it, PetscReal rnorm, KSPConvergedReason *reason, void *ctx)
@@ -69,7 +70,7 @@ static PetscErrorCode SolveOn(KSP ksp, Mat A, Vec b, PetscInt k, const Setup *s,
   if (s->userstop > 0) PetscCall(KSPSetConvergenceTest(ksp, UserStop, (void *)&s->userstop, NULL));
   PetscCall(KSPFusedSetCheckInterval(ksp, k));
   PetscCall(KSPFusedSetUseGraph(ksp, s->graph));
-  PetscCall(KSPFusedSetUsePersistent(ksp, persistent));
+  PetscCall(KSPFusedSetUsePersistent(ksp, persistent && !s->chaotic ? PETSC_TRUE : PETSC_FALSE));
   if (r->x) { /* the same solution vector for repeated solves of one size, as applications do */
     PetscInt n, nb;
     PetscCall(VecGetSize(r->x, &n));
@@ -115,7 +116,7 @@ static PetscErrorCode Agree(const char *what, PetscInt k, const Setup *s, const 
   PetscCall(VecDestroy(&d));
   PetscCall(Check((PetscBool)(r->reason == ref->reason), "%s k=%" PetscInt_FMT ": reason %s (k=1: %s)", what, k, KSPConvergedReasons[r->reason], KSPConvergedReasons[ref->reason]));
   PetscCall(Check((PetscBool)(r->nhist == ref->nhist), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " history entries (k=1: %" PetscInt_FMT ")", what, k, r->nhist, ref->nhist));
-  if (!s->chaotic) PetscCall(Check((PetscBool)(hdiff <= 1e-10), "%s k=%" PetscInt_FMT ": history differs by %g (relative to the larger of the first norm and the entry)", what, k, (double)hdiff));
+  PetscCall(Check((PetscBool)(hdiff <= 1e-10), "%s k=%" PetscInt_FMT ": history differs by %g (relative to the larger of the first norm and the entry)", what, k, (double)hdiff));
   PetscCall(Check((PetscBool)(r->its <= s->maxit), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " iterations, max_it %" PetscInt_FMT, what, k, r->its, s->maxit));
   if (s->userstop > 0) {
     PetscCall(Check((PetscBool)(r->its >= ref->its && r->its - ref->its < k), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " iterations run, the test stopped at %" PetscInt_FMT " (fewer than k extra)", what, k, r->its, ref->its));

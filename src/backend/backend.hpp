@@ -269,7 +269,8 @@ struct Backend {
      skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->persistent the
      CUDA backend runs it as ONE cooperative kernel with three grid barriers per iteration (after Ap,
      after As, after the update); the entries of s that the rows of As need are computed from r and Ap
-     where they are needed, so no barrier waits for s.                                              */
+     where they are needed, so no barrier waits for s.  That costs memory traffic, so above 2^19 rows
+     the CUDA backend issues the steps.                                                              */
   PetscErrorCode (*bcgs_chunk)(const BCGSChunkArgs *args);
 
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running
