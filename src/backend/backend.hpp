@@ -34,6 +34,11 @@ constexpr PetscInt FUSED_MIN_CHUNK     = 256;  // fewest entries a block reduces
 constexpr int      FUSED_MAX_DOTS      = 4;    // dot products fused into one SpMV
 constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one block reduces them all (no second stage)
 
+/* The most rows bcgs_chunk runs as one persistent kernel (CUDA): above, recomputing s from r and Ap for
+   the rows of As costs more memory traffic than the kernel boundaries of the steps save (H200, poisson2d,
+   k = 30: 34 us per iteration against 44 at 2.6e5 rows, 140 against 126 at 1e6)                    */
+constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
+
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
    for large n, one block per FUSED_MIN_CHUNK entries for mid-size n, at most maxblocks; a single
    block up to FUSED_SINGLE_BLOCK entries, whose sums are final at once (no second stage: the
@@ -269,8 +274,8 @@ struct Backend {
      skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->persistent the
      CUDA backend runs it as ONE cooperative kernel with three grid barriers per iteration (after Ap,
      after As, after the update); the entries of s that the rows of As need are computed from r and Ap
-     where they are needed, so no barrier waits for s.  That costs memory traffic, so above 2^19 rows
-     the CUDA backend issues the steps.                                                              */
+     where they are needed, so no barrier waits for s.  That costs memory traffic, so above
+     FUSED_BCGS_PERSISTENT_ROWS rows the CUDA backend issues the steps.                              */
   PetscErrorCode (*bcgs_chunk)(const BCGSChunkArgs *args);
 
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running

@@ -171,14 +171,9 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
   }
 }
 
-/* The most rows the persistent kernel takes: above, recomputing s from r and Ap for the rows of As costs
-   more memory traffic than the kernel boundaries of the steps (H200, poisson2d, k = 30: 34 us against
-   44 at 2.6e5 rows, 140 against 126 at 1e6)                                                         */
-constexpr PetscInt BCGS_PERSISTENT_MAX_ROWS = 1 << 19;
-
 /*
    BCGSChunk - Backend::bcgs_chunk on the device: one cooperative kernel for the k iterations when
-   args->persistent, the device can and the matrix has at most BCGS_PERSISTENT_MAX_ROWS rows, else the
+   args->persistent, the device can and the matrix has at most FUSED_BCGS_PERSISTENT_ROWS rows, else the
    4k kernels of BCGSChunkSteps()
 */
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
@@ -188,7 +183,7 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   PetscCheck(!args->wl || !args->wr, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "bcgs_chunk takes at most one of wl and wr");
-  if (args->persistent && args->k > 0 && (args->csr ? args->csr->nrows : args->sell->nrows) <= BCGS_PERSISTENT_MAX_ROWS) {
+  if (args->persistent && args->k > 0 && (args->csr ? args->csr->nrows : args->sell->nrows) <= FUSED_BCGS_PERSISTENT_ROWS) {
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       using Rows                 = decltype(rows);
       const void         *kernel = (const void *)BCGSChunkKernel<Rows>;
