@@ -20,6 +20,7 @@
    device->host copy per fused call (none for empty ranges, no copy without dot products, one copy
    for all deferred calls of a batch) and no host->device copy.
 
+   -max_size N skips the lengths above N (the sanitizer runs).
    Without the CUDA backend (not compiled in, or no GPU) the test prints one SKIP line and exits 0.
    On the GPU machine:   make build/bin/test_backend && build/bin/test_backend
    and under the sanitizer (the out-of-memory check makes one deliberate failing cudaMalloc):
@@ -57,6 +58,7 @@ struct Tester {
   std::mt19937_64                             rng{20240601};
   std::uniform_real_distribution<PetscScalar> uniform{-1.0, 1.0};
   PetscInt                                    checks = 0, failures = 0;
+  PetscInt                                    max_size = PETSC_INT_MAX; /* -max_size: skip longer vectors (sanitizer runs) */
 
   PetscScalar Random()
   {
@@ -1231,12 +1233,15 @@ PetscErrorCode RunAll(Tester &t)
 
   PetscFunctionBegin;
   PetscCall(TestMemory(t));
-  for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099}) PetscCall(TestBatch(t, n));
+  for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099})
+    if (n <= t.max_size) PetscCall(TestBatch(t, n));
   for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) { /* 1000003: more rows than resident threads */
+    if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));
   }
   for (PetscInt n : SIZES) {
+    if (n > t.max_size) continue;
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));
     PetscCall(TestWAXPYDot(t, n));
     PetscCall(TestDiag(t, n));
@@ -1273,6 +1278,7 @@ int main(int argc, char **argv)
 #if defined(FUSEDKSP_HAVE_CUDA)
   t.dev = CUDABackend();
 #endif
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-max_size", &t.max_size, NULL));
   if (!t.dev) {
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "SKIP test_backend: no GPU (CUDA backend not available)\n"));
     PetscCall(PetscFinalize());
