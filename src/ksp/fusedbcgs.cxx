@@ -212,7 +212,6 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
   key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode));
   key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side));
   c->nograph            = nullptr;
-  c->whole              = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
   for (PetscInt it = 0; !ksp->reason;) {
@@ -324,6 +323,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     const char *unsupported;
     PetscCall(KSPFusedChunkOperands(A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &unsupported));
     if (!unsupported && bc->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
+    bc->chunk.whole = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
     PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));
   }
   if (bc->chunk.k > 1) {

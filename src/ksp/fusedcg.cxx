@@ -190,7 +190,6 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &key));
   key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode));
   c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
-  c->whole   = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
   for (PetscInt it = 0; !ksp->reason;) {
     PetscInt  j, performed;
     PetscBool restarted = PETSC_FALSE;
@@ -268,6 +267,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
 
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
+  cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
   if (cg->chunk.k > 1) {
     PetscCall(CGSolveChunked(ksp, cg, A, V, d, rnorm0, &guard));

@@ -145,7 +145,7 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
 }
 
 /* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
-constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
+constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_WHOLE = 32, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
 
 PetscErrorCode KSPFusedChunkOperands(Mat A, std::initializer_list<Vec> vecs, const char **unsupported)
 {
@@ -178,9 +178,15 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupporte
   } else if (ksp->converged != KSPConvergedDefault) {
     c->k   = 1;
     c->why = "default with a user convergence test: the device cannot apply it";
+  } else if (N > CHUNK_LARGE_ROWS) {
+    c->k   = CHUNK_DEFAULT_LARGE;
+    c->why = "default above 4M rows";
+  } else if (c->whole && c->settings.persistent) {
+    c->k   = CHUNK_DEFAULT_WHOLE;
+    c->why = "default for whole chunks: a persistent kernel stops where the solve stops";
   } else {
-    c->k   = N > CHUNK_LARGE_ROWS ? CHUNK_DEFAULT_LARGE : CHUNK_DEFAULT;
-    c->why = N > CHUNK_LARGE_ROWS ? "default above 4M rows" : "default";
+    c->k   = CHUNK_DEFAULT;
+    c->why = "default";
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -344,9 +350,12 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
 
   The default rule: k = 1 on the host backend (no round trip to save), with a user convergence test,
   with several MPI processes (each iteration's global reduction needs the host) or operands that are not
-  fused types; otherwise k = 16, and k = 4 above 4M rows, where the round trip is a small part of an
-  iteration; `KSPFUSEDSGMRES` takes one chunk per restart cycle.  Stopped iterations of the last chunk
-  cost their kernel launches, which return at once.  A chunk never runs past the maximum number of
+  fused types; otherwise k = 4 above 4M rows, where the round trip is a small part of an iteration;
+  k = 32 where the solver hands whole chunks to the backend (`KSPFUSEDCG`, `KSPFUSEDBCGS` with `PCNONE`
+  or `PCJACOBI`, -ksp_fused_persistent): the persistent kernel ends where the solve ends, so a longer
+  chunk costs nothing and its launch and copy are shared by more iterations; k = 16 otherwise, where the
+  stopped iterations of the last chunk cost their kernel launches, which return at once;
+  `KSPFUSEDSGMRES` takes one chunk per restart cycle.  A chunk never runs past the maximum number of
   iterations.
 
   `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI` hand each chunk to the backend whole: the

@@ -45,7 +45,7 @@ struct Chunker {
   PetscInt    k = 1, chunks = 0, replays = 0, records = 0;
   const char *why     = "";          /* how k was chosen, or why chunks were not possible */
   const char *nograph = nullptr;     /* why the solver does not record its chunks (NULL: it does) */
-  PetscBool   whole   = PETSC_FALSE; /* the solver hands whole chunks to the backend (persistent kernels) */
+  PetscBool   whole   = PETSC_FALSE; /* the solver hands whole chunks to the backend (persistent kernels); set before KSPFusedChunkInterval() */
 };
 
 /* -ksp_fused_check_interval, -ksp_fused_graph and -ksp_fused_persistent */
