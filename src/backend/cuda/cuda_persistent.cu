@@ -25,9 +25,30 @@ PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t
 PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params)
 {
   cudaStream_t stream;
+  int          clusters = 0;
 
   PetscFunctionBegin;
   PetscCall(GetStream(&stream));
+  if (part.nblocks > 1 && part.nblocks <= MAX_CLUSTER) {
+    cudaLaunchConfig_t  config = {};
+    cudaLaunchAttribute attr;
+
+    attr.id               = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = part.nblocks;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    config.gridDim        = dim3(part.nblocks);
+    config.blockDim       = dim3(BLOCK_SIZE);
+    config.stream         = stream;
+    config.attrs          = &attr;
+    config.numAttrs       = 1;
+    FusedKSPCallCUDA(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    if (clusters > 0) {
+      FusedKSPCallCUDA(cudaLaunchKernelExC(&config, kernel, params));
+      counters.launches++;
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+  }
   FusedKSPCallCUDA(cudaLaunchCooperativeKernel(kernel, part.nblocks, BLOCK_SIZE, params, 0, stream));
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -20,11 +20,15 @@ namespace cuda
 
 constexpr int WARPS = BLOCK_SIZE / 32;
 
-/* All blocks of the grid wait here; their global-memory writes before it are visible after it */
+/* All blocks of the grid wait here; their global-memory writes before it are visible after it (to
+   L2 reads).  A grid that is one thread block cluster (LaunchResident() makes small grids one) meets
+   at the cluster's hardware barrier, cheaper than the grid barrier's atomic in global memory.      */
 __device__ inline void GridBarrier()
 {
   if (gridDim.x == 1)
     __syncthreads();
+  else if (cooperative_groups::this_cluster().num_blocks() == gridDim.x)
+    cooperative_groups::this_cluster().sync();
   else
     cooperative_groups::this_grid().sync();
 }
@@ -160,8 +164,11 @@ template <class Launch> PetscErrorCode DispatchRows(const CSRView *csr, const SE
    kernels                                                                                          */
 PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t partials_per_block, Partition *part, PetscScalar **partials);
 
-/* Launches `kernel` with its parameters on the grid of PrepareResident() as a cooperative kernel on
-   the backend's stream                                                                          */
+/* Launches `kernel` with its parameters on the grid of PrepareResident() on the backend's stream: as
+   one thread block cluster when the grid has at most MAX_CLUSTER blocks and the device can schedule
+   such a cluster of this kernel (its blocks are then co-resident by construction), else as a
+   cooperative kernel                                                                            */
+constexpr int  MAX_CLUSTER = 8; /* the portable cluster size */
 PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params);
 
 } // namespace cuda
