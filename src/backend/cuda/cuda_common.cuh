@@ -125,6 +125,10 @@ PetscErrorCode GraphDestroy(void **);
    GpuToCpu columns of -log_view); a copy recorded into a graph is logged at each replay instead    */
 PetscErrorCode LogTransfer(bool to_host, size_t bytes);
 
+/* Called by every persistent (cooperative or cluster) launch: a record holding one is never updated in
+   place (cuda_graph.cu)                                                                            */
+void NotePersistentLaunch(void);
+
 /* Graph recording state shared by the buffers (cuda_memory.cu) and the graphs (cuda_graph.cu) */
 extern bool               recording;          /* a graph is being recorded on the stream        */
 extern unsigned long long buffers_generation; /* changes whenever a reduction buffer moves     */

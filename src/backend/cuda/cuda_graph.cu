@@ -6,7 +6,9 @@
    device pointers, sizes and the slots of the device-resident scalars, never a host-computed
    coefficient.  It also holds the reduction buffers of cuda_memory.cu; when one of them moves,
    GraphLaunch() refuses to replay and the solver records again.  A new record of the same shape
-   updates the instantiated graph in place (cudaGraphExecUpdate) instead of instantiating anew.
+   updates the instantiated graph in place (cudaGraphExecUpdate) instead of instantiating anew, unless
+   either holds a persistent kernel, whose launch attributes (cooperative, cluster shape) an update
+   need not carry over.
 */
 #include "backend/cuda/cuda_common.cuh"
 #include <vector>
@@ -19,12 +21,22 @@ namespace cuda
 /* An instantiated record, with what it counts when replayed */
 struct Graph {
   cudaGraphExec_t     exec       = nullptr;
-  unsigned long long  generation = 0; /* buffers_generation when recorded */
+  unsigned long long  generation = 0;     /* buffers_generation when recorded */
+  bool                persistent = false; /* it holds a persistent kernel (cooperative or cluster launch) */
   PetscInt64          launches = 0, d2h = 0, h2d = 0;
   std::vector<size_t> to_host, to_backend; /* bytes of the copies it holds, logged at each replay */
 };
 
-static BackendCounters     at_begin;                              /* the counters when the recording began */
+static BackendCounters at_begin;                    /* the counters when the recording began */
+static bool            recorded_persistent = false; /* the recording holds a persistent kernel */
+
+/*
+   NotePersistentLaunch - see cuda_common.cuh
+*/
+void NotePersistentLaunch(void)
+{
+  if (recording) recorded_persistent = true;
+}
 static std::vector<size_t> recorded_to_host, recorded_to_backend; /* copies of the recording           */
 
 /*
@@ -61,7 +73,8 @@ PetscErrorCode GraphBegin(PetscBool *capturing)
   at_begin  = counters;
   recorded_to_host.clear();
   recorded_to_backend.clear();
-  *capturing = PETSC_TRUE;
+  recorded_persistent = false;
+  *capturing          = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -82,6 +95,10 @@ PetscErrorCode GraphEnd(void **graph)
   recording = false;
   FusedKSPCallCUDA(cudaStreamEndCapture(stream, &record));
   if (!g) g = new Graph;
+  if (g->exec && (g->persistent || recorded_persistent)) { /* an update may keep the old launch attributes (cooperative, cluster shape): instantiate anew */
+    FusedKSPCallCUDA(cudaGraphExecDestroy(g->exec));
+    g->exec = nullptr;
+  }
   if (g->exec) {
     cudaGraphExecUpdateResultInfo info;
     if (cudaGraphExecUpdate(g->exec, record, &info) != cudaSuccess) {
@@ -101,6 +118,7 @@ PetscErrorCode GraphEnd(void **graph)
   }
   FusedKSPCallCUDA(cudaGraphDestroy(record));
   g->generation     = buffers_generation;
+  g->persistent     = recorded_persistent;
   g->to_host        = recorded_to_host;
   g->to_backend     = recorded_to_backend;
   g->launches       = counters.launches - at_begin.launches;

@@ -29,6 +29,7 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
 
   PetscFunctionBegin;
   PetscCall(GetStream(&stream));
+  NotePersistentLaunch();
   if (part.nblocks > 1 && part.nblocks <= MAX_CLUSTER) {
     cudaLaunchConfig_t  config = {};
     cudaLaunchAttribute attr;
