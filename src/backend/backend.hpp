@@ -263,16 +263,17 @@ struct Backend {
      NULL) with its results to slot j, then q = A p (spmv_dots or spmv_sell_dots) with <p,q> and
      <q, w.*q> (<q,q> without w) to slot j + CG_PQ, skipped once ctl->stopped >= 0 - the operations
      CGChunkSteps() issues, which is how the host backend runs it.  With args->persistent the CUDA
-     backend runs the chunk as ONE cooperative kernel whose blocks meet at two grid barriers per
-     iteration (no launch per step; the scalars never leave the device), on a grid that fits the
-     device at once; otherwise, and for an empty matrix, it issues CGChunkSteps().                  */
+     backend runs the chunk as ONE persistent kernel (cooperative, or one thread block cluster for at
+     most 8 blocks) whose blocks meet at two grid barriers per iteration (no launch per step; the
+     scalars never leave the device), on a grid that fits the device at once; otherwise, and for an
+     empty matrix, it issues CGChunkSteps().                                                        */
   PetscErrorCode (*cg_chunk)(const CGChunkArgs *args);
 
   /* A whole chunk of BiCGStab iterations j = 1..k (see BCGSChunkArgs): for each j, Ap = Op p with
      <Ap,r*> to slot j + BCGS_APR, waxpy_dot_chained (s = r - alpha Ap), As = Op s with <As,s>, <As,As>,
      <As,r*> to slot j + BCGS_ASS, bcgs_update_chained - the operations BCGSChunkSteps() issues, each
      skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->persistent the
-     CUDA backend runs it as ONE cooperative kernel with three grid barriers per iteration (after Ap,
+     CUDA backend runs it as ONE persistent kernel with three grid barriers per iteration (after Ap,
      after As, after the update); the entries of s that the rows of As need are computed from r and Ap
      where they are needed, so no barrier waits for s.  That costs memory traffic, so above
      FUSED_BCGS_PERSISTENT_ROWS rows the CUDA backend issues the steps.                              */
