@@ -1003,6 +1003,39 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1, PetscReal shif
 enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
+/* The control block of a chunk test that ends as `end` asks: the norm (slot value normdot) stops the
+   chunk before iteration 6 (min_it, and a ttol every norm meets) for NORM_STOP, never otherwise     */
+ChunkControl ChunkTestControl(ChunkEnd end, PetscInt normdot)
+{
+  ChunkControl c;
+
+  c.ttol     = end == ChunkEnd::NORM_STOP ? 1e300 : -1;
+  c.divlimit = PETSC_INFINITY;
+  c.normdot  = end == ChunkEnd::NORM_STOP ? normdot : -1;
+  c.first_it = 40;
+  c.min_it   = 45; /* the norm of chunk iteration 5 stops: nothing runs from iteration 6 on */
+  c.chknorm  = -1;
+  c.stopped  = -1;
+  c.stage    = 0;
+  c.rho      = 0;
+  return c;
+}
+
+/* The stop a chunk test must end with (none, after iteration 5, or at once; stage 0) on the host, and
+   the device's control block (copied back and freed) equal to the host's                           */
+PetscErrorCode CheckChunkStop(Tester &t, const std::string &label, ChunkEnd end, const ChunkControl &ref, ChunkControl *dev)
+{
+  const PetscInt want = end == ChunkEnd::FULL ? -1 : (end == ChunkEnd::NORM_STOP ? 5 : 0);
+  ChunkControl   back;
+
+  PetscFunctionBegin;
+  PetscCall(t.dev->copy_to_host(&back, dev, sizeof(ChunkControl)));
+  PetscCall(t.dev->free_bytes(dev));
+  PetscCall(Record(t, ref.stopped == want && ref.stage == 0, label, "host backend: ctl->stopped/stage is not where the chunk had to stop", (PetscReal)ref.stopped, 0));
+  PetscCall(Record(t, back.stopped == ref.stopped && back.stage == ref.stage, label, "ctl->stopped/stage differ from the host's", (PetscReal)(back.stopped - ref.stopped), 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    TestCGChunk - cg_chunk on the device (persistent kernel or steps) against the host's steps: the
    state entering the chunk is consistent (z = w.*r, p = z, q = A p, slot 0 their dot products);
@@ -1016,7 +1049,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   const PetscInt        n      = A.nrows;
   Operands              ops(t);
   Array                 x = t.RandomArray(n), r = t.RandomArray(n), w(n), p(n), q(n, NaN), slots((k + 1) * CG_NSLOT, POISON);
-  ChunkControl          ctl_ref, ctl_back, *ctl_dev;
+  ChunkControl          ctl_ref, *ctl_dev;
   CGChunkArgs           ref, dev;
   BackendCounters       before;
   char                  variant[160];
@@ -1043,15 +1076,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
     for (PetscInt i = 0; i < n; ++i) slots[CG_QU] += q[i] * w[i] * q[i];
   }
   if (end == ChunkEnd::BREAKDOWN) slots[CG_PQ] = -1;
-  ctl_ref.ttol     = end == ChunkEnd::NORM_STOP ? 1e300 : -1;
-  ctl_ref.divlimit = PETSC_INFINITY;
-  ctl_ref.normdot  = end == ChunkEnd::NORM_STOP ? CG_ZZ : -1;
-  ctl_ref.first_it = 40;
-  ctl_ref.min_it   = 45; /* the norm of chunk iteration 5 stops: nothing runs from iteration 6 on */
-  ctl_ref.chknorm  = -1;
-  ctl_ref.stopped  = -1;
-  ctl_ref.stage    = 0;
-  ctl_ref.rho      = 0;
+  ctl_ref = ChunkTestControl(end, CG_ZZ);
 
   PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps"));
   label        = Label("cg_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
@@ -1085,13 +1110,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   before = *t.dev->counters;
   PetscCall(t.dev->cg_chunk(&dev));
   PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k, 0));
-  PetscCall(t.dev->copy_to_host(&ctl_back, ctl_dev, sizeof(ChunkControl)));
-  PetscCall(t.dev->free_bytes(ctl_dev));
-  {
-    const PetscInt want = end == ChunkEnd::FULL ? -1 : (end == ChunkEnd::NORM_STOP ? 5 : 0);
-    PetscCall(Record(t, ctl_ref.stopped == want, label, "host backend: ctl->stopped is not where the chunk had to stop", (PetscReal)ctl_ref.stopped, 0));
-    PetscCall(Record(t, ctl_back.stopped == ctl_ref.stopped && ctl_back.stage == ctl_ref.stage, label, "ctl->stopped/stage differ from the host's", (PetscReal)(ctl_back.stopped - ctl_ref.stopped), 0));
-  }
+  PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-10));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -1113,7 +1132,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   const PetscInt        n      = A.nrows;
   Operands              ops(t);
   Array                 r = t.RandomArray(n), w(n), slots((k + 1) * BCGS_NSLOT, POISON), poison(n, POISON);
-  ChunkControl          ctl_ref, ctl_back, *ctl_dev;
+  ChunkControl          ctl_ref, *ctl_dev;
   BCGSChunkArgs         ref, dev;
   BackendCounters       before;
   char                  variant[160];
@@ -1127,15 +1146,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
     slots[BCGS_RR] += r[i] * r[i];
   }
   if (end == ChunkEnd::BREAKDOWN) slots[BCGS_RRSTAR] = 0;
-  ctl_ref.ttol     = end == ChunkEnd::NORM_STOP ? 1e300 : -1;
-  ctl_ref.divlimit = PETSC_INFINITY;
-  ctl_ref.normdot  = end == ChunkEnd::NORM_STOP ? 0 : -1;
-  ctl_ref.first_it = 40;
-  ctl_ref.min_it   = 45; /* the norm of chunk iteration 5 stops: nothing runs from iteration 6 on */
-  ctl_ref.chknorm  = -1;
-  ctl_ref.stopped  = -1;
-  ctl_ref.stage    = 0;
-  ctl_ref.rho      = 0;
+  ctl_ref = ChunkTestControl(end, 0);
 
   PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], persistent ? "persistent" : "steps"));
   label        = Label("bcgs_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
@@ -1178,13 +1189,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   before = *t.dev->counters;
   PetscCall(t.dev->bcgs_chunk(&dev));
   PetscCall(CheckCounters(t, label, before, persistent && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k, 0));
-  PetscCall(t.dev->copy_to_host(&ctl_back, ctl_dev, sizeof(ChunkControl)));
-  PetscCall(t.dev->free_bytes(ctl_dev));
-  {
-    const PetscInt want = end == ChunkEnd::FULL ? -1 : (end == ChunkEnd::NORM_STOP ? 5 : 0);
-    PetscCall(Record(t, ctl_ref.stopped == want && ctl_ref.stage == 0, label, "host backend: ctl->stopped/stage is not where the chunk had to stop", (PetscReal)ctl_ref.stopped, 0));
-    PetscCall(Record(t, ctl_back.stopped == ctl_ref.stopped && ctl_back.stage == ctl_ref.stage, label, "ctl->stopped/stage differ from the host's", (PetscReal)(ctl_back.stopped - ctl_ref.stopped), 0));
-  }
+  PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-8)); /* BiCGStab's coefficients are ratios of dot products that shrink: rounding grows faster than in CG (1e-10 to 1e-9 after 10 iterations of the steps too) */
   PetscFunctionReturn(PETSC_SUCCESS);
 }

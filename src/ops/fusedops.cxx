@@ -611,9 +611,22 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The checks of a whole-chunk operation (`what`: its solver) and the backend view of its matrix */
+static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list<Vec> vecs, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz)
+{
+  PetscBool fused, fusedmat;
+
+  PetscFunctionBegin;
+  PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A chunk of %s iterations writes its own slots: no OpsReduceInto() target may be pending", what);
+  PetscCall(AllFused(vecs, &fused));
+  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of %s iterations needs fused vectors and a MATSEQAIJFUSED matrix", what);
+  PetscCall(MatSeqAIJFusedGetView(A, csr, sell, nnz));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent)
 {
-  PetscBool     fused, fusedmat;
   BackendArrays arr;
   CGChunkArgs   args;
   PetscScalar  *wa;
@@ -621,12 +634,8 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscInt64    nnz;
 
   PetscFunctionBegin;
-  PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsCGChunk() writes its own slots: no OpsReduceInto() target may be pending");
-  PetscCall(AllFused({x, r, p, q, w}, &fused));
-  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
-  PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of CG iterations needs fused vectors and a MATSEQAIJFUSED matrix");
+  PetscCall(ChunkMatrix("CG", A, {x, r, p, q, w}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
-  PetscCall(MatSeqAIJFusedGetView(A, &args.csr, &args.sell, &nnz));
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
   PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &args.r));
   PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &args.p));
@@ -647,7 +656,6 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
 
 PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent)
 {
-  PetscBool     fused, fusedmat;
   BackendArrays arr;
   BCGSChunkArgs args;
   PetscScalar  *wla, *wra, *rstara;
@@ -655,12 +663,8 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   PetscInt64    nnz;
 
   PetscFunctionBegin;
-  PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsBCGSChunk() writes its own slots: no OpsReduceInto() target may be pending");
-  PetscCall(AllFused({wl, wr, x, r, p, s, Ap, As, rstar}, &fused));
-  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
-  PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of BiCGStab iterations needs fused vectors and a MATSEQAIJFUSED matrix");
+  PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
-  PetscCall(MatSeqAIJFusedGetView(A, &args.csr, &args.sell, &nnz));
   PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
   PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rstara));

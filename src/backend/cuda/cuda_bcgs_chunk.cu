@@ -79,7 +79,13 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
       }
       BlockPartials(acc, partA + (size_t)2 * gridDim.x);
       GridBarrier();
-      GridSums(partA, sums);
+      if (j > 1)
+        GridSums(partA, sums);
+      else { /* no update before: only <Ap,r*> was written */
+        PetscScalar apr[1];
+        GridSums(partA + (size_t)2 * gridDim.x, apr);
+        sums[2] = apr[0];
+      }
       if (j > 1) { /* the update of iteration j-1 */
         prev[BCGS_RRSTAR] = sums[0];
         prev[BCGS_RR]     = sums[1];
