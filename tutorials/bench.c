@@ -27,7 +27,7 @@ Options:\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
 rows fusedcg-kK, fusedbcgs-kK, fusedsgmres-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor);\n\
-fusedcg and fusedbcgs rows run each chunk as one persistent kernel (CUDA), the -steps rows as 2 or 4 kernels per iteration (KSPFusedSetUsePersistent).\n\
+the fused rows with k > 1 run each chunk as one persistent kernel (CUDA), the -steps rows as 2, 4 or 3 kernels per iteration (KSPFusedSetUsePersistent).\n\
 Each timed region is: MPI_Barrier, KSPSolve, then a fence: a product with a 1x1 matrix of the same type set and a\n\
 host read of its 1-entry result, which waits for the work queued on the type set's stream (native CUDA solvers\n\
 return before their last kernels finish) without copying the solution; it costs about one floor per solve.\n\
@@ -107,6 +107,7 @@ static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PET
                                      {KSPPIPEBCGS, KSPPIPEBCGS, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 60, 0, 2},
                                      {KSPFUSEDSGMRES, KSPFUSEDSGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
                                      {"fusedsgmres-k30", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
+                                     {"fusedsgmres-k30-steps", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
                                      {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
 
 typedef enum { TYPES_FUSED, TYPES_NATIVE } TypeSet;
@@ -412,7 +413,9 @@ static PetscErrorCode FindSolver(const char *name, PetscInt *index)
     if (match) *index = k;
   }
   PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE,
-             "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-steps, fusedcg-k30-nograph, fusedcg-k16, cg, pipecg, fusedbcgs, fusedbcgs-k30, fusedbcgs-k30-steps, bcgs, pipebcgs, fusedsgmres, fusedsgmres-k30, gmres)", name);
+             "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-steps, fusedcg-k30-nograph, fusedcg-k16, cg, pipecg, fusedbcgs, fusedbcgs-k30, fusedbcgs-k30-steps, bcgs, pipebcgs, fusedsgmres, fusedsgmres-k30, "
+             "fusedsgmres-k30-steps, gmres)",
+             name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

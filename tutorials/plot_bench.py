@@ -13,7 +13,7 @@ import math
 import sys
 from collections import defaultdict
 
-SOLVER_ORDER = ["fusedcg", "fusedcg-k30", "fusedcg-k30-steps", "fusedcg-k30-nograph", "fusedcg-k16", "cg", "pipecg", "fusedbcgs", "fusedbcgs-k30", "fusedbcgs-k30-steps", "bcgs", "pipebcgs", "fusedsgmres", "fusedsgmres-k30", "gmres"]
+SOLVER_ORDER = ["fusedcg", "fusedcg-k30", "fusedcg-k30-steps", "fusedcg-k30-nograph", "fusedcg-k16", "cg", "pipecg", "fusedbcgs", "fusedbcgs-k30", "fusedbcgs-k30-steps", "bcgs", "pipebcgs", "fusedsgmres", "fusedsgmres-k30", "fusedsgmres-k30-steps", "gmres"]
 LINESTYLES = {"fused": "-", "native": ":"}
 
 

@@ -39,6 +39,10 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
    k = 30: 34 us per iteration against 44 at 2.6e5 rows, 140 against 126 at 1e6)                    */
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
 
+/* The largest restart whose sgmres_chunk runs as one persistent kernel (CUDA): the kernel takes the
+   pointers of the cycle's 2m + 1 vectors as a parameter, within the 4 KB every toolkit accepts     */
+constexpr PetscInt FUSED_SGMRES_PERSISTENT_RESTART = 128;
+
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
    for large n, one block per FUSED_MIN_CHUNK entries for mid-size n, at most maxblocks; a single
    block up to FUSED_SINGLE_BLOCK entries, whose sums are final at once (no second stage: the
@@ -123,6 +127,25 @@ struct BCGSChunkArgs {
   ChunkControl      *ctl        = nullptr;
   PetscInt           k          = 0;
   PetscBool          persistent = PETSC_TRUE;
+};
+
+/* A chunk of simpler GMRES steps i0+1 .. i0+k of a restart cycle m (Backend::sgmres_chunk): the local
+   matrix as in CGChunkArgs, the right Jacobi weights wr of the operator Op = A (wr.*in) (NULL: no
+   preconditioner), the cycle's vectors indexed by step number - the basis V[1..i0+k] and the scaled
+   residuals Z[1..i0+k+1] (V[0], Z[0] unused) - the cancellation threshold keep of
+   sgmres_update_chained, and the slots of steps 0..k at slots + j * SGMRESChunkSlot(m), all in backend
+   memory; i0 + k <= m.                                                                             */
+struct SGMRESChunkArgs {
+  const CSRView      *csr  = nullptr;
+  const SELLView     *sell = nullptr;
+  const PetscScalar  *wr   = nullptr;
+  PetscScalar *const *V = nullptr, *const *Z = nullptr;
+  PetscInt      i0 = 0, m = 0;
+  PetscReal     keep       = 0;
+  PetscScalar  *slots      = nullptr;
+  ChunkControl *ctl        = nullptr;
+  PetscInt      k          = 0;
+  PetscBool     persistent = PETSC_TRUE;
 };
 
 struct Backend {
@@ -279,6 +302,16 @@ struct Backend {
      FUSED_BCGS_PERSISTENT_ROWS rows the CUDA backend issues the steps.                              */
   PetscErrorCode (*bcgs_chunk)(const BCGSChunkArgs *args);
 
+  /* A whole chunk of simpler GMRES steps i = i0+j, j = 1..k (see SGMRESChunkArgs): for each j,
+     V[i] = Op Z[i] (spmv_dots or spmv_sell_dots, no dot products), mdot of V[1..i-1], Z[i] and V[i]
+     itself against V[i] to slot j (skipped once ctl->stopped >= 0), sgmres_update_chained with
+     <Z[i+1],Z[i+1]> to slot j + m + 1 - the operations SGMRESChunkSteps() issues, which is how the host
+     backend runs it.  With args->persistent and m <= FUSED_SGMRES_PERSISTENT_RESTART the CUDA backend
+     runs it as ONE persistent kernel with two grid barriers per step (after the multi-dot's partials,
+     after the update); the only difference is that a stopped kernel computes no more V[i], where
+     the steps still run the products of the steps after the stop (their results are not used). */
+  PetscErrorCode (*sgmres_chunk)(const SGMRESChunkArgs *args);
+
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running
      them (*capturing = PETSC_FALSE on a backend that cannot: they then run as usual); graph_end()
      stops and turns the record into *graph (instantiated, or an existing *graph updated in place);
@@ -297,6 +330,8 @@ struct Backend {
 PetscErrorCode CGChunkSteps(const Backend *be, const CGChunkArgs *args);
 /* Backend::bcgs_chunk as the operations of its steps on `be` (4k calls) */
 PetscErrorCode BCGSChunkSteps(const Backend *be, const BCGSChunkArgs *args);
+/* Backend::sgmres_chunk as the operations of its steps on `be` (3k calls) */
+PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *args);
 
 /* The backends compiled into the library */
 const Backend *HostBackend();

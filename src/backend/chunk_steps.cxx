@@ -1,5 +1,6 @@
 /* Chunks of iterations as the backend operations of their steps (shared by the backends) */
 #include "backend/backend.hpp"
+#include <vector>
 
 namespace fusedksp
 {
@@ -61,6 +62,34 @@ PetscErrorCode BCGSChunkSteps(const Backend *be, const BCGSChunkArgs *a)
     PetscCall(Product(be, a->csr, a->sell, a->wl, a->wr, a->s, a->As, 3, as));
     PetscCall(be->reduce_target(cur + BCGS_RRSTAR, stop));
     PetscCall(be->bcgs_update_chained(n, prev, cur, a->ctl, j, a->wr, a->x, a->r, a->p, a->s, a->Ap, a->As, a->rstar));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SGMRESChunkSteps - Backend::sgmres_chunk as 3k operations of `be`, those of fusedsgmres's chunk
+   body: V[i] = Op Z[i], the multi-dot of step i to slot j, the update of step i with <Z[i+1],Z[i+1]>
+   to slot j + m + 1; the multi-dot and the update do nothing once ctl->stopped >= 0
+*/
+PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *a)
+{
+  const PetscInt             n  = a->csr ? a->csr->nrows : a->sell->nrows;
+  const PetscInt             nd = SGMRESChunkSlot(a->m);
+  std::vector<PetscScalar *> vz((size_t)a->i0 + a->k);
+
+  PetscFunctionBegin;
+  PetscCheck(a->i0 >= 0 && a->k >= 0 && a->i0 + a->k <= a->m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, a->i0 + 1, a->i0 + a->k, a->m);
+  for (PetscInt j = 1; j <= a->k; ++j) {
+    const PetscInt i    = a->i0 + j;
+    PetscScalar   *prev = a->slots + (j - 1) * nd, *cur = prev + nd;
+
+    for (PetscInt v = 1; v < i; ++v) vz[v - 1] = a->V[v];
+    vz[i - 1] = a->Z[i];
+    PetscCall(Product(be, a->csr, a->sell, nullptr, a->wr, a->Z[i], a->V[i], 0, nullptr));
+    PetscCall(be->reduce_target(cur, &a->ctl->stopped));
+    PetscCall(be->mdot(n, i, vz.data(), a->V[i], PETSC_TRUE, nullptr));
+    PetscCall(be->reduce_target(cur + a->m + 1, &a->ctl->stopped));
+    PetscCall(be->sgmres_update_chained(n, i, a->m, a->keep, a->V + 1, a->V[i], a->Z[i], a->Z[i + 1], prev, cur, a->ctl, j));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

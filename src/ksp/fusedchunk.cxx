@@ -37,8 +37,8 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
   PetscCall(PetscOptionsInt("-ksp_fused_check_interval", "Iterations between host checks of the residual (k > 1: device-resident scalars; default: a rule from the backend and the problem)", "KSPFusedSetCheckInterval", c->settings.interval,
                             &c->settings.interval, NULL));
   PetscCall(PetscOptionsBool("-ksp_fused_graph", "Record a chunk of k iterations as a graph and replay it (CUDA backend)", "KSPFusedSetUseGraph", c->settings.graph, &c->settings.graph, NULL));
-  PetscCall(PetscOptionsBool("-ksp_fused_persistent", "Let the backend run a whole chunk of k iterations as one persistent kernel (CUDA backend; fusedcg and fusedbcgs with PCNONE or PCJACOBI)", "KSPFusedSetUsePersistent", c->settings.persistent,
-                             &c->settings.persistent, NULL));
+  PetscCall(PetscOptionsBool("-ksp_fused_persistent", "Let the backend run a whole chunk of k iterations as one persistent kernel (CUDA backend; fusedcg, fusedbcgs and fusedsgmres with PCNONE or PCJACOBI)", "KSPFusedSetUsePersistent",
+                             c->settings.persistent, &c->settings.persistent, NULL));
   {
     const char *const reductions[] = {"mpi", "nccl"};
     PetscCall(PetscOptionsEList("-fused_reduction", "How the global reductions of several processes travel: mpi (a host MPI_Allreduce per iteration) or nccl (not in this build)", "KSPFusedSetCheckInterval", reductions, 2,
@@ -358,10 +358,11 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   `KSPFUSEDSGMRES` takes one chunk per restart cycle.  A chunk never runs past the maximum number of
   iterations.
 
-  `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI` hand each chunk to the backend whole: the
-  CUDA backend runs it as ONE persistent (cooperative) kernel whose thread blocks meet at grid barriers
-  (two per CG iteration, three per BiCGStab iteration) instead of kernel boundaries, so an iteration
-  costs no launch at all (-ksp_fused_persistent 0: one kernel per step, as `KSPFUSEDSGMRES`).
+  `KSPFUSEDCG`, `KSPFUSEDBCGS` and `KSPFUSEDSGMRES` with `PCNONE` or `PCJACOBI` hand each chunk to the
+  backend whole: the CUDA backend runs it as ONE persistent (cooperative) kernel whose thread blocks meet
+  at grid barriers (two per CG iteration or simpler GMRES step, three per BiCGStab iteration) instead of
+  kernel boundaries, so an iteration costs no launch at all (-ksp_fused_persistent 0: one kernel per
+  step; simpler GMRES with a restart above 128 always runs its steps).
 
   `KSPFUSEDBCGS` runs its chunks in the two-reduction form (alpha from <Ap,r*> computed in the same
   chunk, no transposed operator needed) and keeps k = 1 with a general preconditioner (`PCApply()`).
@@ -472,7 +473,7 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   Logically Collective
 
   Input Parameters:
-+ ksp - a `KSPFUSEDCG` or `KSPFUSEDBCGS` (`KSPFUSEDSGMRES` ignores it)
++ ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
 - flg - `PETSC_TRUE` (default) to allow it
 
   Options Database Key:
@@ -481,17 +482,18 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   Level: advanced
 
   Notes:
-  With check interval k > 1, `PCNONE` or `PCJACOBI` and a `MATSEQAIJFUSED` matrix, `KSPFUSEDCG` and
-  `KSPFUSEDBCGS` hand each chunk to the backend at once.  The CUDA backend then launches ONE cooperative
+  With check interval k > 1, `PCNONE` or `PCJACOBI` and a `MATSEQAIJFUSED` matrix, `KSPFUSEDCG`,
+  `KSPFUSEDBCGS` and `KSPFUSEDSGMRES` hand each chunk to the backend at once.  The CUDA backend then launches ONE cooperative
   kernel for the k iterations: its thread blocks stay resident (the grid is sized to what the GPU holds
   at once, each block owning a contiguous range of rows) and meet at grid barriers - for CG after the
   vector update (p complete for the SpMV) and after the SpMV (all partial sums written); for BiCGStab
   after A p, after A s (the entries of s a row needs are computed from r and A p on the spot) and after
-  the update - and each block sums the partial sums itself in the same order, so every block computes
+  the update; for simpler GMRES after the multi-dot's partial sums and after the update (the next
+  scaled residual complete for the SpMV), for restarts up to 128 - and each block sums the partial sums itself in the same order, so every block computes
   the same coefficients and takes the same stop decision.  An iteration then costs no kernel launch: on small and medium systems, where
-  launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two (CG) or
-  four (BiCGStab) kernels per iteration, each computing its coefficients on the device, as the chunks of
-  `KSPFUSEDSGMRES` do.
+  launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two (CG),
+  four (BiCGStab) or three (simpler GMRES) kernels per iteration, each computing its coefficients on
+  the device.
   Results agree to rounding; the convergence history, stops and counts are the same either way.  The
   host backend always runs the steps.
 

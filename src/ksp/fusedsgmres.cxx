@@ -187,6 +187,10 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
   ChunkControl    *ctl = ChunkDeviceControl(c);
 
   PetscFunctionBegin;
+  if (g->mode != PCMode::GENERAL) {
+    PetscCall(OpsSGMRESChunk(b->A, b->i0, b->k, g->restart, SGMRES_CANCELLATION, ChunkDeviceSlot(c, 0), ctl, g->mode == PCMode::JACOBI ? g->w : nullptr, g->V, g->Z, c->settings.persistent));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   for (PetscInt j = 1; j <= b->k; ++j) {
     const PetscInt i   = b->i0 + j;
     PetscScalar   *cur = ChunkDeviceSlot(c, j);
@@ -313,6 +317,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     if (!unsupported && g->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
     if (!unsupported && g->cgs2) unsupported = "CGS2 runs with k = 1";
     if (!unsupported && g->restart - 1 > 240) unsupported = "a restart above 241 runs with k = 1";
+    g->chunk.whole = g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
     PetscCall(KSPFusedChunkInterval(ksp, &g->chunk, unsupported));
     if (!unsupported && g->chunk.k > 1 && g->chunk.settings.interval < 1) { /* default: one chunk per restart cycle */
       g->chunk.k   = g->restart;
@@ -418,7 +423,7 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart, g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt"));
   PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
                                g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
-                                       : "3 per inner step (SpMV, multi-dot, update + scale), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
+                                       : "3 per inner step (SpMV, multi-dot, update + scale), or one persistent kernel per chunk (below), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
                                g->reductions.count, g->replacements));
   PetscCall(KSPFusedChunkView(&g->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -568,7 +573,8 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
 .  -ksp_gmres_restart <m> - restart (default 30); `KSPGMRESSetRestart()` works too
 .  -ksp_fusedsgmres_cgs2 - one reorthogonalization pass (see `KSPFusedSGMRESSetCGS2()` for when to use it)
 .  -ksp_fused_check_interval <k> - steps between host checks inside a restart cycle (default on the GPU: one chunk per cycle, see `KSPFusedSetCheckInterval()`)
--  -ksp_fused_graph <bool> - record a whole-cycle chunk as a CUDA graph and replay it
+.  -ksp_fused_graph <bool> - record a whole-cycle chunk as a CUDA graph and replay it
+-  -ksp_fused_persistent <bool> - run a chunk as one persistent kernel on the CUDA backend (restart <= 128, `PCNONE` or `PCJACOBI`; see `KSPFusedSetUsePersistent()`)
 
    Level: beginner
 

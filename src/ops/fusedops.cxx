@@ -733,6 +733,46 @@ PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec wr, const Vec V[], const Vec Z[], PetscBool persistent)
+{
+  BackendArrays              arr;
+  SGMRESChunkArgs            args;
+  std::vector<PetscScalar *> va(m + 1, nullptr), za(m + 2, nullptr);
+  PetscScalar               *wra;
+  PetscInt                   n;
+  PetscInt64                 nnz;
+
+  PetscFunctionBegin;
+  PetscCheck(i0 >= 0 && k >= 0 && i0 + k <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, i0 + 1, i0 + k, m);
+  PetscCall(ChunkMatrix("simpler GMRES", A, {wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
+  PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
+  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+  for (PetscInt v = 1; v <= i0 + k; ++v) {
+    PetscBool fused;
+
+    PetscCall(AllFused({V[v], Z[v + 1]}, &fused));
+    PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of simpler GMRES steps needs fused vectors");
+    PetscCall(arr.Get(V[v], v <= i0 ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &va[v]));
+  }
+  for (PetscInt v = i0 + 1; v <= i0 + k + 1; ++v) PetscCall(arr.Get(Z[v], v == i0 + 1 ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &za[v]));
+  args.wr         = wra;
+  args.V          = va.data();
+  args.Z          = za.data();
+  args.i0         = i0;
+  args.m          = m;
+  args.keep       = keep;
+  args.slots      = slots;
+  args.ctl        = ctl;
+  args.k          = k;
+  args.persistent = persistent;
+  PetscCall(PetscLogEventBegin(events.sgmres_chunk, A, 0, 0, 0));
+  PetscCall(ActiveBackend()->sgmres_chunk(&args));
+  PetscCall(PetscLogEventEnd(events.sgmres_chunk, A, 0, 0, 0));
+  PetscCall(PetscLogFlops(k * (2.0 * (PetscLogDouble)nnz + 4.0 * n * (i0 + (k + 1) / 2.0 + 1))));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsSGMRESUpdateChained(PetscInt i, PetscInt m, PetscReal keep, const Vec V[], Vec w, Vec zold, Vec znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
 {
   PetscBool                  fused;

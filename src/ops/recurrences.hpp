@@ -145,7 +145,7 @@ FUSED_HD inline bool BCGSChunkOmegaBeta(const PetscScalar *cur, PetscScalar *ome
    multi-dot d[0..i] = <v_1,w>..<v_{i-1},w>, <z_i,w>, <w,w> at [0..i], <z_{i+1},z_{i+1}> at [m+1] and the
    square of the residual estimate of step i at [m+2]; the slot entering a chunk holds those of the
    step before it (<z_1,z_1> = 1 at a cycle's start).                                              */
-constexpr PetscInt SGMRESChunkSlot(PetscInt m)
+FUSED_HD constexpr PetscInt SGMRESChunkSlot(PetscInt m)
 {
   return m + 3;
 }

@@ -186,6 +186,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(PetscLogEventRegister("FusedGraphLaunch", classid, &fusedksp::events.graph_launch));
   PetscCall(PetscLogEventRegister("FusedCGChunk", classid, &fusedksp::events.cg_chunk));
   PetscCall(PetscLogEventRegister("FusedBCGSChunk", classid, &fusedksp::events.bcgs_chunk));
+  PetscCall(PetscLogEventRegister("FusedSGMRESChunk", classid, &fusedksp::events.sgmres_chunk));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

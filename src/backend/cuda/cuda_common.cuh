@@ -110,6 +110,7 @@ PetscErrorCode FenceRecord(void);
 PetscErrorCode FenceWait(void);
 PetscErrorCode CGChunk(const CGChunkArgs *);
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *);
+PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *);
 PetscErrorCode CGUpdateChained(PetscInt, const PetscScalar *, ChunkControl *, PetscInt, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *);
 PetscErrorCode WAXPYDotChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode BCGSUpdateChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *,

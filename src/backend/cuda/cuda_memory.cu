@@ -354,6 +354,7 @@ const Backend *CUDABackend()
                                   cuda::SGMRESUpdateChained,
                                   cuda::CGChunk,
                                   cuda::BCGSChunk,
+                                  cuda::SGMRESChunk,
                                   cuda::GraphBegin,
                                   cuda::GraphEnd,
                                   cuda::GraphAbort,

@@ -87,5 +87,13 @@ PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* See Backend::sgmres_chunk: the operations of its steps */
+PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
+{
+  PetscFunctionBegin;
+  PetscCall(SGMRESChunkSteps(HostBackend(), args));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace host
 } // namespace fusedksp

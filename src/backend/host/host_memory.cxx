@@ -140,6 +140,7 @@ const Backend *HostBackend()
                                   host::SGMRESUpdateChained,
                                   host::CGChunk,
                                   host::BCGSChunk,
+                                  host::SGMRESChunk,
                                   host::GraphBegin,
                                   host::GraphEnd,
                                   host::GraphAbort,
