@@ -14,7 +14,7 @@
    and in steps) on symmetric positive definite matrices, run through, stopped by the norm and by a
    breakdown, against the host's steps (1e-10: k iterations of rounding differences); bcgs_chunk
    likewise (1e-8) on nonsymmetric matrices, without Jacobi and with it on the left and on the right;
-   sgmres_chunk likewise (1e-10) for a restart cycle run as two chunks, without Jacobi and with it on
+   sgmres_chunk likewise (1e-9) for a restart cycle run as two chunks, without Jacobi and with it on
    the right, ended by a breakdown in the first chunk through a cancellation threshold of 2.
    Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
    inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
@@ -1207,8 +1207,10 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
    first left), on a nonsymmetric matrix, without a preconditioner and with right Jacobi: from z_1 =
    r/||r|| (r random) and slot 0 = <z_1,z_1> = 1 and ||r||^2, as fusedsgmres enters a cycle.  The
    norm stop and the breakdown (a cancellation threshold no column meets: stage 1) end the first
-   chunk.  Every vector and slot agrees to 1e-10 and unwritten ones keep their poison, except the v_i
-   of steps after a stop: the steps still compute their products there, the persistent kernel not.
+   chunk.  Every vector and slot agrees to 1e-9 (z_i shrinks with the residual: its rounding
+   differences, relative to its largest entry, grow to about 1e-10 in 12 steps) and unwritten ones
+   keep their poison, except the v_i of steps after a stop: the steps still compute their products
+   there, the persistent kernel not.
 */
 PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end)
 {
@@ -1283,7 +1285,7 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
     PetscCall(CheckCounters(t, label, before, persistent ? 1 : 3 * ref.k, 0));
   }
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev, 1));
-  PetscCall(ops.CompareAndFree(label, 1e-10));
+  PetscCall(ops.CompareAndFree(label, 1e-9));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

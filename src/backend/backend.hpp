@@ -43,6 +43,11 @@ constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
    pointers of the cycle's 2m + 1 vectors as a parameter, within the 4 KB every toolkit accepts     */
 constexpr PetscInt FUSED_SGMRES_PERSISTENT_RESTART = 128;
 
+/* The most rows sgmres_chunk runs as one persistent kernel (CUDA): above, the steps' multi-dot kernel
+   (a grid of blocks per group of dot products) reads the basis faster than the resident grid does
+   (H200, poisson2d, restart 30: 22.7 us per step against 26.3 at 6.5e4 rows, 153.9 against 146.7 at 1e6) */
+constexpr PetscInt FUSED_SGMRES_PERSISTENT_ROWS = 1 << 19;
+
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
    for large n, one block per FUSED_MIN_CHUNK entries for mid-size n, at most maxblocks; a single
    block up to FUSED_SINGLE_BLOCK entries, whose sums are final at once (no second stage: the
@@ -306,10 +311,12 @@ struct Backend {
      V[i] = Op Z[i] (spmv_dots or spmv_sell_dots, no dot products), mdot of V[1..i-1], Z[i] and V[i]
      itself against V[i] to slot j (skipped once ctl->stopped >= 0), sgmres_update_chained with
      <Z[i+1],Z[i+1]> to slot j + m + 1 - the operations SGMRESChunkSteps() issues, which is how the host
-     backend runs it.  With args->persistent and m <= FUSED_SGMRES_PERSISTENT_RESTART the CUDA backend
-     runs it as ONE persistent kernel with two grid barriers per step (after the multi-dot's partials,
-     after the update); the only difference is that a stopped kernel computes no more V[i], where
-     the steps still run the products of the steps after the stop (their results are not used). */
+     backend runs it.  With args->persistent, m <= FUSED_SGMRES_PERSISTENT_RESTART and at most
+     FUSED_SGMRES_PERSISTENT_ROWS rows the CUDA backend runs it as ONE persistent kernel with two grid
+     barriers per step (after the multi-dot's partials, after the update), keeping each block's rows
+     of the basis in shared memory when they fit; the only difference is that a stopped kernel
+     computes no more V[i], where the steps still run the products of the steps after the stop (their
+     results are not used).                                                                         */
   PetscErrorCode (*sgmres_chunk)(const SGMRESChunkArgs *args);
 
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running

@@ -158,18 +158,23 @@ template <class Launch> PetscErrorCode DispatchRows(const CSRView *csr, const SE
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The blocks of `kernel` (BLOCK_SIZE threads, smem_bytes of dynamic shared memory, which it is
+   allowed to use) the device holds at once; 0 when the device cannot launch cooperative kernels or
+   the kernel does not fit                                                                         */
+PetscErrorCode ResidentBlocks(const void *kernel, size_t smem_bytes, int *max_blocks);
+
 /* The grid of a persistent launch of `kernel` (BLOCK_SIZE threads) on n rows with `lanes` threads per
    row (PartitionResident() with the blocks the device holds at once) and a partial-sum buffer of
    partials_per_block values per block; part->nblocks = 0 when the device cannot launch cooperative
    kernels                                                                                          */
 PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t partials_per_block, Partition *part, PetscScalar **partials);
 
-/* Launches `kernel` with its parameters on the grid of PrepareResident() on the backend's stream: as
-   one thread block cluster when the grid has at most MAX_CLUSTER blocks and the device can schedule
-   such a cluster of this kernel (its blocks are then co-resident by construction), else as a
-   cooperative kernel                                                                            */
+/* Launches `kernel` with its parameters (and smem_bytes of dynamic shared memory) on a grid the device
+   holds at once, on the backend's stream: as one thread block cluster when the grid has at most
+   MAX_CLUSTER blocks and the device can schedule such a cluster of this kernel (its blocks are then
+   co-resident by construction), else as a cooperative kernel                                     */
 constexpr int  MAX_CLUSTER = 8; /* the portable cluster size */
-PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params);
+PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params, size_t smem_bytes = 0);
 
 } // namespace cuda
 } // namespace fusedksp
