@@ -1212,10 +1212,10 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
    keep their poison, except the v_i of steps after a stop: the steps still compute their products
    there, the persistent kernel not.
 */
-PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end)
+PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end, PetscInt restart = 0)
 {
   constexpr PetscScalar POISON = -12345.678;
-  const PetscInt        n = A.nrows, m = n < 1000 ? 12 : 24, k1 = m / 2, nd = SGMRESChunkSlot(m);
+  const PetscInt        n = A.nrows, m = restart ? restart : (n < 1000 ? 12 : 24), k1 = m / 2, nd = SGMRESChunkSlot(m);
   const PetscReal       keep = end == ChunkEnd::BREAKDOWN ? 2.0 : 1e-8;
   const PetscInt        last = end == ChunkEnd::FULL ? m : (end == ChunkEnd::NORM_STOP ? 6 : 1); /* the last step whose v_i both compute */
   Operands              ops(t);
@@ -1241,7 +1241,7 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
   ctl_ref      = ChunkTestControl(end, 0);
   ctl_ref.rho  = rho;
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps"));
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s, restart %" PetscInt_FMT, sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps", m));
   label = Label("sgmres_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
   for (PetscInt v = 1; v <= m; ++v) iv[v] = ops.Add("v_" + std::to_string(v), Array(n, POISON), v <= last);
   for (PetscInt v = 1; v <= m + 1; ++v) iz[v] = ops.Add("z_" + std::to_string(v), v == 1 ? z1 : Array(n, POISON));
@@ -1290,7 +1290,8 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
 }
 
 /* sgmres_chunk on CSR and SELL-P (1, 2, 4, 8 threads per row), with and without Jacobi, persistent
-   and in steps, for a cycle that runs through, one stopped by the norm and one by a breakdown     */
+   and in steps, for a cycle that runs through, one stopped by the norm and one by a breakdown; and
+   one long cycle whose basis rows do not fit in shared memory                                     */
 PetscErrorCode TestSGMRESChunkMatrix(Tester &t, PetscInt n)
 {
   Matrix A;
@@ -1303,6 +1304,9 @@ PetscErrorCode TestSGMRESChunkMatrix(Tester &t, PetscInt n)
     for (bool with_w : {false, true})
       for (bool persistent : {true, false})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN}) PetscCall(TestSGMRESChunk(t, A, threads, with_w, persistent, end));
+    /* restart 120 on SELL-P 1 (256 rows per block): the block's rows of the basis do not fit in shared memory */
+    if (threads == 1 && n == 4099)
+      for (bool persistent : {true, false}) PetscCall(TestSGMRESChunk(t, A, threads, true, persistent, ChunkEnd::FULL, 120));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
