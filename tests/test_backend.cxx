@@ -10,8 +10,8 @@
    vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); a batch of deferred
    second stages; the halo operations (spmv_offdiag_dots on short-row and rectangular blocks with
    and without wl, gather with and without the weight, scatter) and the staging path (pinned
-   buffers, asynchronous copies, fence); cg_chunk (a chunk of CG iterations, as one persistent kernel
-   and in steps) on symmetric positive definite matrices, run through, stopped by the norm and by a
+   buffers, asynchronous copies, fence); cg_chunk (a chunk of CG iterations, as one persistent kernel -
+   one thread block for small matrices, or a grid - and in steps) on symmetric positive definite matrices, run through, stopped by the norm and by a
    breakdown, against the host's steps (1e-10: k iterations of rounding differences); bcgs_chunk
    likewise (1e-8) on nonsymmetric matrices, without Jacobi and with it on the left and on the right;
    sgmres_chunk likewise (1e-9) for a restart cycle run as two chunks, without Jacobi and with it on
@@ -1008,6 +1008,12 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1, PetscReal shif
 enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
+/* How a CG chunk test runs on the device: persistent with the matrix's nonzeros given (the one-block
+   kernel for small matrices, see FUSED_CG_BLOCK_ROWS), persistent with them unknown (always the grid
+   kernel: cooperative or one cluster), or in steps                                                   */
+enum class ChunkForm { BLOCK, GRID, STEPS };
+const char *CHUNK_FORM_NAMES[] = {"persistent (one block when small)", "persistent grid", "steps"};
+
 /* The control block of a chunk test that ends as `end` asks: the norm (slot value normdot) stops the
    chunk before iteration 6 (min_it, and a ttol every norm meets) for NORM_STOP, never otherwise     */
 ChunkControl ChunkTestControl(ChunkEnd end, PetscInt normdot)
@@ -1049,8 +1055,9 @@ PetscErrorCode CheckChunkStop(Tester &t, const std::string &label, ChunkEnd end,
    x, r, p, q and every slot agree to 1e-10 (k iterations of rounding differences), slots after a
    stop keep their poison, and ctl->stopped/stage agree.
 */
-PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end)
+PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, ChunkForm form, ChunkEnd end)
 {
+  const bool persistent = form != ChunkForm::STEPS;
   constexpr PetscInt    k      = 12;
   constexpr PetscScalar POISON = -12345.678;
   const PetscInt        n      = A.nrows;
@@ -1085,7 +1092,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   if (end == ChunkEnd::BREAKDOWN) slots[CG_PQ] = -1;
   ctl_ref = ChunkTestControl(end, CG_ZZ);
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps"));
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", CHUNK_FORM_NAMES[(int)form]));
   label        = Label("cg_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
   const int ix = ops.Add("x", x), ir = ops.Add("r", r), ip = ops.Add("p", p), iq = ops.Add("q", q), iw = ops.Add("w", w), is = ops.Add("slots", slots);
   PetscCall(ops.Upload());
@@ -1112,6 +1119,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   dev.slots      = ops.Dev(is);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
@@ -1326,8 +1334,9 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (bool with_w : {false, true})
-      for (bool persistent : {true, false})
-        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN}) PetscCall(TestCGChunk(t, A, threads, with_w, persistent, end));
+      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
+        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
+          if (form != ChunkForm::BLOCK || n <= FUSED_CG_BLOCK_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1361,7 +1370,7 @@ PetscErrorCode RunAll(Tester &t)
   PetscCall(TestMemory(t));
   for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099})
     if (n <= t.max_size) PetscCall(TestBatch(t, n));
-  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) { /* 1000003: more rows than resident threads */
+  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) { /* 2000: CG in one block with CSR, a cluster of 8 with SELL-P 1; 1000003: more rows than resident threads */
     if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));

@@ -39,6 +39,12 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
    k = 30: 34 us per iteration against 44 at 2.6e5 rows, 140 against 126 at 1e6)                    */
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
 
+/* The largest CG chunks cg_chunk runs in ONE thread block (CUDA): p and q in shared memory, every sum
+   in the block, no grid barrier; the matrix (at most FUSED_CG_BLOCK_NNZ entries) stays in the L1
+   cache of one SM                                                                                  */
+constexpr PetscInt   FUSED_CG_BLOCK_ROWS = 2048;
+constexpr PetscInt64 FUSED_CG_BLOCK_NNZ  = 12288;
+
 /* The largest restart whose sgmres_chunk runs as one persistent kernel (CUDA): the kernel takes the
    pointers of the cycle's 2m + 1 vectors as a parameter, within the 4 KB every toolkit accepts     */
 constexpr PetscInt FUSED_SGMRES_PERSISTENT_RESTART = 128;
@@ -117,6 +123,7 @@ struct CGChunkArgs {
   ChunkControl      *ctl        = nullptr;
   PetscInt           k          = 0;
   PetscBool          persistent = PETSC_TRUE;
+  PetscInt64         nnz        = -1; /* the matrix's nonzeros when known (the CUDA backend picks its kernel with it) */
 };
 
 /* A chunk of BiCGStab iterations (Backend::bcgs_chunk): the local matrix as in CGChunkArgs, the
@@ -291,8 +298,9 @@ struct Backend {
      NULL) with its results to slot j, then q = A p (spmv_dots or spmv_sell_dots) with <p,q> and
      <q, w.*q> (<q,q> without w) to slot j + CG_PQ, skipped once ctl->stopped >= 0 - the operations
      CGChunkSteps() issues, which is how the host backend runs it.  With args->persistent the CUDA
-     backend runs the chunk as ONE persistent kernel (cooperative, or one thread block cluster for at
-     most 8 blocks) whose blocks meet at two grid barriers per iteration (no launch per step; the
+     backend runs the chunk as ONE kernel: a single thread block for at most FUSED_CG_BLOCK_ROWS rows
+     and FUSED_CG_BLOCK_NNZ entries (args->nnz), else a persistent grid (cooperative, or one thread
+     block cluster for at most 8 blocks) whose blocks meet at two grid barriers per iteration (no launch per step; the
      scalars never leave the device), on a grid that fits the device at once; otherwise, and for an
      empty matrix, it issues CGChunkSteps().                                                        */
   PetscErrorCode (*cg_chunk)(const CGChunkArgs *args);

@@ -646,6 +646,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   args.ctl        = ctl;
   args.k          = k;
   args.persistent = persistent;
+  args.nnz        = nnz;
   PetscCall(PetscLogEventBegin(events.cg_chunk, A, x, p, 0));
   PetscCall(ActiveBackend()->cg_chunk(&args));
   PetscCall(PetscLogEventEnd(events.cg_chunk, A, x, p, 0));

@@ -91,9 +91,113 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
   }
 }
 
+constexpr int CG_BLOCK_ROWS_PER_THREAD = FUSED_CG_BLOCK_ROWS / BLOCK_SIZE;
+
 /*
-   CGChunk - Backend::cg_chunk on the device: one cooperative kernel for the k iterations when
-   args->persistent and the device can, else the 2k kernels of CGChunkSteps()
+   CGChunkBlockKernel - the chunk of CGChunkKernel in ONE thread block, for at most FUSED_CG_BLOCK_ROWS
+   rows: thread t owns rows t, t + BLOCK_SIZE, ... and keeps their x, r, p (and Jacobi weights) in
+   registers; p and q live in shared memory, where the sparse product gathers p and the update reads
+   q, so an iteration has no grid barrier and no L2 round trip (the matrix stays in the SM's L1).
+   The same iteration as CGChunkKernel: coefficients and stop test from the previous sums, update,
+   __syncthreads, q = A p with <p,q> and <q,w.*q>, the block's sums (every thread adds the warps'
+   partials in the same order), slot j.  x, r, p and q are written back when the kernel ends.
+*/
+template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkBlockKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
+{
+  constexpr int                 R = CG_BLOCK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
+  extern __shared__ PetscScalar block_pq[];
+  __shared__ PetscScalar        warp_sums[CG_NSLOT][WARPS];
+  PetscScalar *const ps = block_pq, *const qs = block_pq + a.n;
+  const int          lane = threadIdx.x % Rows::LANES, wlane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const ChunkControl ctl = *a.ctl;
+  PetscScalar        x[R], r[R], p[R], w[R], prev[CG_NSLOT];
+
+  if (ctl.stopped >= 0) return;
+#pragma unroll
+  for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
+#pragma unroll
+  for (int t = 0; t < R; ++t) {
+    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    if (i < a.n) {
+      x[t]  = a.x[i];
+      r[t]  = a.r[i];
+      p[t]  = a.p[i];
+      w[t]  = a.w ? a.w[i] : 1;
+      qs[i] = a.q[i]; /* read back by this thread only until the first __syncthreads */
+    }
+  }
+  for (PetscInt j = 1; j <= a.k; ++j) {
+    PetscScalar acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
+
+    if (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot)))) {
+      if (threadIdx.x == 0) {
+        a.ctl->stopped = j - 1;
+        a.ctl->stage   = 0;
+      }
+      break;
+    }
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+      if (i < a.n) {
+        const PetscScalar ri = r[t] - alpha * qs[i], zi = a.w ? w[t] * ri : ri;
+        x[t] += alpha * p[t];
+        r[t]  = ri;
+        p[t]  = zi + beta * p[t];
+        ps[i] = p[t];
+        acc[CG_RZ] += ri * zi;
+        acc[CG_RR] += ri * ri;
+        acc[CG_ZZ] += zi * zi;
+      }
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (PetscInt first = 0; first < a.n; first += ROWS_PER_PASS) {
+      const PetscInt row = first + threadIdx.x / Rows::LANES;
+      PetscScalar    sum = 0;
+
+      if (row < a.n) sum = A.Part(row, lane, nullptr, ps, LoadCached());
+      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
+      if (lane == 0 && row < a.n) {
+        qs[row] = sum;
+        acc[CG_PQ] += sum * ps[row];
+        acc[CG_QU] += a.w ? sum * a.w[row] * sum : sum * sum;
+      }
+    }
+#pragma unroll
+    for (int d = 0; d < CG_NSLOT; ++d) {
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) acc[d] += __shfl_down_sync(0xffffffffu, acc[d], offset);
+      if (wlane == 0) warp_sums[d][warp] = acc[d];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int d = 0; d < CG_NSLOT; ++d) {
+      prev[d] = 0;
+#pragma unroll
+      for (int w8 = 0; w8 < WARPS; ++w8) prev[d] += warp_sums[d][w8];
+    }
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < R; ++t) {
+    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    if (i < a.n) {
+      a.x[i] = x[t];
+      a.r[i] = r[t];
+      a.p[i] = p[t];
+      a.q[i] = qs[i];
+    }
+  }
+}
+
+/*
+   CGChunk - Backend::cg_chunk on the device: one kernel for the k iterations when args->persistent -
+   one thread block for at most FUSED_CG_BLOCK_ROWS rows and FUSED_CG_BLOCK_NNZ entries, else a
+   cooperative grid when the device can - otherwise the 2k kernels of CGChunkSteps()
 */
 PetscErrorCode CGChunk(const CGChunkArgs *args)
 {
@@ -102,6 +206,25 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   if (args->persistent && args->k > 0) {
+    const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
+
+    if (n > 0 && n <= FUSED_CG_BLOCK_ROWS && args->nnz >= 0 && args->nnz <= FUSED_CG_BLOCK_NNZ) {
+      cudaStream_t stream;
+
+      PetscCall(GetStream(&stream));
+      PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
+        using Rows                = decltype(rows);
+        const CGChunkKernelArgs a = {n, n, args->k, args->w, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl};
+
+        PetscFunctionBegin;
+        NotePersistentLaunch();
+        CGChunkBlockKernel<Rows><<<1, BLOCK_SIZE, 2 * n * sizeof(PetscScalar), stream>>>(a, rows);
+        FusedKSPCheckLaunch();
+        counters.launches++;
+        PetscFunctionReturn(PETSC_SUCCESS);
+      }));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       using Rows               = decltype(rows);
       const void       *kernel = (const void *)CGChunkKernel<Rows>;
