@@ -1009,7 +1009,7 @@ enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
 /* How a CG chunk test runs on the device: persistent with the matrix's nonzeros given (the one-block
-   kernel for small matrices, see FUSED_CG_BLOCK_ROWS), persistent with them unknown (always the grid
+   kernel for small matrices, see FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid
    kernel: cooperative or one cluster), or in steps                                                   */
 enum class ChunkForm { BLOCK, GRID, STEPS };
 const char *CHUNK_FORM_NAMES[] = {"persistent (one block when small)", "persistent grid", "steps"};
@@ -1336,7 +1336,7 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
     for (bool with_w : {false, true})
       for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::BLOCK || n <= FUSED_CG_BLOCK_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
+          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));

@@ -39,11 +39,12 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
    k = 30: 34 us per iteration against 44 at 2.6e5 rows, 140 against 126 at 1e6)                    */
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
 
-/* The largest CG chunks cg_chunk runs in ONE thread block (CUDA): p and q in shared memory, every sum
-   in the block, no grid barrier; the matrix (at most FUSED_CG_BLOCK_NNZ entries) stays in the L1
-   cache of one SM                                                                                  */
-constexpr PetscInt   FUSED_CG_BLOCK_ROWS = 2048;
-constexpr PetscInt64 FUSED_CG_BLOCK_NNZ  = 12288;
+/* The largest matrices whose cg_chunk and bcgs_chunk run in ONE thread block (CUDA): the vectors in
+   registers and shared memory, every sum in the block, no grid barrier, the matrix in the L1 cache of
+   one SM (H200, poisson2d, fusedcg k = 30, 300-iteration solves: 3.07 us per iteration against 5.17
+   for a cluster of 4 blocks at 1K rows; 5.25 at 2K rows, no better than a cluster of 8)           */
+constexpr PetscInt   FUSED_BLOCK_CHUNK_ROWS = 1024;
+constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ  = 8192;
 
 /* The largest restart whose sgmres_chunk runs as one persistent kernel (CUDA): the kernel takes the
    pointers of the cycle's 2m + 1 vectors as a parameter, within the 4 KB every toolkit accepts     */
@@ -139,6 +140,7 @@ struct BCGSChunkArgs {
   ChunkControl      *ctl        = nullptr;
   PetscInt           k          = 0;
   PetscBool          persistent = PETSC_TRUE;
+  PetscInt64         nnz        = -1; /* as in CGChunkArgs */
 };
 
 /* A chunk of simpler GMRES steps i0+1 .. i0+k of a restart cycle m (Backend::sgmres_chunk): the local
@@ -298,8 +300,8 @@ struct Backend {
      NULL) with its results to slot j, then q = A p (spmv_dots or spmv_sell_dots) with <p,q> and
      <q, w.*q> (<q,q> without w) to slot j + CG_PQ, skipped once ctl->stopped >= 0 - the operations
      CGChunkSteps() issues, which is how the host backend runs it.  With args->persistent the CUDA
-     backend runs the chunk as ONE kernel: a single thread block for at most FUSED_CG_BLOCK_ROWS rows
-     and FUSED_CG_BLOCK_NNZ entries (args->nnz), else a persistent grid (cooperative, or one thread
+     backend runs the chunk as ONE kernel: a single thread block for at most FUSED_BLOCK_CHUNK_ROWS rows
+     and FUSED_BLOCK_CHUNK_NNZ entries (args->nnz), else a persistent grid (cooperative, or one thread
      block cluster for at most 8 blocks) whose blocks meet at two grid barriers per iteration (no launch per step; the
      scalars never leave the device), on a grid that fits the device at once; otherwise, and for an
      empty matrix, it issues CGChunkSteps().                                                        */

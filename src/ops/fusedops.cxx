@@ -682,6 +682,7 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   args.ctl        = ctl;
   args.k          = k;
   args.persistent = persistent;
+  args.nnz        = nnz;
   PetscCall(PetscLogEventBegin(events.bcgs_chunk, A, x, p, 0));
   PetscCall(ActiveBackend()->bcgs_chunk(&args));
   PetscCall(PetscLogEventEnd(events.bcgs_chunk, A, x, p, 0));

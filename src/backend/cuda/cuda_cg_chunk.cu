@@ -91,10 +91,8 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
   }
 }
 
-constexpr int CG_BLOCK_ROWS_PER_THREAD = FUSED_CG_BLOCK_ROWS / BLOCK_SIZE;
-
 /*
-   CGChunkBlockKernel - the chunk of CGChunkKernel in ONE thread block, for at most FUSED_CG_BLOCK_ROWS
+   CGChunkBlockKernel - the chunk of CGChunkKernel in ONE thread block, for at most FUSED_BLOCK_CHUNK_ROWS
    rows: thread t owns rows t, t + BLOCK_SIZE, ... and keeps their x, r, p (and Jacobi weights) in
    registers; p and q live in shared memory, where the sparse product gathers p and the update reads
    q, so an iteration has no grid barrier and no L2 round trip (the matrix stays in the SM's L1).
@@ -104,12 +102,11 @@ constexpr int CG_BLOCK_ROWS_PER_THREAD = FUSED_CG_BLOCK_ROWS / BLOCK_SIZE;
 */
 template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkBlockKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int                 R = CG_BLOCK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
+  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   extern __shared__ PetscScalar block_pq[];
-  __shared__ PetscScalar        warp_sums[CG_NSLOT][WARPS];
   PetscScalar *const ps = block_pq, *const qs = block_pq + a.n;
-  const int          lane = threadIdx.x % Rows::LANES, wlane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const ChunkControl ctl = *a.ctl;
+  const int          lane = threadIdx.x % Rows::LANES;
+  const ChunkControl ctl  = *a.ctl;
   PetscScalar        x[R], r[R], p[R], w[R], prev[CG_NSLOT];
 
   if (ctl.stopped >= 0) return;
@@ -164,19 +161,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkBlock
         acc[CG_QU] += a.w ? sum * a.w[row] * sum : sum * sum;
       }
     }
-#pragma unroll
-    for (int d = 0; d < CG_NSLOT; ++d) {
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) acc[d] += __shfl_down_sync(0xffffffffu, acc[d], offset);
-      if (wlane == 0) warp_sums[d][warp] = acc[d];
-    }
-    __syncthreads();
-#pragma unroll
-    for (int d = 0; d < CG_NSLOT; ++d) {
-      prev[d] = 0;
-#pragma unroll
-      for (int w8 = 0; w8 < WARPS; ++w8) prev[d] += warp_sums[d][w8];
-    }
+    BlockSums(acc, prev);
     if (threadIdx.x == 0) {
 #pragma unroll
       for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];
@@ -196,7 +181,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkBlock
 
 /*
    CGChunk - Backend::cg_chunk on the device: one kernel for the k iterations when args->persistent -
-   one thread block for at most FUSED_CG_BLOCK_ROWS rows and FUSED_CG_BLOCK_NNZ entries, else a
+   one thread block for at most FUSED_BLOCK_CHUNK_ROWS rows and FUSED_BLOCK_CHUNK_NNZ entries, else a
    cooperative grid when the device can - otherwise the 2k kernels of CGChunkSteps()
 */
 PetscErrorCode CGChunk(const CGChunkArgs *args)
@@ -208,7 +193,7 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
   if (args->persistent && args->k > 0) {
     const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
 
-    if (n > 0 && n <= FUSED_CG_BLOCK_ROWS && args->nnz >= 0 && args->nnz <= FUSED_CG_BLOCK_NNZ) {
+    if (n > 0 && n <= FUSED_BLOCK_CHUNK_ROWS && args->nnz >= 0 && args->nnz <= FUSED_BLOCK_CHUNK_NNZ) {
       cudaStream_t stream;
 
       PetscCall(GetStream(&stream));

@@ -80,6 +80,32 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
   for (int d = 0; d < ND; ++d) sums[d] = total[d];
 }
 
+/* One-block chunk kernels (at most FUSED_BLOCK_CHUNK_ROWS rows): thread t owns rows t, t + BLOCK_SIZE, ... */
+constexpr int BLOCK_CHUNK_ROWS_PER_THREAD = FUSED_BLOCK_CHUNK_ROWS / BLOCK_SIZE;
+
+/* sums[d] = the sum over the block of acc[d], d < ND, in every thread with the same bits (each thread
+   adds the warps' sums in the same order); every thread calls it.  Two calls with the same ND need a
+   __syncthreads between them (the second overwrites the warps' sums the first reads).            */
+template <int ND> __device__ inline void BlockSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND])
+{
+  __shared__ PetscScalar warp_sums[ND][WARPS];
+  const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+#pragma unroll
+  for (int d = 0; d < ND; ++d) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) acc[d] += __shfl_down_sync(0xffffffffu, acc[d], offset);
+    if (lane == 0) warp_sums[d][warp] = acc[d];
+  }
+  __syncthreads();
+#pragma unroll
+  for (int d = 0; d < ND; ++d) {
+    sums[d] = 0;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sums[d] += warp_sums[d][w];
+  }
+}
+
 /* The row partition of a persistent kernel: PartitionRows(), with at most max_blocks blocks (the
    blocks the device holds at once) and then longer chunks                                          */
 inline Partition PartitionResident(PetscInt nrows, int lanes, int max_blocks)
