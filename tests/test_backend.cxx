@@ -1008,7 +1008,7 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1, PetscReal shif
 enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
-/* How a CG chunk test runs on the device: persistent with the matrix's nonzeros given (the one-block
+/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the one-block
    kernel for small matrices, see FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid
    kernel: cooperative or one cluster), or in steps                                                   */
 enum class ChunkForm { BLOCK, GRID, STEPS };
@@ -1140,8 +1140,9 @@ const char *SIDE_NAMES[] = {"no PC", "Jacobi left", "Jacobi right"};
    (as fusedbcgs enters a chunk): x, r, p, s, Ap, As and every slot agree to 1e-8, outputs not
    written after a stop keep their poison, ctl->stopped/stage agree.
 */
-PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, bool persistent, ChunkEnd end)
+PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, ChunkForm form, ChunkEnd end)
 {
+  const bool persistent = form != ChunkForm::STEPS;
   constexpr PetscInt    k      = 8;
   constexpr PetscScalar POISON = -12345.678;
   const PetscInt        n      = A.nrows;
@@ -1163,7 +1164,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   if (end == ChunkEnd::BREAKDOWN) slots[BCGS_RRSTAR] = 0;
   ctl_ref = ChunkTestControl(end, 0);
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], persistent ? "persistent" : "steps"));
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], CHUNK_FORM_NAMES[(int)form]));
   label        = Label("bcgs_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
   const int ix = ops.Add("x", t.RandomArray(n)), ir = ops.Add("r", r), ip = ops.Add("p", r), irs = ops.Add("rstar", r), is = ops.Add("s", poison), iap = ops.Add("Ap", poison), ias = ops.Add("As", poison), iw = ops.Add("w", w),
             isl = ops.Add("slots", slots);
@@ -1199,6 +1200,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   dev.slots      = ops.Dev(isl);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
@@ -1354,8 +1356,9 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (Side side : {Side::NONE, Side::LEFT, Side::RIGHT})
-      for (bool persistent : {true, false})
-        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN}) PetscCall(TestBCGSChunk(t, A, threads, side, persistent, end));
+      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
+        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
+          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));

@@ -311,7 +311,8 @@ struct Backend {
      <Ap,r*> to slot j + BCGS_APR, waxpy_dot_chained (s = r - alpha Ap), As = Op s with <As,s>, <As,As>,
      <As,r*> to slot j + BCGS_ASS, bcgs_update_chained - the operations BCGSChunkSteps() issues, each
      skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->persistent the
-     CUDA backend runs it as ONE persistent kernel with three grid barriers per iteration (after Ap,
+     CUDA backend runs it as ONE kernel: a single thread block for at most FUSED_BLOCK_CHUNK_ROWS rows
+     and FUSED_BLOCK_CHUNK_NNZ entries (args->nnz), else a persistent grid with three grid barriers per iteration (after Ap,
      after As, after the update); the entries of s that the rows of As need are computed from r and Ap
      where they are needed, so no barrier waits for s.  That costs memory traffic, so above
      FUSED_BCGS_PERSISTENT_ROWS rows the CUDA backend issues the steps.                              */

@@ -178,9 +178,173 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
 }
 
 /*
-   BCGSChunk - Backend::bcgs_chunk on the device: one cooperative kernel for the k iterations when
-   args->persistent, the device can and the matrix has at most FUSED_BCGS_PERSISTENT_ROWS rows, else the
-   4k kernels of BCGSChunkSteps()
+   BCGSChunkBlockKernel - the chunk of BCGSChunkKernel in ONE thread block, for at most
+   FUSED_BLOCK_CHUNK_ROWS rows: thread t owns rows t, t + BLOCK_SIZE, ... and keeps their x, r, p and
+   r* in registers; p, s, Ap and As live in shared memory (the products gather p and s there), so an
+   iteration has no grid barrier and no L2 round trip.  The same phases, sums, slots and stops as
+   BCGSChunkKernel (the update's <r,r*>, <r,r> are summed with the next <Ap,r*>); the vectors are
+   written back when the kernel ends.
+*/
+template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkBlockKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
+{
+  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
+  extern __shared__ PetscScalar block_vecs[];
+  PetscScalar *const ps = block_vecs, *const ss = block_vecs + a.n, *const aps = block_vecs + 2 * a.n, *const ass = block_vecs + 3 * a.n;
+  const int          lane  = threadIdx.x % Rows::LANES;
+  const ChunkControl ctl   = *a.ctl;
+  const bool         store = threadIdx.x == 0;
+  PetscScalar        x[R], r[R], p[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
+  PetscInt           j;
+
+  if (ctl.stopped >= 0) return;
+#pragma unroll
+  for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
+#pragma unroll
+  for (int t = 0; t < R; ++t) {
+    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    if (i < a.n) {
+      x[t]   = a.x[i];
+      r[t]   = a.r[i];
+      p[t]   = a.p[i];
+      rs[t]  = a.rstar[i];
+      ps[i]  = p[t];
+      ss[i]  = a.s[i];
+      aps[i] = a.Ap[i];
+      ass[i] = a.As[i];
+    }
+  }
+  __syncthreads();
+  for (j = 1; j <= a.k; ++j) {
+    PetscScalar *slot = a.slots + j * BCGS_NSLOT, alpha = 0, omega = 0, beta = 0;
+
+    { /* A: Ap = Op p, <Ap,r*> with the previous update's <r,r*>, <r,r> */
+      PetscScalar acc[3] = {upd[0], upd[1], 0}, sums[3];
+#pragma unroll 4
+      for (PetscInt first = 0; first < a.n; first += ROWS_PER_PASS) {
+        const PetscInt row = first + threadIdx.x / Rows::LANES;
+        PetscScalar    sum = 0;
+
+        if (row < a.n) sum = A.Part(row, lane, a.wr, ps, LoadCached());
+        if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
+        if (lane == 0 && row < a.n) {
+          if (a.wl) sum *= a.wl[row];
+          aps[row] = sum;
+          acc[2] += sum * a.rstar[row];
+        }
+      }
+      BlockSums(acc, sums);
+      if (j > 1) {
+        prev[BCGS_RRSTAR] = sums[0];
+        prev[BCGS_RR]     = sums[1];
+        if (store) {
+          slot[BCGS_RRSTAR - BCGS_NSLOT] = sums[0];
+          slot[BCGS_RR - BCGS_NSLOT]     = sums[1];
+        }
+      }
+      cur[BCGS_APR] = sums[2];
+      if (store) slot[BCGS_APR] = sums[2];
+      if (!BCGSChunkAlpha(ctl, j, prev, cur, &alpha)) {
+        if (store) {
+          a.ctl->stopped = j - 1;
+          a.ctl->stage   = 0;
+        }
+        break;
+      }
+    }
+    { /* B: s = r - alpha Ap with <s,s>; As = Op s with <As,s>, <As,As>, <As,r*> */
+      PetscScalar acc[4] = {0, 0, 0, 0}, sums[4];
+#pragma unroll
+      for (int t = 0; t < R; ++t) {
+        const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+        if (i < a.n) {
+          const PetscScalar si = BCGSEntryS(alpha, r[t], aps[i]);
+          ss[i]                = si;
+          acc[0] += si * si;
+        }
+      }
+      __syncthreads();
+#pragma unroll 4
+      for (PetscInt first = 0; first < a.n; first += ROWS_PER_PASS) {
+        const PetscInt row = first + threadIdx.x / Rows::LANES;
+        PetscScalar    sum = 0;
+
+        if (row < a.n) sum = A.Part(row, lane, a.wr, ss, LoadCached());
+        if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
+        if (lane == 0 && row < a.n) {
+          if (a.wl) sum *= a.wl[row];
+          ass[row] = sum;
+          acc[1] += sum * ss[row];
+          acc[2] += sum * sum;
+          acc[3] += sum * a.rstar[row];
+        }
+      }
+      BlockSums(acc, sums);
+      cur[BCGS_SS]   = sums[0];
+      cur[BCGS_ASS]  = sums[1];
+      cur[BCGS_ASAS] = sums[2];
+      cur[BCGS_ASR]  = sums[3];
+      if (store) {
+        slot[BCGS_SS]   = sums[0];
+        slot[BCGS_ASS]  = sums[1];
+        slot[BCGS_ASAS] = sums[2];
+        slot[BCGS_ASR]  = sums[3];
+      }
+      if (!BCGSChunkOmegaBeta(cur, &omega, &beta)) {
+        if (store) {
+          a.ctl->stopped = j - 1;
+          a.ctl->stage   = 1;
+        }
+        break;
+      }
+    }
+    /* C: the update of x, r, p with the terms of <r,r*>, <r,r> */
+    upd[0] = upd[1] = 0;
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+      if (i < a.n) {
+        const PetscScalar pi = p[t], si = ss[i];
+        const PetscScalar dx = alpha * pi + omega * si;
+        const PetscScalar ri = si - omega * ass[i];
+        x[t] += a.wr ? a.wr[i] * dx : dx;
+        r[t]  = ri;
+        p[t]  = ri + beta * (pi - omega * aps[i]);
+        ps[i] = p[t];
+        upd[0] += ri * rs[t];
+        upd[1] += ri * ri;
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d];
+  }
+  if (j > a.k) { /* ran through: the sums of the last update */
+    PetscScalar sums[2];
+    BlockSums(upd, sums);
+    if (store) {
+      a.slots[a.k * BCGS_NSLOT + BCGS_RRSTAR] = sums[0];
+      a.slots[a.k * BCGS_NSLOT + BCGS_RR]     = sums[1];
+    }
+  }
+#pragma unroll
+  for (int t = 0; t < R; ++t) {
+    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    if (i < a.n) {
+      a.x[i]  = x[t];
+      a.r[i]  = r[t];
+      a.p[i]  = p[t];
+      a.s[i]  = ss[i];
+      a.Ap[i] = aps[i];
+      a.As[i] = ass[i];
+    }
+  }
+}
+
+/*
+   BCGSChunk - Backend::bcgs_chunk on the device: one kernel for the k iterations when args->persistent -
+   one thread block for at most FUSED_BLOCK_CHUNK_ROWS rows and FUSED_BLOCK_CHUNK_NNZ entries, else a
+   cooperative grid when the device can and the matrix has at most FUSED_BCGS_PERSISTENT_ROWS rows -
+   otherwise the 4k kernels of BCGSChunkSteps()
 */
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
 {
@@ -189,7 +353,25 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   PetscCheck(!args->wl || !args->wr, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "bcgs_chunk takes at most one of wl and wr");
-  if (args->persistent && args->k > 0 && (args->csr ? args->csr->nrows : args->sell->nrows) <= FUSED_BCGS_PERSISTENT_ROWS) {
+  const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
+  if (args->persistent && args->k > 0 && n > 0 && n <= FUSED_BLOCK_CHUNK_ROWS && args->nnz >= 0 && args->nnz <= FUSED_BLOCK_CHUNK_NNZ) {
+    cudaStream_t stream;
+
+    PetscCall(GetStream(&stream));
+    PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
+      using Rows                  = decltype(rows);
+      const BCGSChunkKernelArgs a = {n, n, args->k, args->wl, args->wr, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
+
+      PetscFunctionBegin;
+      NotePersistentLaunch();
+      BCGSChunkBlockKernel<Rows><<<1, BLOCK_SIZE, 4 * n * sizeof(PetscScalar), stream>>>(a, rows);
+      FusedKSPCheckLaunch();
+      counters.launches++;
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (args->persistent && args->k > 0 && n <= FUSED_BCGS_PERSISTENT_ROWS) {
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       using Rows                 = decltype(rows);
       const void         *kernel = (const void *)BCGSChunkKernel<Rows>;
