@@ -31,6 +31,51 @@ struct BCGSChunkKernelArgs {
   ChunkControl      *ctl;
 };
 
+/* After A of chunk iteration j, from its sums (<r,r*>, <r,r> of the previous update when j > 1, then
+   <Ap,r*>): prev and cur completed, the slots stored when `store`, alpha; false when BCGSChunkAlpha()
+   stops the chunk (recorded at stage 0 when `store`)                                              */
+__device__ inline bool BCGSChunkAfterA(const ChunkControl &ctl, ChunkControl *dctl, PetscInt j, const PetscScalar (&sums)[3], bool store, PetscScalar *slot, PetscScalar *prev, PetscScalar *cur, PetscScalar *alpha)
+{
+  if (j > 1) {
+    prev[BCGS_RRSTAR] = sums[0];
+    prev[BCGS_RR]     = sums[1];
+    if (store) {
+      slot[BCGS_RRSTAR - BCGS_NSLOT] = sums[0];
+      slot[BCGS_RR - BCGS_NSLOT]     = sums[1];
+    }
+  }
+  cur[BCGS_APR] = sums[2];
+  if (store) slot[BCGS_APR] = sums[2];
+  if (BCGSChunkAlpha(ctl, j, prev, cur, alpha)) return true;
+  if (store) {
+    dctl->stopped = j - 1;
+    dctl->stage   = 0;
+  }
+  return false;
+}
+
+/* After B of chunk iteration j, from its sums (<s,s>, <As,s>, <As,As>, <As,r*>): cur completed, the
+   slot stored when `store`, omega and beta; false when they fail (recorded at stage 1 when `store`) */
+__device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const PetscScalar (&sums)[4], bool store, PetscScalar *slot, PetscScalar *cur, PetscScalar *omega, PetscScalar *beta)
+{
+  cur[BCGS_SS]   = sums[0];
+  cur[BCGS_ASS]  = sums[1];
+  cur[BCGS_ASAS] = sums[2];
+  cur[BCGS_ASR]  = sums[3];
+  if (store) {
+    slot[BCGS_SS]   = sums[0];
+    slot[BCGS_ASS]  = sums[1];
+    slot[BCGS_ASAS] = sums[2];
+    slot[BCGS_ASR]  = sums[3];
+  }
+  if (BCGSChunkOmegaBeta(cur, omega, beta)) return true;
+  if (store) {
+    dctl->stopped = j - 1;
+    dctl->stage   = 1;
+  }
+  return false;
+}
+
 /*
    BCGSChunkKernel - chunk iterations 1..k of fusedbcgs (the two-reduction form of its chunks), each:
      A  Ap = Op p on the block's rows, its terms of <Ap,r*>; grid barrier; every block sums <Ap,r*>
@@ -86,23 +131,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
         GridSums(partA + (size_t)2 * gridDim.x, apr);
         sums[2] = apr[0];
       }
-      if (j > 1) { /* the update of iteration j-1 */
-        prev[BCGS_RRSTAR] = sums[0];
-        prev[BCGS_RR]     = sums[1];
-        if (store) {
-          slot[BCGS_RRSTAR - BCGS_NSLOT] = sums[0];
-          slot[BCGS_RR - BCGS_NSLOT]     = sums[1];
-        }
-      }
-      cur[BCGS_APR] = sums[2];
-      if (store) slot[BCGS_APR] = sums[2];
-      if (!BCGSChunkAlpha(ctl, j, prev, cur, &alpha)) {
-        if (store) {
-          a.ctl->stopped = j - 1;
-          a.ctl->stage   = 0;
-        }
-        break;
-      }
+      if (!BCGSChunkAfterA(ctl, a.ctl, j, sums, store, slot, prev, cur, &alpha)) break;
     }
     { /* B */
       PetscScalar acc[4] = {0, 0, 0, 0}, sums[4];
@@ -131,23 +160,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
       BlockPartials(acc, partB);
       GridBarrier();
       GridSums(partB, sums);
-      cur[BCGS_SS]   = sums[0];
-      cur[BCGS_ASS]  = sums[1];
-      cur[BCGS_ASAS] = sums[2];
-      cur[BCGS_ASR]  = sums[3];
-      if (store) {
-        slot[BCGS_SS]   = sums[0];
-        slot[BCGS_ASS]  = sums[1];
-        slot[BCGS_ASAS] = sums[2];
-        slot[BCGS_ASR]  = sums[3];
-      }
-      if (!BCGSChunkOmegaBeta(cur, &omega, &beta)) {
-        if (store) {
-          a.ctl->stopped = j - 1;
-          a.ctl->stage   = 1;
-        }
-        break;
-      }
+      if (!BCGSChunkAfterB(a.ctl, j, sums, store, slot, cur, &omega, &beta)) break;
     }
     { /* C */
       PetscScalar acc[2] = {0, 0};
@@ -233,23 +246,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkBlo
         }
       }
       BlockSums(acc, sums);
-      if (j > 1) {
-        prev[BCGS_RRSTAR] = sums[0];
-        prev[BCGS_RR]     = sums[1];
-        if (store) {
-          slot[BCGS_RRSTAR - BCGS_NSLOT] = sums[0];
-          slot[BCGS_RR - BCGS_NSLOT]     = sums[1];
-        }
-      }
-      cur[BCGS_APR] = sums[2];
-      if (store) slot[BCGS_APR] = sums[2];
-      if (!BCGSChunkAlpha(ctl, j, prev, cur, &alpha)) {
-        if (store) {
-          a.ctl->stopped = j - 1;
-          a.ctl->stage   = 0;
-        }
-        break;
-      }
+      if (!BCGSChunkAfterA(ctl, a.ctl, j, sums, store, slot, prev, cur, &alpha)) break;
     }
     { /* B: s = r - alpha Ap with <s,s>; As = Op s with <As,s>, <As,As>, <As,r*> */
       PetscScalar acc[4] = {0, 0, 0, 0}, sums[4];
@@ -279,23 +276,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkBlo
         }
       }
       BlockSums(acc, sums);
-      cur[BCGS_SS]   = sums[0];
-      cur[BCGS_ASS]  = sums[1];
-      cur[BCGS_ASAS] = sums[2];
-      cur[BCGS_ASR]  = sums[3];
-      if (store) {
-        slot[BCGS_SS]   = sums[0];
-        slot[BCGS_ASS]  = sums[1];
-        slot[BCGS_ASAS] = sums[2];
-        slot[BCGS_ASR]  = sums[3];
-      }
-      if (!BCGSChunkOmegaBeta(cur, &omega, &beta)) {
-        if (store) {
-          a.ctl->stopped = j - 1;
-          a.ctl->stage   = 1;
-        }
-        break;
-      }
+      if (!BCGSChunkAfterB(a.ctl, j, sums, store, slot, cur, &omega, &beta)) break;
     }
     /* C: the update of x, r, p with the terms of <r,r*>, <r,r> */
     upd[0] = upd[1] = 0;
