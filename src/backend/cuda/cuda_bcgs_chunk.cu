@@ -198,7 +198,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
    BCGSChunkKernel (the update's <r,r*>, <r,r> are summed with the next <Ap,r*>); the vectors are
    written back when the kernel ends.
 */
-template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkBlockKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, 1) BCGSChunkBlockKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   extern __shared__ PetscScalar block_vecs[];

@@ -100,7 +100,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
    __syncthreads, q = A p with <p,q> and <q,w.*q>, the block's sums (every thread adds the warps'
    partials in the same order), slot j.  x, r, p and q are written back when the kernel ends.
 */
-template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkBlockKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, 1) CGChunkBlockKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   extern __shared__ PetscScalar block_pq[];
