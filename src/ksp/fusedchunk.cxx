@@ -296,7 +296,8 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   if (c->k > 1) {
     const char *graph = c->nograph ? c->nograph : (c->settings.graph ? "graphs on" : "no graph: -ksp_fused_graph 0");
     PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " chunks, %" PetscInt_FMT " recorded as a graph, %" PetscInt_FMT " replayed (%s)\n", c->chunks, c->records, c->replays, graph));
-    if (c->whole) PetscCall(PetscViewerASCIIPrintf(viewer, "  each chunk is one backend operation: %s\n", c->settings.persistent ? "one persistent kernel on the CUDA backend" : "one kernel per step (-ksp_fused_persistent 0)"));
+    if (c->whole)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  each chunk is one backend operation: %s\n", c->settings.persistent ? "one kernel on the CUDA backend where it can (see KSPFusedSetUsePersistent())" : "one kernel per step (-ksp_fused_persistent 0)"));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -29,7 +29,7 @@ namespace fusedksp
 struct ChunkSettings {
   PetscInt  interval   = PETSC_DETERMINE; /* k; PETSC_DETERMINE: the default rule (KSPFusedChunkInterval) */
   PetscBool graph      = PETSC_TRUE;
-  PetscBool persistent = PETSC_TRUE; /* a backend may run a whole chunk as one kernel (fusedcg, fusedbcgs) */
+  PetscBool persistent = PETSC_TRUE; /* a backend may run a whole chunk as one kernel (fusedcg, fusedbcgs, fusedsgmres) */
   PetscInt  reduction  = 0;          /* -fused_reduction: 0 mpi (the only one this build has), 1 nccl */
 };
 
