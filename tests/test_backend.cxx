@@ -1008,11 +1008,13 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1, PetscReal shif
 enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
-/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the one-block
-   kernel for small matrices, see FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid
-   kernel: cooperative or one cluster), or in steps                                                   */
-enum class ChunkForm { BLOCK, GRID, STEPS };
-const char *CHUNK_FORM_NAMES[] = {"persistent (one block when small)", "persistent grid", "steps"};
+/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the resident
+   kernel - one block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS - for small matrices, see
+   FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid kernel: cooperative or one
+   cluster), or in steps                                                                              */
+enum class ChunkForm { RESIDENT, GRID, STEPS };
+const char        *CHUNK_FORM_NAMES[] = {"persistent (resident when small)", "persistent grid", "steps"};
+constexpr PetscInt RESIDENT_ROWS      = FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS;
 
 /* The control block of a chunk test that ends as `end` asks: the norm (slot value normdot) stops the
    chunk before iteration 6 (min_it, and a ttol every norm meets) for NORM_STOP, never otherwise     */
@@ -1037,7 +1039,7 @@ ChunkControl ChunkTestControl(ChunkEnd end, PetscInt normdot)
    freed) equal to the host's                                                                      */
 PetscErrorCode CheckChunkStop(Tester &t, const std::string &label, ChunkEnd end, const ChunkControl &ref, ChunkControl *dev, PetscInt breakdown_stage = 0)
 {
-  const PetscInt want = end == ChunkEnd::FULL ? -1 : (end == ChunkEnd::NORM_STOP ? 5 : 0);
+  const PetscInt want       = end == ChunkEnd::FULL ? -1 : (end == ChunkEnd::NORM_STOP ? 5 : 0);
   const PetscInt want_stage = end == ChunkEnd::BREAKDOWN ? breakdown_stage : 0;
   ChunkControl   back;
 
@@ -1057,10 +1059,10 @@ PetscErrorCode CheckChunkStop(Tester &t, const std::string &label, ChunkEnd end,
 */
 PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, ChunkForm form, ChunkEnd end)
 {
-  const bool persistent = form != ChunkForm::STEPS;
-  constexpr PetscInt    k      = 12;
-  constexpr PetscScalar POISON = -12345.678;
-  const PetscInt        n      = A.nrows;
+  const bool            persistent = form != ChunkForm::STEPS;
+  constexpr PetscInt    k          = 12;
+  constexpr PetscScalar POISON     = -12345.678;
+  const PetscInt        n          = A.nrows;
   Operands              ops(t);
   Array                 x = t.RandomArray(n), r = t.RandomArray(n), w(n), p(n), q(n, NaN), slots((k + 1) * CG_NSLOT, POISON);
   ChunkControl          ctl_ref, *ctl_dev;
@@ -1119,7 +1121,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   dev.slots      = ops.Dev(is);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
@@ -1142,10 +1144,10 @@ const char *SIDE_NAMES[] = {"no PC", "Jacobi left", "Jacobi right"};
 */
 PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, ChunkForm form, ChunkEnd end)
 {
-  const bool persistent = form != ChunkForm::STEPS;
-  constexpr PetscInt    k      = 8;
-  constexpr PetscScalar POISON = -12345.678;
-  const PetscInt        n      = A.nrows;
+  const bool            persistent = form != ChunkForm::STEPS;
+  constexpr PetscInt    k          = 8;
+  constexpr PetscScalar POISON     = -12345.678;
+  const PetscInt        n          = A.nrows;
   Operands              ops(t);
   Array                 r = t.RandomArray(n), w(n), slots((k + 1) * BCGS_NSLOT, POISON), poison(n, POISON);
   ChunkControl          ctl_ref, *ctl_dev;
@@ -1200,7 +1202,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   dev.slots      = ops.Dev(isl);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
@@ -1225,20 +1227,20 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
 */
 PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end, PetscInt restart = 0)
 {
-  constexpr PetscScalar POISON = -12345.678;
-  const PetscInt        n = A.nrows, m = restart ? restart : (n < 1000 ? 8 : 24), k1 = std::max<PetscInt>(6, m / 2), nd = SGMRESChunkSlot(m);
-  const PetscReal       keep = end == ChunkEnd::BREAKDOWN ? 2.0 : 1e-8;
-  const PetscInt        last = end == ChunkEnd::FULL ? m : (end == ChunkEnd::NORM_STOP ? 6 : 1); /* the last step whose v_i both compute */
-  Operands              ops(t);
-  Array                 z1 = t.RandomArray(n), w(n), slots((m + 1) * nd, POISON);
-  std::vector<int>      iv(m + 1), iz(m + 2);
+  constexpr PetscScalar      POISON = -12345.678;
+  const PetscInt             n = A.nrows, m = restart ? restart : (n < 1000 ? 8 : 24), k1 = std::max<PetscInt>(6, m / 2), nd = SGMRESChunkSlot(m);
+  const PetscReal            keep = end == ChunkEnd::BREAKDOWN ? 2.0 : 1e-8;
+  const PetscInt             last = end == ChunkEnd::FULL ? m : (end == ChunkEnd::NORM_STOP ? 6 : 1); /* the last step whose v_i both compute */
+  Operands                   ops(t);
+  Array                      z1 = t.RandomArray(n), w(n), slots((m + 1) * nd, POISON);
+  std::vector<int>           iv(m + 1), iz(m + 2);
   std::vector<PetscScalar *> vref(m + 1), vdev(m + 1), zref(m + 2), zdev(m + 2);
-  ChunkControl          ctl_ref, *ctl_dev;
-  SGMRESChunkArgs       ref, dev;
-  BackendCounters       before;
-  PetscReal             rho = 0;
-  char                  variant[160];
-  std::string           label;
+  ChunkControl               ctl_ref, *ctl_dev;
+  SGMRESChunkArgs            ref, dev;
+  BackendCounters            before;
+  PetscReal                  rho = 0;
+  char                       variant[160];
+  std::string                label;
 
   PetscFunctionBegin;
   for (PetscInt i = 0; i < n; ++i) {
@@ -1252,7 +1254,8 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
   ctl_ref      = ChunkTestControl(end, 0);
   ctl_ref.rho  = rho;
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s, restart %" PetscInt_FMT, sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps", m));
+  PetscCall(
+      PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s, restart %" PetscInt_FMT, sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps", m));
   label = Label("sgmres_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
   for (PetscInt v = 1; v <= m; ++v) iv[v] = ops.Add("v_" + std::to_string(v), Array(n, POISON), v <= last);
   for (PetscInt v = 1; v <= m + 1; ++v) iz[v] = ops.Add("z_" + std::to_string(v), v == 1 ? z1 : Array(n, POISON));
@@ -1336,9 +1339,9 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (bool with_w : {false, true})
-      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
+      for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
+          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1356,9 +1359,9 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (Side side : {Side::NONE, Side::LEFT, Side::RIGHT})
-      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
+      for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
+          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1373,7 +1376,10 @@ PetscErrorCode RunAll(Tester &t)
   PetscCall(TestMemory(t));
   for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099})
     if (n <= t.max_size) PetscCall(TestBatch(t, n));
-  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) { /* 2000: CG in one block with CSR, a cluster of 8 with SELL-P 1; 1000003: more rows than resident threads */
+  /* resident kernels: 1000 one block, 2000 and 4099 clusters of 2 and 5, 15361 a cluster of 16 (above the
+     portable 8) with a partial last block; grid kernels: 2000 and 4099 clusters, 65537 a cooperative
+     grid, 1000003 more rows than resident threads                                                   */
+  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)4099, (PetscInt)15361, (PetscInt)65537, (PetscInt)1000003}) {
     if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));

@@ -32,37 +32,72 @@ PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Launches `kernel` as ONE cluster of nblocks blocks when the device can schedule it; *launched
+   says whether it did (a cluster above the portable 8 blocks needs the kernel's permission)       */
+static PetscErrorCode LaunchCluster(const void *kernel, int nblocks, void **params, size_t smem_bytes, cudaStream_t stream, bool *launched)
+{
+  cudaLaunchConfig_t  config = {};
+  cudaLaunchAttribute attr;
+  int                 clusters = 0;
+
+  PetscFunctionBegin;
+  *launched = false;
+  if (nblocks > 8 && cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) != cudaSuccess) {
+    (void)cudaGetLastError(); /* no clusters above the portable size on this device */
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  attr.id                 = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x   = nblocks;
+  attr.val.clusterDim.y   = 1;
+  attr.val.clusterDim.z   = 1;
+  config.gridDim          = dim3(nblocks);
+  config.blockDim         = dim3(BLOCK_SIZE);
+  config.dynamicSmemBytes = smem_bytes;
+  config.stream           = stream;
+  config.attrs            = &attr;
+  config.numAttrs         = 1;
+  if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) != cudaSuccess) {
+    (void)cudaGetLastError(); /* a device without clusters */
+    clusters = 0;
+  }
+  if (clusters > 0) {
+    FusedKSPCallCUDA(cudaLaunchKernelExC(&config, kernel, params));
+    counters.launches++;
+    *launched = true;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params, size_t smem_bytes)
 {
   cudaStream_t stream;
-  int          clusters = 0;
+  bool         launched = false;
 
   PetscFunctionBegin;
   PetscCall(GetStream(&stream));
   NotePersistentLaunch();
-  if (part.nblocks > 1 && part.nblocks <= MAX_CLUSTER) {
-    cudaLaunchConfig_t  config = {};
-    cudaLaunchAttribute attr;
-
-    attr.id                 = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x   = part.nblocks;
-    attr.val.clusterDim.y   = 1;
-    attr.val.clusterDim.z   = 1;
-    config.gridDim          = dim3(part.nblocks);
-    config.blockDim         = dim3(BLOCK_SIZE);
-    config.dynamicSmemBytes = smem_bytes;
-    config.stream           = stream;
-    config.attrs            = &attr;
-    config.numAttrs         = 1;
-    FusedKSPCallCUDA(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    if (clusters > 0) {
-      FusedKSPCallCUDA(cudaLaunchKernelExC(&config, kernel, params));
-      counters.launches++;
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }
+  if (part.nblocks > 1 && part.nblocks <= FUSED_RESIDENT_CHUNK_BLOCKS) PetscCall(LaunchCluster(kernel, part.nblocks, params, smem_bytes, stream, &launched));
+  if (!launched) {
+    FusedKSPCallCUDA(cudaLaunchCooperativeKernel(kernel, part.nblocks, BLOCK_SIZE, params, smem_bytes, stream));
+    counters.launches++;
   }
-  FusedKSPCallCUDA(cudaLaunchCooperativeKernel(kernel, part.nblocks, BLOCK_SIZE, params, smem_bytes, stream));
-  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t smem_bytes, bool *launched)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCheck(nblocks >= 1 && nblocks <= FUSED_RESIDENT_CHUNK_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A resident chunk runs on 1 to %d blocks, not %d", (int)FUSED_RESIDENT_CHUNK_BLOCKS, nblocks);
+  PetscCall(GetStream(&stream));
+  if (nblocks == 1) {
+    FusedKSPCallCUDA(cudaLaunchKernel(kernel, 1, BLOCK_SIZE, params, smem_bytes, stream));
+    counters.launches++;
+    *launched = true;
+  } else
+    PetscCall(LaunchCluster(kernel, nblocks, params, smem_bytes, stream, launched));
+  if (*launched) NotePersistentLaunch();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -6,9 +6,7 @@ namespace fusedksp
 namespace cuda
 {
 
-constexpr int    SGMRES_MAX_DOTS    = FUSED_SGMRES_PERSISTENT_RESTART + 1; /* a multi-dot: <v_1,w>..<v_{i-1},w>, <z_i,w>, <w,w> */
-constexpr int    SGMRES_DOT_GROUP   = 8;                                   /* dot products one pass over the block's rows sums */
-constexpr size_t SGMRES_STATIC_SMEM = 16384;                               /* room for the kernel's static shared memory (about 11 KB) */
+constexpr size_t SGMRES_STATIC_SMEM = 4096; /* room for the kernel's static shared memory (about 2 KB) */
 
 /* The kernel's scalars and the cycle's vectors by step number (see SGMRESChunkArgs), its rows per
    block, and its partials: per block, the multi-dot's i+1 values at d = 0..i and <z,z> of the
@@ -89,34 +87,21 @@ template <class Own> __device__ inline PetscScalar MultiDotEntry(const SGMRESChu
   return d < i - 1 ? own.V(a, d + 1, r) : (d == i - 1 ? own.Z(a, i, r) : own.V(a, i, r));
 }
 
-/* The block's partials of the multi-dot of step i over its rows [begin, end), SGMRES_DOT_GROUP dot
-   products per pass (their loads are independent); w's entries were written by this block       */
-template <class Own> __device__ inline void MultiDotPartials(const SGMRESChunkKernelArgs &a, const Own &own, PetscInt i, PetscInt64 begin, PetscInt64 end, PetscScalar (*warp_sums)[WARPS])
+/* The block's partials of the multi-dot of step i over its rows [begin, end): warp w sums the dot
+   products d = w, w + WARPS, ..., lane l the rows begin + l, begin + l + 32, ..., so each dot
+   product is reduced within one warp and lane 0 stores it; w's entries were written by this block */
+template <class Own> __device__ inline void MultiDotPartials(const SGMRESChunkKernelArgs &a, const Own &own, PetscInt i, PetscInt64 begin, PetscInt64 end)
 {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
-  for (PetscInt d0 = 0; d0 <= i; d0 += SGMRES_DOT_GROUP) {
-    PetscScalar acc[SGMRES_DOT_GROUP] = {};
+  for (PetscInt d = warp; d <= i; d += WARPS) {
+    PetscScalar acc = 0;
 
-    for (PetscInt64 r = begin + threadIdx.x; r < end; r += BLOCK_SIZE) {
-      const PetscScalar wk = own.V(a, i, r);
+#pragma unroll 4
+    for (PetscInt64 r = begin + lane; r < end; r += 32) acc += MultiDotEntry(a, own, i, d, r) * own.V(a, i, r);
 #pragma unroll
-      for (int g = 0; g < SGMRES_DOT_GROUP; ++g)
-        if (d0 + g <= i) acc[g] += MultiDotEntry(a, own, i, d0 + g, r) * wk;
-    }
-#pragma unroll
-    for (int g = 0; g < SGMRES_DOT_GROUP; ++g) {
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) acc[g] += __shfl_down_sync(0xffffffffu, acc[g], offset);
-      if (lane == 0 && d0 + g <= i) warp_sums[d0 + g][warp] = acc[g];
-    }
-  }
-  __syncthreads();
-  for (PetscInt d = threadIdx.x; d <= i; d += BLOCK_SIZE) {
-    PetscScalar v = 0;
-#pragma unroll
-    for (int w8 = 0; w8 < WARPS; ++w8) v += warp_sums[d][w8];
-    __stcg(a.partials + (size_t)d * gridDim.x + blockIdx.x, v);
+    for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffffu, acc, offset);
+    if (lane == 0) __stcg(a.partials + (size_t)d * gridDim.x + blockIdx.x, acc);
   }
 }
 
@@ -155,11 +140,10 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
    (z_{i+1} complete).  Block b owns rows [b chunk, (b+1) chunk) in every phase, so only z is read
    across blocks.  SHARED: the block's rows of the vectors are also kept in shared memory (OwnRows).
 */
-template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE) SGMRESChunkKernel(const __grid_constant__ SGMRESChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE, 2) SGMRESChunkKernel(const __grid_constant__ SGMRESChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int                 ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   extern __shared__ PetscScalar own_rows[];
-  __shared__ PetscScalar        warp_sums[SGMRES_MAX_DOTS][WARPS];
   __shared__ PetscScalar        prev[SGMRESChunkSlot(FUSED_SGMRES_PERSISTENT_RESTART)], cur[SGMRESChunkSlot(FUSED_SGMRES_PERSISTENT_RESTART)];
   const int                     lane  = threadIdx.x % Rows::LANES;
   const ChunkRange              range = BlockChunk(a.n, a.chunk);
@@ -187,7 +171,7 @@ template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE)
       if (lane == 0 && row < range.end) own.SetV(a, i, row, sum);
     }
     __syncthreads();
-    MultiDotPartials(a, own, i, range.begin, range.end, warp_sums);
+    MultiDotPartials(a, own, i, range.begin, range.end);
     GridBarrier();
     GridSumsN(
         a.partials, j > 1 ? i + 2 : i + 1, [&](PetscInt e) { return e <= i ? e : m + 1 + (j - 1) % 2; }, [&](PetscInt e) -> PetscScalar & { return e <= i ? cur[e] : prev[m + 1]; });
@@ -226,16 +210,26 @@ template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE)
         a.partials, 1, [&](PetscInt) { return m + 1 + a.k % 2; }, [&](PetscInt) -> PetscScalar & { return a.slots[a.k * nd + m + 1]; });
 }
 
+/* The grid of the kernel with the blocks' rows in shared memory: at most FUSED_RESIDENT_CHUNK_BLOCKS
+   blocks (one cluster, which meets at the cluster's hardware barrier) while that leaves each thread
+   at most one row, else the grid of PartitionRows()                                                */
+static Partition SGMRESChunkPartition(PetscInt n, int lanes)
+{
+  const Partition cluster = PartitionResident(n, lanes, FUSED_RESIDENT_CHUNK_BLOCKS);
+
+  return cluster.chunk <= BLOCK_SIZE ? cluster : PartitionRows(n, lanes);
+}
+
 /* Launches the kernel for the rows type of the matrix: with the block's rows in shared memory when the
-   grid of PartitionRows() fits the device at once with them, else on the grid of PrepareResident();
-   *launched = false when the device cannot launch cooperative kernels                              */
+   grid of SGMRESChunkPartition() fits the device at once with them, else on the grid of
+   PrepareResident(); *launched = false when the device cannot launch cooperative kernels          */
 template <class Rows> static PetscErrorCode LaunchSGMRESChunk(const SGMRESChunkArgs *args, const Rows &rows, bool *launched)
 {
   const void           *shared = (const void *)SGMRESChunkKernel<Rows, true>, *global = (const void *)SGMRESChunkKernel<Rows, false>;
   const void           *kernel = global;
   void                 *params[2];
   SGMRESChunkKernelArgs a     = {};
-  Partition             part  = PartitionRows(rows.A.nrows, Rows::LANES);
+  Partition             part  = SGMRESChunkPartition(rows.A.nrows, Rows::LANES);
   const size_t          bytes = (size_t)(args->m + 1) * part.chunk * sizeof(PetscScalar);
   size_t                smem  = 0;
   int                   device, optin, max_blocks = 0;
