@@ -1008,13 +1008,11 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1, PetscReal shif
 enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
-/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the resident
-   kernel - one block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS - for small matrices, see
-   FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid kernel: cooperative or one
-   cluster), or in steps                                                                              */
-enum class ChunkForm { RESIDENT, GRID, STEPS };
-const char        *CHUNK_FORM_NAMES[] = {"persistent (resident when small)", "persistent grid", "steps"};
-constexpr PetscInt RESIDENT_ROWS      = FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS;
+/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the one-block
+   kernel for small matrices, see FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid
+   kernel: cooperative or one cluster), or in steps                                                   */
+enum class ChunkForm { BLOCK, GRID, STEPS };
+const char *CHUNK_FORM_NAMES[] = {"persistent (one block when small)", "persistent grid", "steps"};
 
 /* The control block of a chunk test that ends as `end` asks: the norm (slot value normdot) stops the
    chunk before iteration 6 (min_it, and a ttol every norm meets) for NORM_STOP, never otherwise     */
@@ -1121,7 +1119,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   dev.slots      = ops.Dev(is);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
@@ -1202,7 +1200,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   dev.slots      = ops.Dev(isl);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
@@ -1339,9 +1337,9 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (bool with_w : {false, true})
-      for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
+      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
+          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1359,9 +1357,9 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (Side side : {Side::NONE, Side::LEFT, Side::RIGHT})
-      for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
+      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
+          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1376,10 +1374,9 @@ PetscErrorCode RunAll(Tester &t)
   PetscCall(TestMemory(t));
   for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099})
     if (n <= t.max_size) PetscCall(TestBatch(t, n));
-  /* resident kernels: 1000 one block, 2000 and 4099 clusters of 2 and 5, 15361 a cluster of 16 (above the
-     portable 8) with a partial last block; grid kernels: 2000 and 4099 clusters, 65537 a cooperative
-     grid, 1000003 more rows than resident threads                                                   */
-  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)4099, (PetscInt)15361, (PetscInt)65537, (PetscInt)1000003}) {
+  /* 1000: CG and BiCGStab in one block, simpler GMRES on a cluster of 16 (CSR); 2000: a grid cluster of 8 with SELL-P 1;
+     3000: a grid cluster of 12 with SELL-P 1 (above the portable 8); 1000003: more rows than resident threads */
+  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)3000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) {
     if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));

@@ -76,28 +76,11 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
   PetscFunctionBegin;
   PetscCall(GetStream(&stream));
   NotePersistentLaunch();
-  if (part.nblocks > 1 && part.nblocks <= FUSED_RESIDENT_CHUNK_BLOCKS) PetscCall(LaunchCluster(kernel, part.nblocks, params, smem_bytes, stream, &launched));
+  if (part.nblocks > 1 && part.nblocks <= MAX_CLUSTER) PetscCall(LaunchCluster(kernel, part.nblocks, params, smem_bytes, stream, &launched));
   if (!launched) {
     FusedKSPCallCUDA(cudaLaunchCooperativeKernel(kernel, part.nblocks, BLOCK_SIZE, params, smem_bytes, stream));
     counters.launches++;
   }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t smem_bytes, bool *launched)
-{
-  cudaStream_t stream;
-
-  PetscFunctionBegin;
-  PetscCheck(nblocks >= 1 && nblocks <= FUSED_RESIDENT_CHUNK_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A resident chunk runs on 1 to %d blocks, not %d", (int)FUSED_RESIDENT_CHUNK_BLOCKS, nblocks);
-  PetscCall(GetStream(&stream));
-  if (nblocks == 1) {
-    FusedKSPCallCUDA(cudaLaunchKernel(kernel, 1, BLOCK_SIZE, params, smem_bytes, stream));
-    counters.launches++;
-    *launched = true;
-  } else
-    PetscCall(LaunchCluster(kernel, nblocks, params, smem_bytes, stream, launched));
-  if (*launched) NotePersistentLaunch();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -80,36 +80,8 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
   for (int d = 0; d < ND; ++d) sums[d] = total[d];
 }
 
-/* Resident chunk kernels (CG, BiCGStab, at most FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS
-   rows): one thread block, or one thread block cluster, whose block b owns the FUSED_BLOCK_CHUNK_ROWS
-   rows from b * FUSED_BLOCK_CHUNK_ROWS; thread t of a block owns the block's rows t, t + BLOCK_SIZE, ...
-   and keeps them in registers.  A vector the sparse products gather lives in shared memory, each
-   block holding its rows at the same offset, and the products read other blocks' entries through
-   distributed shared memory: no grid barrier and no L2 round trip in an iteration.              */
+/* One-block chunk kernels (at most FUSED_BLOCK_CHUNK_ROWS rows): thread t owns rows t, t + BLOCK_SIZE, ... */
 constexpr int BLOCK_CHUNK_ROWS_PER_THREAD = FUSED_BLOCK_CHUNK_ROWS / BLOCK_SIZE;
-static_assert((FUSED_BLOCK_CHUNK_ROWS & (FUSED_BLOCK_CHUNK_ROWS - 1)) == 0, "the rows of a resident block are a power of two");
-
-/* The load policy of a resident kernel's products: entry c of the vector whose block rows start at
-   `own` in every block's shared memory (CLUSTER: from the block that owns row c)                   */
-template <bool CLUSTER> struct LoadResident {
-  __device__ __forceinline__ PetscScalar operator()(const PetscScalar *own, PetscInt64 c) const
-  {
-    if constexpr (CLUSTER)
-      return *cooperative_groups::this_cluster().map_shared_rank(const_cast<PetscScalar *>(own) + (c % FUSED_BLOCK_CHUNK_ROWS), (unsigned int)(c / FUSED_BLOCK_CHUNK_ROWS));
-    else
-      return own[c];
-  }
-};
-
-/* The barrier of a resident kernel: the writes of every block's threads before it (shared and
-   global memory) are visible to every block after it                                              */
-template <bool CLUSTER> __device__ inline void ResidentSync()
-{
-  if constexpr (CLUSTER)
-    cooperative_groups::this_cluster().sync();
-  else
-    __syncthreads();
-}
 
 /* sums[d] = the sum over the block of acc[d], d < ND, in every thread with the same bits (each thread
    adds the warps' sums in the same order); every thread calls it.  Two calls with the same ND need a
@@ -131,39 +103,6 @@ template <int ND> __device__ inline void BlockSums(PetscScalar (&acc)[ND], Petsc
     sums[d] = 0;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) sums[d] += warp_sums[d][w];
-  }
-}
-
-/* sums[d] = the sum over the resident kernel's blocks of acc[d], d < ND <= WARPS, in every thread of
-   every block with the same bits: BlockSums(), then (CLUSTER) each block's sums to shared memory, the
-   cluster's barrier, and warp d adding the blocks' sums of d in rank order.  Calls alternate
-   `parity`, so a block's next sums never overwrite those a slower block still reads; a block must
-   not exit before the cluster's barrier that follows its last call (ResidentSync()).            */
-template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND], int parity)
-{
-  if constexpr (!CLUSTER)
-    BlockSums(acc, sums);
-  else {
-    static_assert(ND <= WARPS, "one warp per sum");
-    __shared__ PetscScalar block_sums[2][ND], total[ND];
-    const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    PetscScalar            own[ND];
-
-    BlockSums(acc, own);
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int d = 0; d < ND; ++d) block_sums[parity][d] = own[d];
-    }
-    cooperative_groups::this_cluster().sync();
-    if (warp < ND) {
-      PetscScalar v = lane < (int)gridDim.x ? *cooperative_groups::this_cluster().map_shared_rank(&block_sums[parity][warp], lane) : 0;
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-      if (lane == 0) total[warp] = v;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int d = 0; d < ND; ++d) sums[d] = total[d];
   }
 }
 
@@ -258,14 +197,11 @@ PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t
 
 /* Launches `kernel` with its parameters (and smem_bytes of dynamic shared memory) on a grid the device
    holds at once, on the backend's stream: as one thread block cluster when the grid has at most
-   FUSED_RESIDENT_CHUNK_BLOCKS blocks and the device can schedule such a cluster of this kernel (its
-   blocks are then co-resident by construction), else as a cooperative kernel                     */
+   MAX_CLUSTER blocks and the device can schedule such a cluster of this kernel (its blocks are then
+   co-resident by construction; above the portable 8 blocks where the device allows it), else as a
+   cooperative kernel                                                                              */
+constexpr int  MAX_CLUSTER = 16; /* the largest cluster Hopper allows (non-portable) */
 PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params, size_t smem_bytes = 0);
-
-/* Launches a resident chunk kernel on `nblocks` <= FUSED_RESIDENT_CHUNK_BLOCKS blocks: one block, or
-   one cluster of them when the device can schedule it (clusters above the portable 8 blocks where
-   the device allows them); *launched = false, with nothing queued, when it cannot             */
-PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t smem_bytes, bool *launched);
 
 } // namespace cuda
 } // namespace fusedksp

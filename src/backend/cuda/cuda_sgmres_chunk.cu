@@ -210,12 +210,12 @@ template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE,
         a.partials, 1, [&](PetscInt) { return m + 1 + a.k % 2; }, [&](PetscInt) -> PetscScalar & { return a.slots[a.k * nd + m + 1]; });
 }
 
-/* The grid of the kernel with the blocks' rows in shared memory: at most FUSED_RESIDENT_CHUNK_BLOCKS
-   blocks (one cluster, which meets at the cluster's hardware barrier) while that leaves each thread
+/* The grid of the kernel with the blocks' rows in shared memory: at most MAX_CLUSTER blocks (one
+   cluster, which meets at the cluster's hardware barrier) while that leaves each thread
    at most one row, else the grid of PartitionRows()                                                */
 static Partition SGMRESChunkPartition(PetscInt n, int lanes)
 {
-  const Partition cluster = PartitionResident(n, lanes, FUSED_RESIDENT_CHUNK_BLOCKS);
+  const Partition cluster = PartitionResident(n, lanes, MAX_CLUSTER);
 
   return cluster.chunk <= BLOCK_SIZE ? cluster : PartitionRows(n, lanes);
 }
