@@ -1003,16 +1003,46 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1, PetscReal shif
   }
 }
 
+/* A symmetric, diagonally dominant matrix whose first FUSED_BLOCK_CHUNK_ROWS rows have 21 entries (band
+   10) and the others 3 (tridiagonal): its average fits the resident kernels, but the first block's
+   rows do not fit in shared memory, so that block reads the matrix from global memory            */
+void GenerateSkewedSPDMatrix(PetscInt n, Matrix &A)
+{
+  const PetscInt wide = FUSED_BLOCK_CHUNK_ROWS, band = 10;
+
+  A.nrows = A.ncols = n;
+  for (PetscInt i = 0; i < n; ++i) {
+    const PetscInt lo = i < wide ? std::max<PetscInt>(0, i - band) : i - 1, hi = i < wide - 1 ? std::min(wide - 1, i + band) : std::min(n - 1, i + 1);
+    PetscScalar    rowsum = 0;
+    size_t         diag   = 0;
+    for (PetscInt j = lo; j <= hi; ++j) {
+      A.colidx.push_back(j);
+      if (j == i) {
+        diag = A.vals.size();
+        A.vals.push_back(0);
+      } else {
+        const double h = std::sin(12.9898 * (double)std::min(i, j) + 78.233 * (double)std::max(i, j)) * 43758.5453;
+        A.vals.push_back(-(0.1 + 0.9 * (h - std::floor(h))));
+        rowsum += std::abs(A.vals.back());
+      }
+    }
+    A.vals[diag] = rowsum + 0.01;
+    A.rowptr.push_back((PetscInt)A.colidx.size());
+  }
+}
+
 /* How a CG chunk test ends: the whole chunk, a norm stop before chunk iteration 6 (min_it and a
    ttol every norm meets), or a coefficient failure at the first iteration (<p,q> < 0)          */
 enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
-/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the one-block
-   kernel for small matrices, see FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid
-   kernel: cooperative or one cluster), or in steps                                                   */
-enum class ChunkForm { BLOCK, GRID, STEPS };
-const char *CHUNK_FORM_NAMES[] = {"persistent (one block when small)", "persistent grid", "steps"};
+/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the resident
+   kernel - one block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS - for small matrices, see
+   FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid kernel: cooperative or one
+   cluster), or in steps                                                                              */
+enum class ChunkForm { RESIDENT, GRID, STEPS };
+const char        *CHUNK_FORM_NAMES[] = {"persistent (resident when small)", "persistent grid", "steps"};
+constexpr PetscInt RESIDENT_ROWS      = FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS;
 
 /* The control block of a chunk test that ends as `end` asks: the norm (slot value normdot) stops the
    chunk before iteration 6 (min_it, and a ttol every norm meets) for NORM_STOP, never otherwise     */
@@ -1119,7 +1149,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   dev.slots      = ops.Dev(is);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
@@ -1200,7 +1230,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   dev.slots      = ops.Dev(isl);
   dev.ctl        = ctl_dev;
   dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the one-block kernel */
+  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
@@ -1337,9 +1367,9 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (bool with_w : {false, true})
-      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
+      for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
+          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1357,9 +1387,30 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
   for (int threads : {0, 1, 2, 4, 8}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (Side side : {Side::NONE, Side::LEFT, Side::RIGHT})
-      for (ChunkForm form : {ChunkForm::BLOCK, ChunkForm::GRID, ChunkForm::STEPS})
+      for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::BLOCK || n <= FUSED_BLOCK_CHUNK_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
+          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
+    if (threads) PetscCall(FreeSELL(t, A));
+  }
+  PetscCall(FreeMatrix(t, A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The resident cg_chunk and bcgs_chunk kernels when one block's matrix rows do not fit in its shared
+   memory (GenerateSkewedSPDMatrix: a cluster of 4 blocks, the first reading global memory)        */
+PetscErrorCode TestResidentMatrixInGlobal(Tester &t)
+{
+  Matrix A;
+
+  PetscFunctionBegin;
+  GenerateSkewedSPDMatrix(4 * FUSED_BLOCK_CHUNK_ROWS - 96, A);
+  PetscCall(UploadMatrix(t, A));
+  for (int threads : {0, 1}) {
+    if (threads) PetscCall(UploadSELL(t, A, threads));
+    for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP}) {
+      PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end));
+      PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end));
+    }
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1374,14 +1425,17 @@ PetscErrorCode RunAll(Tester &t)
   PetscCall(TestMemory(t));
   for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099})
     if (n <= t.max_size) PetscCall(TestBatch(t, n));
-  /* 1000: CG and BiCGStab in one block, simpler GMRES on a cluster of 16 (CSR); 2000: a grid cluster of 8 with SELL-P 1;
-     3000: a grid cluster of 12 with SELL-P 1 (above the portable 8); 1000003: more rows than resident threads */
-  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)3000, (PetscInt)4099, (PetscInt)65537, (PetscInt)1000003}) {
+  /* resident kernels: 1000 one block, 2000, 3000 and 4099 clusters of 2, 3 and 5, 15361 a cluster of 16
+     (above the portable 8) with a partial last block; grid kernels: 2000 a cluster of 8 with SELL-P 1,
+     3000 a cluster of 12 (above the portable 8) with SELL-P 1, 65537 a cooperative grid, 1000003 more
+     rows than resident threads; simpler GMRES on a cluster of 16 blocks at 1000 (CSR)              */
+  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)3000, (PetscInt)4099, (PetscInt)15361, (PetscInt)65537, (PetscInt)1000003}) {
     if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));
     PetscCall(TestSGMRESChunkMatrix(t, n));
   }
+  if (4 * FUSED_BLOCK_CHUNK_ROWS <= t.max_size) PetscCall(TestResidentMatrixInGlobal(t));
   for (PetscInt n : SIZES) {
     if (n > t.max_size) continue;
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));

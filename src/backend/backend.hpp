@@ -39,12 +39,16 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
    k = 30: 34 us per iteration against 44 at 2.6e5 rows, 140 against 126 at 1e6)                    */
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
 
-/* The largest matrices whose cg_chunk and bcgs_chunk run in ONE thread block (CUDA): the vectors in
-   registers and shared memory, every sum in the block, no grid barrier, the matrix in the L1 cache of
-   one SM (H200, poisson2d, fusedcg k = 30, 300-iteration solves: 3.07 us per iteration against 5.17
-   for a cluster of 4 blocks at 1K rows; 5.25 at 2K rows, no better than a cluster of 8)           */
-constexpr PetscInt   FUSED_BLOCK_CHUNK_ROWS = 1024;
-constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ  = 8192;
+/* The rows and (on average) entries of one thread block of the resident cg_chunk and bcgs_chunk
+   kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory and the
+   matrix rows in its SM's L1 cache (H200, poisson2d, fusedcg k = 30, 300-iteration solves: 3.07 us
+   per iteration in one block against 5.17 for a grid of 4 blocks at 1K rows; 5.25 in one block at
+   2K rows, no better than a grid of 8).  Up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one
+   thread block cluster, which meets at the cluster's barrier and reads the other blocks' vector
+   entries from their shared memory; 16 is the largest cluster Hopper allows (non-portable).      */
+constexpr PetscInt   FUSED_BLOCK_CHUNK_ROWS      = 1024;
+constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ       = 8192;
+constexpr int        FUSED_RESIDENT_CHUNK_BLOCKS = 16;
 
 /* The largest restart whose sgmres_chunk runs as one persistent kernel (CUDA): the kernel takes the
    pointers of the cycle's 2m + 1 vectors as a parameter, within the 4 KB every toolkit accepts     */
@@ -300,21 +304,22 @@ struct Backend {
      NULL) with its results to slot j, then q = A p (spmv_dots or spmv_sell_dots) with <p,q> and
      <q, w.*q> (<q,q> without w) to slot j + CG_PQ, skipped once ctl->stopped >= 0 - the operations
      CGChunkSteps() issues, which is how the host backend runs it.  With args->persistent the CUDA
-     backend runs the chunk as ONE kernel: a single thread block for at most FUSED_BLOCK_CHUNK_ROWS rows
-     and FUSED_BLOCK_CHUNK_NNZ entries (args->nnz), else a persistent grid (cooperative, or one thread
-     block cluster for at most 8 blocks) whose blocks meet at two grid barriers per iteration (no launch per step; the
-     scalars never leave the device), on a grid that fits the device at once; otherwise, and for an
-     empty matrix, it issues CGChunkSteps().                                                        */
+     backend runs the chunk as ONE kernel: the resident kernel (one thread block, or one cluster of up
+     to FUSED_RESIDENT_CHUNK_BLOCKS, per FUSED_BLOCK_CHUNK_ROWS rows and FUSED_BLOCK_CHUNK_NNZ entries
+     of args->nnz) when the matrix fits it and the device can hold the cluster, else a persistent
+     grid (cooperative, or one thread block cluster) whose blocks meet at two grid barriers per
+     iteration (no launch per step; the scalars never leave the device), on a grid that fits the
+     device at once; otherwise, and for an empty matrix, it issues CGChunkSteps().                 */
   PetscErrorCode (*cg_chunk)(const CGChunkArgs *args);
 
   /* A whole chunk of BiCGStab iterations j = 1..k (see BCGSChunkArgs): for each j, Ap = Op p with
      <Ap,r*> to slot j + BCGS_APR, waxpy_dot_chained (s = r - alpha Ap), As = Op s with <As,s>, <As,As>,
      <As,r*> to slot j + BCGS_ASS, bcgs_update_chained - the operations BCGSChunkSteps() issues, each
      skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->persistent the
-     CUDA backend runs it as ONE kernel: a single thread block for at most FUSED_BLOCK_CHUNK_ROWS rows
-     and FUSED_BLOCK_CHUNK_NNZ entries (args->nnz), else a persistent grid with three grid barriers per iteration (after Ap,
-     after As, after the update); the entries of s that the rows of As need are computed from r and Ap
-     where they are needed, so no barrier waits for s.  That costs memory traffic, so above
+     CUDA backend runs it as ONE kernel: the resident kernel when the matrix fits it (as for cg_chunk),
+     else a persistent grid with three grid barriers per iteration (after Ap, after As, after the
+     update); the entries of s that the rows of As need are computed from r and Ap where they are
+     needed, so no barrier waits for s.  That costs memory traffic, so above
      FUSED_BCGS_PERSISTENT_ROWS rows the CUDA backend issues the steps.                              */
   PetscErrorCode (*bcgs_chunk)(const BCGSChunkArgs *args);
 

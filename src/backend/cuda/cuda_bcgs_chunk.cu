@@ -26,6 +26,7 @@ struct LoadS {
    3 values (<r,r*>, <r,r> of the update, <Ap,r*>) and 4 (<s,s>, <As,s>, <As,As>, <As,r*>)        */
 struct BCGSChunkKernelArgs {
   PetscInt           n, chunk, k;
+  size_t             matrix_bytes; /* the resident kernel's shared memory for its matrix rows */
   const PetscScalar *wl, *wr, *rstar;
   PetscScalar       *x, *r, *p, *s, *Ap, *As, *slots, *partials;
   ChunkControl      *ctl;
@@ -190,92 +191,112 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
   }
 }
 
+/* The load policy of As = Op s in the resident kernel: entry c of s from r and Ap in the shared
+   memory of the block that owns row c (rs and aps: this block's copies)                          */
+template <bool CLUSTER> struct LoadResidentS {
+  PetscScalar                            alpha;
+  const PetscScalar                     *rs, *aps;
+  __device__ __forceinline__ PetscScalar operator()(const PetscScalar *, PetscInt64 c) const
+  {
+    const LoadResident<CLUSTER> load;
+    return BCGSEntryS(alpha, load(rs, c), load(aps, c));
+  }
+};
+
 /*
-   BCGSChunkBlockKernel - the chunk of BCGSChunkKernel in ONE thread block, for at most
-   FUSED_BLOCK_CHUNK_ROWS rows: thread t owns rows t, t + BLOCK_SIZE, ... and keeps their x, r, p and
-   r* in registers; p, s, Ap and As live in shared memory (the products gather p and s there), so an
-   iteration has no grid barrier and no L2 round trip.  The same phases, sums, slots and stops as
-   BCGSChunkKernel (the update's <r,r*>, <r,r> are summed with the next <Ap,r*>); the vectors are
-   written back when the kernel ends.
+   BCGSChunkResidentKernel - the chunk of BCGSChunkKernel on at most FUSED_RESIDENT_CHUNK_BLOCKS blocks
+   of FUSED_BLOCK_CHUNK_ROWS rows (one block, or one cluster: CLUSTER; see LoadResident): each thread
+   keeps x, r, p, s and r* of its rows in registers; the block's matrix rows, p, r, Ap, As, r* and
+   the left Jacobi weights live in shared memory, the products gathering p, and s from r and Ap
+   (LoadResidentS: no barrier waits for s), other blocks' rows through distributed shared memory.  The same phases, sums, slots and stops as
+   BCGSChunkKernel, with its three barriers per iteration (ResidentSums() after A and after B,
+   ResidentSync() after C); the update's <r,r*>, <r,r> are summed with the next <Ap,r*>.  The vectors
+   are written back when the kernel ends.  a.chunk: the length of each block's vectors in shared memory.
 */
-template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, 1) BCGSChunkBlockKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE, 1) BCGSChunkResidentKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
-  extern __shared__ PetscScalar block_vecs[];
-  PetscScalar *const ps = block_vecs, *const ss = block_vecs + a.n, *const aps = block_vecs + 2 * a.n, *const ass = block_vecs + 3 * a.n;
+  extern __shared__ PetscScalar resident_vecs[];
+  PetscScalar *const ps = resident_vecs, *const rsm = resident_vecs + a.chunk, *const aps = resident_vecs + 2 * a.chunk, *const ass = resident_vecs + 3 * a.chunk;
+  PetscScalar *const rst = resident_vecs + 4 * a.chunk, *const wls = resident_vecs + 5 * a.chunk;
+  const PetscInt     begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
   const int          lane  = threadIdx.x % Rows::LANES;
   const ChunkControl ctl   = *a.ctl;
-  const bool         store = threadIdx.x == 0;
-  PetscScalar        x[R], r[R], p[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
+  const bool         store = blockIdx.x == 0 && threadIdx.x == 0;
+  PetscScalar        x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
   PetscInt           j;
+  Rows               rows = A;
 
   if (ctl.stopped >= 0) return;
+  ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 6 * a.chunk), a.matrix_bytes, rows.A);
 #pragma unroll
   for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
 #pragma unroll
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
-    if (i < a.n) {
-      x[t]   = a.x[i];
-      r[t]   = a.r[i];
-      p[t]   = a.p[i];
-      rs[t]  = a.rstar[i];
+    if (i < nloc) {
+      rst[i] = a.rstar[begin + i];
+      wls[i] = a.wl ? a.wl[begin + i] : 1;
+      x[t]   = a.x[begin + i];
+      r[t]   = a.r[begin + i];
+      p[t]   = a.p[begin + i];
+      s[t]   = a.s[begin + i];
+      rs[t]  = a.rstar[begin + i];
       ps[i]  = p[t];
-      ss[i]  = a.s[i];
-      aps[i] = a.Ap[i];
-      ass[i] = a.As[i];
+      rsm[i] = r[t];
+      aps[i] = a.Ap[begin + i];
+      ass[i] = a.As[begin + i];
     }
   }
-  __syncthreads();
+  ResidentSync<CLUSTER>();
   for (j = 1; j <= a.k; ++j) {
     PetscScalar *slot = a.slots + j * BCGS_NSLOT, alpha = 0, omega = 0, beta = 0;
 
     { /* A: Ap = Op p, <Ap,r*> with the previous update's <r,r*>, <r,r> */
       PetscScalar acc[3] = {upd[0], upd[1], 0}, sums[3];
 #pragma unroll 4
-      for (PetscInt first = 0; first < a.n; first += ROWS_PER_PASS) {
+      for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
         const PetscInt row = first + threadIdx.x / Rows::LANES;
         PetscScalar    sum = 0;
 
-        if (row < a.n) sum = A.Part(row, lane, a.wr, ps, LoadCached());
+        if (row < nloc) sum = rows.Part(row, lane, a.wr, ps, LoadResident<CLUSTER>());
         if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-        if (lane == 0 && row < a.n) {
-          if (a.wl) sum *= a.wl[row];
+        if (lane == 0 && row < nloc) {
+          if (a.wl) sum *= wls[row];
           aps[row] = sum;
-          acc[2] += sum * a.rstar[row];
+          acc[2] += sum * rst[row];
         }
       }
-      BlockSums(acc, sums);
+      ResidentSums<CLUSTER>(acc, sums, (int)(j % 2));
       if (!BCGSChunkAfterA(ctl, a.ctl, j, sums, store, slot, prev, cur, &alpha)) break;
     }
     { /* B: s = r - alpha Ap with <s,s>; As = Op s with <As,s>, <As,As>, <As,r*> */
-      PetscScalar acc[4] = {0, 0, 0, 0}, sums[4];
+      const LoadResidentS<CLUSTER> load   = {alpha, rsm, aps};
+      PetscScalar                  acc[4] = {0, 0, 0, 0}, sums[4];
 #pragma unroll
       for (int t = 0; t < R; ++t) {
         const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
-        if (i < a.n) {
-          const PetscScalar si = BCGSEntryS(alpha, r[t], aps[i]);
-          ss[i]                = si;
-          acc[0] += si * si;
+        if (i < nloc) {
+          s[t] = BCGSEntryS(alpha, r[t], aps[i]);
+          acc[0] += s[t] * s[t];
         }
       }
-      __syncthreads();
 #pragma unroll 4
-      for (PetscInt first = 0; first < a.n; first += ROWS_PER_PASS) {
+      for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
         const PetscInt row = first + threadIdx.x / Rows::LANES;
         PetscScalar    sum = 0;
 
-        if (row < a.n) sum = A.Part(row, lane, a.wr, ss, LoadCached());
+        if (row < nloc) sum = rows.Part(row, lane, a.wr, nullptr, load);
         if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-        if (lane == 0 && row < a.n) {
-          if (a.wl) sum *= a.wl[row];
+        if (lane == 0 && row < nloc) {
+          if (a.wl) sum *= wls[row];
           ass[row] = sum;
-          acc[1] += sum * ss[row];
+          acc[1] += sum * BCGSEntryS(alpha, rsm[row], aps[row]);
           acc[2] += sum * sum;
-          acc[3] += sum * a.rstar[row];
+          acc[3] += sum * rst[row];
         }
       }
-      BlockSums(acc, sums);
+      ResidentSums<CLUSTER>(acc, sums, (int)(j % 2));
       if (!BCGSChunkAfterB(a.ctl, j, sums, store, slot, cur, &omega, &beta)) break;
     }
     /* C: the update of x, r, p with the terms of <r,r*>, <r,r> */
@@ -283,49 +304,70 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, 1) BCGSChunk
 #pragma unroll
     for (int t = 0; t < R; ++t) {
       const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
-      if (i < a.n) {
-        const PetscScalar pi = p[t], si = ss[i];
+      if (i < nloc) {
+        const PetscScalar pi = p[t], si = s[t];
         const PetscScalar dx = alpha * pi + omega * si;
         const PetscScalar ri = si - omega * ass[i];
-        x[t] += a.wr ? a.wr[i] * dx : dx;
-        r[t]  = ri;
-        p[t]  = ri + beta * (pi - omega * aps[i]);
-        ps[i] = p[t];
+        x[t] += a.wr ? a.wr[begin + i] * dx : dx;
+        r[t]   = ri;
+        p[t]   = ri + beta * (pi - omega * aps[i]);
+        ps[i]  = p[t];
+        rsm[i] = ri;
         upd[0] += ri * rs[t];
         upd[1] += ri * ri;
       }
     }
-    __syncthreads();
+    ResidentSync<CLUSTER>();
 #pragma unroll
     for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d];
   }
   if (j > a.k) { /* ran through: the sums of the last update */
     PetscScalar sums[2];
-    BlockSums(upd, sums);
+    ResidentSums<CLUSTER>(upd, sums, 0);
     if (store) {
       a.slots[a.k * BCGS_NSLOT + BCGS_RRSTAR] = sums[0];
       a.slots[a.k * BCGS_NSLOT + BCGS_RR]     = sums[1];
     }
   }
+  if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
 #pragma unroll
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
-    if (i < a.n) {
-      a.x[i]  = x[t];
-      a.r[i]  = r[t];
-      a.p[i]  = p[t];
-      a.s[i]  = ss[i];
-      a.Ap[i] = aps[i];
-      a.As[i] = ass[i];
+    if (i < nloc) {
+      a.x[begin + i]  = x[t];
+      a.r[begin + i]  = r[t];
+      a.p[begin + i]  = p[t];
+      a.s[begin + i]  = s[t];
+      a.Ap[begin + i] = aps[i];
+      a.As[begin + i] = ass[i];
     }
   }
 }
 
+/* Launches the resident kernel when the matrix fits it (see FUSED_BLOCK_CHUNK_ROWS) and the device can
+   hold its blocks as one cluster; *launched says whether it did                                    */
+template <class Rows> static PetscErrorCode LaunchBCGSChunkResident(const BCGSChunkArgs *args, const Rows &rows, bool *launched)
+{
+  const PetscInt n = rows.A.nrows, nblocks = (n + FUSED_BLOCK_CHUNK_ROWS - 1) / FUSED_BLOCK_CHUNK_ROWS;
+
+  PetscFunctionBegin;
+  *launched = false;
+  if (n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || args->nnz < 0 || args->nnz > FUSED_BLOCK_CHUNK_NNZ * nblocks) PetscFunctionReturn(PETSC_SUCCESS);
+  {
+    BCGSChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->wl, args->wr, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
+    void               *params[] = {(void *)&a, (void *)&rows};
+    const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true> : (const void *)BCGSChunkResidentKernel<Rows, false>;
+
+    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, 6 * a.chunk * sizeof(PetscScalar), &a.matrix_bytes, launched));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    BCGSChunk - Backend::bcgs_chunk on the device: one kernel for the k iterations when args->persistent -
-   one thread block for at most FUSED_BLOCK_CHUNK_ROWS rows and FUSED_BLOCK_CHUNK_NNZ entries, else a
-   cooperative grid when the device can and the matrix has at most FUSED_BCGS_PERSISTENT_ROWS rows -
-   otherwise the 4k kernels of BCGSChunkSteps()
+   the resident kernel (one thread block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS) when
+   the matrix fits it, else a cooperative grid when the device can and the matrix has at most
+   FUSED_BCGS_PERSISTENT_ROWS rows - otherwise the 4k kernels of BCGSChunkSteps()
 */
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
 {
@@ -335,23 +377,6 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   PetscCheck(!args->wl || !args->wr, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "bcgs_chunk takes at most one of wl and wr");
   const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
-  if (args->persistent && args->k > 0 && n > 0 && n <= FUSED_BLOCK_CHUNK_ROWS && args->nnz >= 0 && args->nnz <= FUSED_BLOCK_CHUNK_NNZ) {
-    cudaStream_t stream;
-
-    PetscCall(GetStream(&stream));
-    PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
-      using Rows                  = decltype(rows);
-      const BCGSChunkKernelArgs a = {n, n, args->k, args->wl, args->wr, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
-
-      PetscFunctionBegin;
-      NotePersistentLaunch();
-      BCGSChunkBlockKernel<Rows><<<1, BLOCK_SIZE, 4 * n * sizeof(PetscScalar), stream>>>(a, rows);
-      FusedKSPCheckLaunch();
-      counters.launches++;
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
   if (args->persistent && args->k > 0 && n <= FUSED_BCGS_PERSISTENT_ROWS) {
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       using Rows                 = decltype(rows);
@@ -360,6 +385,8 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
       Partition           part;
 
       PetscFunctionBegin;
+      PetscCall(LaunchBCGSChunkResident(args, rows, &launched));
+      if (launched) PetscFunctionReturn(PETSC_SUCCESS);
       PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 7, &part, &a.partials));
       if (part.nblocks) {
         void *params[] = {(void *)&a, (void *)&rows};

@@ -21,6 +21,7 @@ template <int N> __device__ inline PetscScalar Select(const PetscScalar (&v)[N],
    of CG_NSLOT values per block                                                                 */
 struct CGChunkKernelArgs {
   PetscInt           n, chunk, k;
+  size_t             matrix_bytes; /* the resident kernel's shared memory for its matrix rows */
   const PetscScalar *w;
   PetscScalar       *x, *r, *p, *q, *slots, *partials;
   ChunkControl      *ctl;
@@ -92,42 +93,48 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
 }
 
 /*
-   CGChunkBlockKernel - the chunk of CGChunkKernel in ONE thread block, for at most FUSED_BLOCK_CHUNK_ROWS
-   rows: thread t owns rows t, t + BLOCK_SIZE, ... and keeps their x, r, p (and Jacobi weights) in
-   registers; p and q live in shared memory, where the sparse product gathers p and the update reads
-   q, so an iteration has no grid barrier and no L2 round trip (the matrix stays in the SM's L1).
-   The same iteration as CGChunkKernel: coefficients and stop test from the previous sums, update,
-   __syncthreads, q = A p with <p,q> and <q,w.*q>, the block's sums (every thread adds the warps'
-   partials in the same order), slot j.  x, r, p and q are written back when the kernel ends.
+   CGChunkResidentKernel - the chunk of CGChunkKernel on at most FUSED_RESIDENT_CHUNK_BLOCKS blocks of
+   FUSED_BLOCK_CHUNK_ROWS rows (one block, or one cluster: CLUSTER; see LoadResident): each thread
+   keeps x, r, p (and the Jacobi weights) of its rows in registers; the block's matrix rows, p, q and
+   the weights live in shared memory, where the sparse product gathers p (other blocks' rows through
+   distributed shared memory) and the update reads q.  The same iteration as CGChunkKernel: coefficients and stop test from the previous
+   sums, update, barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()),
+   slot j.  x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's
+   vectors in shared memory.
 */
-template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, 1) CGChunkBlockKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE, 1) CGChunkResidentKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
-  extern __shared__ PetscScalar block_pq[];
-  PetscScalar *const ps = block_pq, *const qs = block_pq + a.n;
-  const int          lane = threadIdx.x % Rows::LANES;
-  const ChunkControl ctl  = *a.ctl;
+  extern __shared__ PetscScalar resident_vecs[];
+  PetscScalar *const ps = resident_vecs, *const qs = resident_vecs + a.chunk, *const ws = resident_vecs + 2 * a.chunk;
+  const PetscInt     begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
+  const int          lane  = threadIdx.x % Rows::LANES;
+  const ChunkControl ctl   = *a.ctl;
+  const bool         store = blockIdx.x == 0 && threadIdx.x == 0;
   PetscScalar        x[R], r[R], p[R], w[R], prev[CG_NSLOT];
+  Rows               rows = A;
 
   if (ctl.stopped >= 0) return;
+  ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 3 * a.chunk), a.matrix_bytes, rows.A);
 #pragma unroll
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
 #pragma unroll
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
-    if (i < a.n) {
-      x[t]  = a.x[i];
-      r[t]  = a.r[i];
-      p[t]  = a.p[i];
-      w[t]  = a.w ? a.w[i] : 1;
-      qs[i] = a.q[i]; /* read back by this thread only until the first __syncthreads */
+    if (i < nloc) {
+      x[t]  = a.x[begin + i];
+      r[t]  = a.r[begin + i];
+      p[t]  = a.p[begin + i];
+      w[t]  = a.w ? a.w[begin + i] : 1;
+      ws[i] = w[t];
+      qs[i] = a.q[begin + i]; /* read back by this thread only until the first barrier */
     }
   }
   for (PetscInt j = 1; j <= a.k; ++j) {
     PetscScalar acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
 
     if (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot)))) {
-      if (threadIdx.x == 0) {
+      if (store) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
       }
@@ -136,7 +143,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, 1) CGChunkBl
 #pragma unroll
     for (int t = 0; t < R; ++t) {
       const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
-      if (i < a.n) {
+      if (i < nloc) {
         const PetscScalar ri = r[t] - alpha * qs[i], zi = a.w ? w[t] * ri : ri;
         x[t] += alpha * p[t];
         r[t]  = ri;
@@ -147,42 +154,63 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, 1) CGChunkBl
         acc[CG_ZZ] += zi * zi;
       }
     }
-    __syncthreads();
+    ResidentSync<CLUSTER>();
 #pragma unroll 4
-    for (PetscInt first = 0; first < a.n; first += ROWS_PER_PASS) {
+    for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
       const PetscInt row = first + threadIdx.x / Rows::LANES;
       PetscScalar    sum = 0;
 
-      if (row < a.n) sum = A.Part(row, lane, nullptr, ps, LoadCached());
+      if (row < nloc) sum = rows.Part(row, lane, nullptr, ps, LoadResident<CLUSTER>());
       if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-      if (lane == 0 && row < a.n) {
+      if (lane == 0 && row < nloc) {
         qs[row] = sum;
         acc[CG_PQ] += sum * ps[row];
-        acc[CG_QU] += a.w ? sum * a.w[row] * sum : sum * sum;
+        acc[CG_QU] += a.w ? sum * ws[row] * sum : sum * sum;
       }
     }
-    BlockSums(acc, prev);
-    if (threadIdx.x == 0) {
+    ResidentSums<CLUSTER>(acc, prev, (int)(j % 2));
+    if (store) {
 #pragma unroll
       for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];
     }
   }
+  if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
 #pragma unroll
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
-    if (i < a.n) {
-      a.x[i] = x[t];
-      a.r[i] = r[t];
-      a.p[i] = p[t];
-      a.q[i] = qs[i];
+    if (i < nloc) {
+      a.x[begin + i] = x[t];
+      a.r[begin + i] = r[t];
+      a.p[begin + i] = p[t];
+      a.q[begin + i] = qs[i];
     }
   }
 }
 
+/* Launches the resident kernel when the matrix fits it (see FUSED_BLOCK_CHUNK_ROWS) and the device can
+   hold its blocks as one cluster; *launched says whether it did                                    */
+template <class Rows> static PetscErrorCode LaunchCGChunkResident(const CGChunkArgs *args, const Rows &rows, bool *launched)
+{
+  const PetscInt n = rows.A.nrows, nblocks = (n + FUSED_BLOCK_CHUNK_ROWS - 1) / FUSED_BLOCK_CHUNK_ROWS;
+
+  PetscFunctionBegin;
+  *launched = false;
+  if (n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || args->nnz < 0 || args->nnz > FUSED_BLOCK_CHUNK_NNZ * nblocks) PetscFunctionReturn(PETSC_SUCCESS);
+  {
+    CGChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->w, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl};
+    void             *params[] = {(void *)&a, (void *)&rows};
+    const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true> : (const void *)CGChunkResidentKernel<Rows, false>;
+
+    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, 3 * a.chunk * sizeof(PetscScalar), &a.matrix_bytes, launched));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    CGChunk - Backend::cg_chunk on the device: one kernel for the k iterations when args->persistent -
-   one thread block for at most FUSED_BLOCK_CHUNK_ROWS rows and FUSED_BLOCK_CHUNK_NNZ entries, else a
-   cooperative grid when the device can - otherwise the 2k kernels of CGChunkSteps()
+   the resident kernel (one thread block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS) when
+   the matrix fits it, else a cooperative grid when the device can - otherwise the 2k kernels of
+   CGChunkSteps()
 */
 PetscErrorCode CGChunk(const CGChunkArgs *args)
 {
@@ -191,25 +219,6 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   if (args->persistent && args->k > 0) {
-    const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
-
-    if (n > 0 && n <= FUSED_BLOCK_CHUNK_ROWS && args->nnz >= 0 && args->nnz <= FUSED_BLOCK_CHUNK_NNZ) {
-      cudaStream_t stream;
-
-      PetscCall(GetStream(&stream));
-      PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
-        using Rows                = decltype(rows);
-        const CGChunkKernelArgs a = {n, n, args->k, args->w, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl};
-
-        PetscFunctionBegin;
-        NotePersistentLaunch();
-        CGChunkBlockKernel<Rows><<<1, BLOCK_SIZE, 2 * n * sizeof(PetscScalar), stream>>>(a, rows);
-        FusedKSPCheckLaunch();
-        counters.launches++;
-        PetscFunctionReturn(PETSC_SUCCESS);
-      }));
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       using Rows               = decltype(rows);
       const void       *kernel = (const void *)CGChunkKernel<Rows>;
@@ -217,6 +226,8 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
       Partition         part;
 
       PetscFunctionBegin;
+      PetscCall(LaunchCGChunkResident(args, rows, &launched));
+      if (launched) PetscFunctionReturn(PETSC_SUCCESS);
       PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 2 * CG_NSLOT, &part, &a.partials));
       if (part.nblocks) {
         void *params[] = {(void *)&a, (void *)&rows};

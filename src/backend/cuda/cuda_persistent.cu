@@ -84,5 +84,33 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t *matrix_bytes, bool *launched)
+{
+  cudaStream_t       stream;
+  cudaFuncAttributes attr;
+  int                device, optin;
+  size_t             room;
+
+  PetscFunctionBegin;
+  PetscCheck(nblocks >= 1 && nblocks <= FUSED_RESIDENT_CHUNK_BLOCKS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A resident chunk runs on 1 to %d blocks, not %d", (int)FUSED_RESIDENT_CHUNK_BLOCKS, nblocks);
+  *launched = false;
+  FusedKSPCallCUDA(cudaGetDevice(&device));
+  FusedKSPCallCUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FusedKSPCallCUDA(cudaFuncGetAttributes(&attr, kernel));
+  room = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
+  if (room < vector_bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  *matrix_bytes = (room - vector_bytes) / sizeof(PetscScalar) * sizeof(PetscScalar);
+  FusedKSPCallCUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(vector_bytes + *matrix_bytes)));
+  PetscCall(GetStream(&stream));
+  if (nblocks == 1) {
+    FusedKSPCallCUDA(cudaLaunchKernel(kernel, 1, BLOCK_SIZE, params, vector_bytes + *matrix_bytes, stream));
+    counters.launches++;
+    *launched = true;
+  } else
+    PetscCall(LaunchCluster(kernel, nblocks, params, vector_bytes + *matrix_bytes, stream, launched));
+  if (*launched) NotePersistentLaunch();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace cuda
 } // namespace fusedksp

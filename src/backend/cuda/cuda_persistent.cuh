@@ -80,8 +80,98 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
   for (int d = 0; d < ND; ++d) sums[d] = total[d];
 }
 
-/* One-block chunk kernels (at most FUSED_BLOCK_CHUNK_ROWS rows): thread t owns rows t, t + BLOCK_SIZE, ... */
+/* Resident chunk kernels (CG, BiCGStab, at most FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS
+   rows): one thread block, or one thread block cluster, whose block b owns the FUSED_BLOCK_CHUNK_ROWS
+   rows from b * FUSED_BLOCK_CHUNK_ROWS; thread t of a block owns the block's rows t, t + BLOCK_SIZE, ...
+   and keeps them in registers.  The block's rows of the matrix (ResidentMatrixRows()) and of every
+   vector the iteration reads live in its shared memory, each block holding its rows of a vector at
+   the same offset, and the sparse products read other blocks' entries through distributed shared
+   memory: an iteration reads no global memory.  (A cluster's barrier, like the grid's, makes the
+   SM drop its L1 cache, so a matrix left in global memory would be read from L2 every iteration.) */
 constexpr int BLOCK_CHUNK_ROWS_PER_THREAD = FUSED_BLOCK_CHUNK_ROWS / BLOCK_SIZE;
+static_assert(FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0 && (FUSED_BLOCK_CHUNK_ROWS & (FUSED_BLOCK_CHUNK_ROWS - 1)) == 0, "the rows of a resident block are a power of two and whole SELL-P slices");
+
+/* The load policy of a resident kernel's products: entry c of the vector whose block rows start at
+   `own` in every block's shared memory (CLUSTER: from the block that owns row c, through distributed
+   shared memory unless that is this block)                                                        */
+template <bool CLUSTER> struct LoadResident {
+  __device__ __forceinline__ PetscScalar operator()(const PetscScalar *own, PetscInt64 c) const
+  {
+    if constexpr (CLUSTER) {
+      const unsigned int rank = (unsigned int)(c / FUSED_BLOCK_CHUNK_ROWS);
+      PetscScalar       *at   = const_cast<PetscScalar *>(own) + (c % FUSED_BLOCK_CHUNK_ROWS);
+      return rank == blockIdx.x ? *at : *cooperative_groups::this_cluster().map_shared_rank(at, rank);
+    } else
+      return own[c];
+  }
+};
+
+/* The barrier of a resident kernel: the writes of every block's threads before it (shared and
+   global memory) are visible to every block after it                                              */
+template <bool CLUSTER> __device__ inline void ResidentSync()
+{
+  if constexpr (CLUSTER)
+    cooperative_groups::this_cluster().sync();
+  else
+    __syncthreads();
+}
+
+/* The bytes of shared memory the rows [begin, begin + nloc) of a matrix take in ResidentMatrixRows() */
+__device__ inline size_t ResidentRowsBytes(const CSRView &A, PetscInt begin, PetscInt nloc)
+{
+  return (size_t)(A.rowptr[begin + nloc] - A.rowptr[begin]) * (sizeof(PetscScalar) + sizeof(PetscInt)) + (size_t)(nloc + 1) * sizeof(PetscInt);
+}
+__device__ inline size_t ResidentRowsBytes(const SELLView &A, PetscInt begin, PetscInt nloc)
+{
+  const PetscInt s0 = begin / FUSED_SELL_HEIGHT, s1 = (begin + nloc + FUSED_SELL_HEIGHT - 1) / FUSED_SELL_HEIGHT;
+  return (size_t)(A.sliceptr[s1] - A.sliceptr[s0]) * (sizeof(PetscScalar) + sizeof(PetscInt)) + (size_t)(s1 - s0 + 1) * sizeof(PetscInt64);
+}
+
+/* `local` = the rows [begin, begin + nloc) of A (begin a multiple of FUSED_SELL_HEIGHT) with local row
+   numbers (row r of local is row begin + r of A; column numbers stay global), copied to the shared
+   memory at `smem` (8-byte aligned) when they fit in `capacity` bytes, else reading A's global
+   memory.  Every thread of the block calls it; the copy is complete after the next __syncthreads. */
+__device__ inline void ResidentMatrixRows(const CSRView &A, PetscInt begin, PetscInt nloc, char *smem, size_t capacity, CSRView &local)
+{
+  local = A;
+  if (ResidentRowsBytes(A, begin, nloc) <= capacity) {
+    const PetscInt base = A.rowptr[begin], count = A.rowptr[begin + nloc] - base;
+    PetscScalar   *vals   = reinterpret_cast<PetscScalar *>(smem);
+    PetscInt      *colidx = reinterpret_cast<PetscInt *>(vals + count), *rowptr = colidx + count;
+
+    for (PetscInt k = threadIdx.x; k < count; k += BLOCK_SIZE) {
+      vals[k]   = A.vals[base + k];
+      colidx[k] = A.colidx[base + k];
+    }
+    for (PetscInt r = threadIdx.x; r <= nloc; r += BLOCK_SIZE) rowptr[r] = A.rowptr[begin + r] - base;
+    local.rowptr = rowptr;
+    local.colidx = colidx;
+    local.vals   = vals;
+  } else
+    local.rowptr = A.rowptr + begin;
+}
+__device__ inline void ResidentMatrixRows(const SELLView &A, PetscInt begin, PetscInt nloc, char *smem, size_t capacity, SELLView &local)
+{
+  const PetscInt s0 = begin / FUSED_SELL_HEIGHT, s1 = (begin + nloc + FUSED_SELL_HEIGHT - 1) / FUSED_SELL_HEIGHT;
+
+  local = A;
+  if (ResidentRowsBytes(A, begin, nloc) <= capacity) {
+    const PetscInt64 base = A.sliceptr[s0], count = A.sliceptr[s1] - base;
+    PetscInt64      *sliceptr = reinterpret_cast<PetscInt64 *>(smem);
+    PetscScalar     *vals     = reinterpret_cast<PetscScalar *>(sliceptr + (s1 - s0 + 1));
+    PetscInt        *colidx   = reinterpret_cast<PetscInt *>(vals + count);
+
+    for (PetscInt64 k = threadIdx.x; k < count; k += BLOCK_SIZE) {
+      vals[k]   = A.vals[base + k];
+      colidx[k] = A.colidx[base + k];
+    }
+    for (PetscInt s = threadIdx.x; s <= s1 - s0; s += BLOCK_SIZE) sliceptr[s] = A.sliceptr[s0 + s] - base;
+    local.sliceptr = sliceptr;
+    local.colidx   = colidx;
+    local.vals     = vals;
+  } else
+    local.sliceptr = A.sliceptr + s0;
+}
 
 /* sums[d] = the sum over the block of acc[d], d < ND, in every thread with the same bits (each thread
    adds the warps' sums in the same order); every thread calls it.  Two calls with the same ND need a
@@ -103,6 +193,39 @@ template <int ND> __device__ inline void BlockSums(PetscScalar (&acc)[ND], Petsc
     sums[d] = 0;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) sums[d] += warp_sums[d][w];
+  }
+}
+
+/* sums[d] = the sum over the resident kernel's blocks of acc[d], d < ND <= WARPS, in every thread of
+   every block with the same bits: BlockSums(), then (CLUSTER) each block's sums to shared memory, the
+   cluster's barrier, and warp d adding the blocks' sums of d in rank order.  Calls alternate
+   `parity`, so a block's next sums never overwrite those a slower block still reads; a block must
+   not exit before the cluster's barrier that follows its last call (ResidentSync()).            */
+template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND], int parity)
+{
+  if constexpr (!CLUSTER)
+    BlockSums(acc, sums);
+  else {
+    static_assert(ND <= WARPS, "one warp per sum");
+    __shared__ PetscScalar block_sums[2][ND], total[ND];
+    const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    PetscScalar            own[ND];
+
+    BlockSums(acc, own);
+    if (threadIdx.x == 0) {
+#pragma unroll
+      for (int d = 0; d < ND; ++d) block_sums[parity][d] = own[d];
+    }
+    cooperative_groups::this_cluster().sync();
+    if (warp < ND) {
+      PetscScalar v = lane < (int)gridDim.x ? *cooperative_groups::this_cluster().map_shared_rank(&block_sums[parity][warp], lane) : 0;
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+      if (lane == 0) total[warp] = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int d = 0; d < ND; ++d) sums[d] = total[d];
   }
 }
 
@@ -200,8 +323,14 @@ PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t
    MAX_CLUSTER blocks and the device can schedule such a cluster of this kernel (its blocks are then
    co-resident by construction; above the portable 8 blocks where the device allows it), else as a
    cooperative kernel                                                                              */
-constexpr int  MAX_CLUSTER = 16; /* the largest cluster Hopper allows (non-portable) */
+constexpr int  MAX_CLUSTER = FUSED_RESIDENT_CHUNK_BLOCKS; /* the largest cluster Hopper allows (non-portable) */
 PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params, size_t smem_bytes = 0);
+
+/* Launches a resident chunk kernel on `nblocks` <= FUSED_RESIDENT_CHUNK_BLOCKS blocks with
+   vector_bytes of dynamic shared memory for its vectors and as much again for the block's matrix
+   rows as the device allows (*matrix_bytes): one block, or one cluster of them when the device can
+   schedule it; *launched = false, with nothing queued, when it cannot                           */
+PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t *matrix_bytes, bool *launched);
 
 } // namespace cuda
 } // namespace fusedksp
