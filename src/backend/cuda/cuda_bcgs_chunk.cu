@@ -192,14 +192,14 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
 }
 
 /* The load policy of As = Op s in the resident kernel: entry c of s from r and Ap in the shared
-   memory of the block that owns row c (rs and aps: this block's copies)                          */
+   memory of the block that owns row c (rs and aps: this block's copies, with their loads)        */
 template <bool CLUSTER> struct LoadResidentS {
   PetscScalar                            alpha;
   const PetscScalar                     *rs, *aps;
+  LoadResident<CLUSTER>                  load_r, load_ap;
   __device__ __forceinline__ PetscScalar operator()(const PetscScalar *, PetscInt64 c) const
   {
-    const LoadResident<CLUSTER> load;
-    return BCGSEntryS(alpha, load(rs, c), load(aps, c));
+    return BCGSEntryS(alpha, load_r(rs, c), load_ap(aps, c));
   }
 };
 
@@ -219,13 +219,14 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const rsm = resident_vecs + a.chunk, *const aps = resident_vecs + 2 * a.chunk, *const ass = resident_vecs + 3 * a.chunk;
   PetscScalar *const rst = resident_vecs + 4 * a.chunk, *const wls = resident_vecs + 5 * a.chunk;
-  const PetscInt     begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
-  const int          lane  = threadIdx.x % Rows::LANES;
-  const ChunkControl ctl   = *a.ctl;
-  const bool         store = blockIdx.x == 0 && threadIdx.x == 0;
-  PetscScalar        x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
-  PetscInt           j;
-  Rows               rows = A;
+  const PetscInt              begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
+  const int                   lane  = threadIdx.x % Rows::LANES;
+  const ChunkControl          ctl   = *a.ctl;
+  const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
+  PetscScalar                 x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
+  PetscInt                    j;
+  Rows                        rows   = A;
+  const LoadResident<CLUSTER> load_p = {SharedAddress(ps)}, load_r = {SharedAddress(rsm)}, load_ap = {SharedAddress(aps)};
 
   if (ctl.stopped >= 0) return;
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 6 * a.chunk), a.matrix_bytes, rows.A);
@@ -259,7 +260,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
         const PetscInt row = first + threadIdx.x / Rows::LANES;
         PetscScalar    sum = 0;
 
-        if (row < nloc) sum = rows.Part(row, lane, a.wr, ps, LoadResident<CLUSTER>());
+        if (row < nloc) sum = rows.Part(row, lane, a.wr, ps, load_p);
         if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
         if (lane == 0 && row < nloc) {
           if (a.wl) sum *= wls[row];
@@ -271,7 +272,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
       if (!BCGSChunkAfterA(ctl, a.ctl, j, sums, store, slot, prev, cur, &alpha)) break;
     }
     { /* B: s = r - alpha Ap with <s,s>; As = Op s with <As,s>, <As,As>, <As,r*> */
-      const LoadResidentS<CLUSTER> load   = {alpha, rsm, aps};
+      const LoadResidentS<CLUSTER> load   = {alpha, rsm, aps, load_r, load_ap};
       PetscScalar                  acc[4] = {0, 0, 0, 0}, sums[4];
 #pragma unroll
       for (int t = 0; t < R; ++t) {

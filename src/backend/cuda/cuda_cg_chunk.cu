@@ -107,12 +107,13 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
   constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const qs = resident_vecs + a.chunk, *const ws = resident_vecs + 2 * a.chunk;
-  const PetscInt     begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
-  const int          lane  = threadIdx.x % Rows::LANES;
-  const ChunkControl ctl   = *a.ctl;
-  const bool         store = blockIdx.x == 0 && threadIdx.x == 0;
-  PetscScalar        x[R], r[R], p[R], w[R], prev[CG_NSLOT];
-  Rows               rows = A;
+  const PetscInt              begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
+  const int                   lane  = threadIdx.x % Rows::LANES;
+  const ChunkControl          ctl   = *a.ctl;
+  const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
+  PetscScalar                 x[R], r[R], p[R], w[R], prev[CG_NSLOT];
+  Rows                        rows   = A;
+  const LoadResident<CLUSTER> load_p = {SharedAddress(ps)};
 
   if (ctl.stopped >= 0) return;
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 3 * a.chunk), a.matrix_bytes, rows.A);
@@ -160,7 +161,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
       const PetscInt row = first + threadIdx.x / Rows::LANES;
       PetscScalar    sum = 0;
 
-      if (row < nloc) sum = rows.Part(row, lane, nullptr, ps, LoadResident<CLUSTER>());
+      if (row < nloc) sum = rows.Part(row, lane, nullptr, ps, load_p);
       if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
       if (lane == 0 && row < nloc) {
         qs[row] = sum;

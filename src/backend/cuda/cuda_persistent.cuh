@@ -91,20 +91,37 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
 constexpr int BLOCK_CHUNK_ROWS_PER_THREAD = FUSED_BLOCK_CHUNK_ROWS / BLOCK_SIZE;
 static_assert(FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0 && (FUSED_BLOCK_CHUNK_ROWS & (FUSED_BLOCK_CHUNK_ROWS - 1)) == 0, "the rows of a resident block are a power of two and whole SELL-P slices");
 
+/* Entry `offset` of the vector at 32-bit shared address `base` in the shared memory of the cluster's
+   block `rank` (this block's included): mapa + ld.shared::cluster, no generic addressing        */
+__device__ __forceinline__ PetscScalar LoadClusterShared(unsigned int base, unsigned int offset, unsigned int rank)
+{
+  unsigned int at;
+  double       v;
+
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(base + offset * (unsigned int)sizeof(double)), "r"(rank));
+  asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(at));
+  return v;
+}
+
 /* The load policy of a resident kernel's products: entry c of the vector whose block rows start at
    `own` in every block's shared memory (CLUSTER: from the block that owns row c, through distributed
-   shared memory unless that is this block)                                                        */
+   shared memory; `base`, own's 32-bit shared address, set by the kernel)                          */
 template <bool CLUSTER> struct LoadResident {
+  unsigned int                           base = 0;
   __device__ __forceinline__ PetscScalar operator()(const PetscScalar *own, PetscInt64 c) const
   {
-    if constexpr (CLUSTER) {
-      const unsigned int rank = (unsigned int)(c / FUSED_BLOCK_CHUNK_ROWS);
-      PetscScalar       *at   = const_cast<PetscScalar *>(own) + (c % FUSED_BLOCK_CHUNK_ROWS);
-      return rank == blockIdx.x ? *at : *cooperative_groups::this_cluster().map_shared_rank(at, rank);
-    } else
+    if constexpr (CLUSTER)
+      return LoadClusterShared(base, (unsigned int)c % FUSED_BLOCK_CHUNK_ROWS, (unsigned int)c / FUSED_BLOCK_CHUNK_ROWS);
+    else
       return own[c];
   }
 };
+
+/* The 32-bit shared-memory address of v (a pointer into this block's shared memory) */
+__device__ __forceinline__ unsigned int SharedAddress(const PetscScalar *v)
+{
+  return (unsigned int)__cvta_generic_to_shared(v);
+}
 
 /* The barrier of a resident kernel: the writes of every block's threads before it (shared and
    global memory) are visible to every block after it                                              */
