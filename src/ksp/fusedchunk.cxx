@@ -220,11 +220,11 @@ PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscI
   ctl->stopped  = -1;
   ctl->stage    = 0;
   std::memcpy(ChunkHostSlot(c, 0), entering, c->ndots * sizeof(PetscScalar));
-  PetscCall(OpsBackendBufferToBackend(&c->buf, 0, ControlBytes() + c->ndots * sizeof(PetscScalar)));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The body of a chunk and the copy of its results to the host, as one callback (what a graph records) */
+/* The copy of the chunk's control and entering slot to the backend, the body of the chunk and the copy
+   of its results to the host, as one callback (what a graph records: one launch per chunk)       */
 struct ChunkBody {
   Chunker *c;
   PetscInt k;
@@ -237,6 +237,7 @@ static PetscErrorCode RunChunkBody(void *ctx)
   ChunkBody *b = static_cast<ChunkBody *>(ctx);
 
   PetscFunctionBegin;
+  PetscCall(OpsBackendBufferToBackend(&b->c->buf, 0, ControlBytes() + b->c->ndots * sizeof(PetscScalar)));
   PetscCall(b->body(b->ctx));
   PetscCall(OpsBackendBufferToHost(&b->c->buf, 0, ControlBytes() + (size_t)b->c->ndots * (b->k + 1) * sizeof(PetscScalar)));
   PetscFunctionReturn(PETSC_SUCCESS);

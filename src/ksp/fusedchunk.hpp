@@ -72,8 +72,9 @@ PetscScalar  *ChunkDeviceSlot(Chunker *c, PetscInt j);
 ChunkControl *ChunkHostControl(Chunker *c);
 PetscScalar  *ChunkHostSlot(Chunker *c, PetscInt j);
 
-/* Writes the control block (from the KSP's tolerances; normdot: which slot value is the squared
-   norm, -1 none) and slot 0 (`entering`, ndots values) to the backend, queued before the chunk  */
+/* Fills the host copy of the control block (from the KSP's tolerances; normdot: which slot value is
+   the squared norm, -1 none) and of slot 0 (`entering`, ndots values); KSPFusedChunkRun() copies
+   them to the backend ahead of the chunk's body (inside its graph)                             */
 PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering);
 
 /* Queues the k iterations body(ctx) issues and the copy of the control block and slots to the host,

@@ -213,9 +213,9 @@ template <bool CLUSTER> struct LoadResidentS {
    ResidentSync() after C); the update's <r,r*>, <r,r> are summed with the next <Ap,r*>.  The vectors
    are written back when the kernel ends.  a.chunk: the length of each block's vectors in shared memory.
 */
-template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE, 1) BCGSChunkResidentKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_THREADS, 1) BCGSChunkResidentKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
+  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = RESIDENT_THREADS / Rows::LANES;
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const rsm = resident_vecs + a.chunk, *const aps = resident_vecs + 2 * a.chunk, *const ass = resident_vecs + 3 * a.chunk;
   PetscScalar *const rst = resident_vecs + 4 * a.chunk, *const wls = resident_vecs + 5 * a.chunk;
@@ -234,7 +234,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
   for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
       rst[i] = a.rstar[begin + i];
       wls[i] = a.wl ? a.wl[begin + i] : 1;
@@ -276,7 +276,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
       PetscScalar                  acc[4] = {0, 0, 0, 0}, sums[4];
 #pragma unroll
       for (int t = 0; t < R; ++t) {
-        const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+        const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
         if (i < nloc) {
           s[t] = BCGSEntryS(alpha, r[t], aps[i]);
           acc[0] += s[t] * s[t];
@@ -304,7 +304,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
     upd[0] = upd[1] = 0;
 #pragma unroll
     for (int t = 0; t < R; ++t) {
-      const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+      const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
       if (i < nloc) {
         const PetscScalar pi = p[t], si = s[t];
         const PetscScalar dx = alpha * pi + omega * si;
@@ -333,7 +333,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
   if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
       a.x[begin + i]  = x[t];
       a.r[begin + i]  = r[t];

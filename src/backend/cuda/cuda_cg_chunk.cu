@@ -102,9 +102,9 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
    slot j.  x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's
    vectors in shared memory.
 */
-template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE, 1) CGChunkResidentKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_THREADS, 1) CGChunkResidentKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
+  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = RESIDENT_THREADS / Rows::LANES;
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const qs = resident_vecs + a.chunk, *const ws = resident_vecs + 2 * a.chunk;
   const PetscInt              begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
@@ -121,7 +121,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
       x[t]  = a.x[begin + i];
       r[t]  = a.r[begin + i];
@@ -143,7 +143,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
     }
 #pragma unroll
     for (int t = 0; t < R; ++t) {
-      const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+      const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
       if (i < nloc) {
         const PetscScalar ri = r[t] - alpha * qs[i], zi = a.w ? w[t] * ri : ri;
         x[t] += alpha * p[t];
@@ -178,7 +178,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(BLOCK_SIZE
   if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * BLOCK_SIZE;
+    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
       a.x[begin + i] = x[t];
       a.r[begin + i] = r[t];

@@ -34,7 +34,7 @@ PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t
 
 /* Launches `kernel` as ONE cluster of nblocks blocks when the device can schedule it; *launched
    says whether it did (a cluster above the portable 8 blocks needs the kernel's permission)       */
-static PetscErrorCode LaunchCluster(const void *kernel, int nblocks, void **params, size_t smem_bytes, cudaStream_t stream, bool *launched)
+static PetscErrorCode LaunchCluster(const void *kernel, int nblocks, int threads, void **params, size_t smem_bytes, cudaStream_t stream, bool *launched)
 {
   cudaLaunchConfig_t  config = {};
   cudaLaunchAttribute attr;
@@ -51,7 +51,7 @@ static PetscErrorCode LaunchCluster(const void *kernel, int nblocks, void **para
   attr.val.clusterDim.y   = 1;
   attr.val.clusterDim.z   = 1;
   config.gridDim          = dim3(nblocks);
-  config.blockDim         = dim3(BLOCK_SIZE);
+  config.blockDim         = dim3(threads);
   config.dynamicSmemBytes = smem_bytes;
   config.stream           = stream;
   config.attrs            = &attr;
@@ -76,7 +76,7 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
   PetscFunctionBegin;
   PetscCall(GetStream(&stream));
   NotePersistentLaunch();
-  if (part.nblocks > 1 && part.nblocks <= MAX_CLUSTER) PetscCall(LaunchCluster(kernel, part.nblocks, params, smem_bytes, stream, &launched));
+  if (part.nblocks > 1 && part.nblocks <= MAX_CLUSTER) PetscCall(LaunchCluster(kernel, part.nblocks, BLOCK_SIZE, params, smem_bytes, stream, &launched));
   if (!launched) {
     FusedKSPCallCUDA(cudaLaunchCooperativeKernel(kernel, part.nblocks, BLOCK_SIZE, params, smem_bytes, stream));
     counters.launches++;
@@ -103,7 +103,7 @@ PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **param
   FusedKSPCallCUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(vector_bytes + *matrix_bytes)));
   PetscCall(GetStream(&stream));
   if (nblocks == 1) {
-    FusedKSPCallCUDA(cudaLaunchKernel(kernel, 1, BLOCK_SIZE, params, vector_bytes + *matrix_bytes, stream));
+    FusedKSPCallCUDA(cudaLaunchKernel(kernel, 1, RESIDENT_THREADS, params, vector_bytes + *matrix_bytes, stream));
     counters.launches++;
     *launched = true;
   } else

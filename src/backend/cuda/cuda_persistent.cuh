@@ -82,13 +82,15 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
 
 /* Resident chunk kernels (CG, BiCGStab, at most FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS
    rows): one thread block, or one thread block cluster, whose block b owns the FUSED_BLOCK_CHUNK_ROWS
-   rows from b * FUSED_BLOCK_CHUNK_ROWS; thread t of a block owns the block's rows t, t + BLOCK_SIZE, ...
+   rows from b * FUSED_BLOCK_CHUNK_ROWS; thread t of a block owns the block's rows t, t + RESIDENT_THREADS, ...
    and keeps them in registers.  The block's rows of the matrix (ResidentMatrixRows()) and of every
    vector the iteration reads live in its shared memory, each block holding its rows of a vector at
    the same offset, and the sparse products read other blocks' entries through distributed shared
    memory: an iteration reads no global memory.  (A cluster's barrier, like the grid's, makes the
    SM drop its L1 cache, so a matrix left in global memory would be read from L2 every iteration.) */
-constexpr int BLOCK_CHUNK_ROWS_PER_THREAD = FUSED_BLOCK_CHUNK_ROWS / BLOCK_SIZE;
+constexpr int RESIDENT_THREADS            = 512; /* threads per block: more warps to hide the latency of a block's serial chains */
+constexpr int RESIDENT_WARPS              = RESIDENT_THREADS / 32;
+constexpr int BLOCK_CHUNK_ROWS_PER_THREAD = FUSED_BLOCK_CHUNK_ROWS / RESIDENT_THREADS;
 static_assert(FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0 && (FUSED_BLOCK_CHUNK_ROWS & (FUSED_BLOCK_CHUNK_ROWS - 1)) == 0, "the rows of a resident block are a power of two and whole SELL-P slices");
 
 /* Entry `offset` of the vector at 32-bit shared address `base` in the shared memory of the cluster's
@@ -156,11 +158,11 @@ __device__ inline void ResidentMatrixRows(const CSRView &A, PetscInt begin, Pets
     PetscScalar   *vals   = reinterpret_cast<PetscScalar *>(smem);
     PetscInt      *colidx = reinterpret_cast<PetscInt *>(vals + count), *rowptr = colidx + count;
 
-    for (PetscInt k = threadIdx.x; k < count; k += BLOCK_SIZE) {
+    for (PetscInt k = threadIdx.x; k < count; k += RESIDENT_THREADS) {
       vals[k]   = A.vals[base + k];
       colidx[k] = A.colidx[base + k];
     }
-    for (PetscInt r = threadIdx.x; r <= nloc; r += BLOCK_SIZE) rowptr[r] = A.rowptr[begin + r] - base;
+    for (PetscInt r = threadIdx.x; r <= nloc; r += RESIDENT_THREADS) rowptr[r] = A.rowptr[begin + r] - base;
     local.rowptr = rowptr;
     local.colidx = colidx;
     local.vals   = vals;
@@ -178,11 +180,11 @@ __device__ inline void ResidentMatrixRows(const SELLView &A, PetscInt begin, Pet
     PetscScalar     *vals     = reinterpret_cast<PetscScalar *>(sliceptr + (s1 - s0 + 1));
     PetscInt        *colidx   = reinterpret_cast<PetscInt *>(vals + count);
 
-    for (PetscInt64 k = threadIdx.x; k < count; k += BLOCK_SIZE) {
+    for (PetscInt64 k = threadIdx.x; k < count; k += RESIDENT_THREADS) {
       vals[k]   = A.vals[base + k];
       colidx[k] = A.colidx[base + k];
     }
-    for (PetscInt s = threadIdx.x; s <= s1 - s0; s += BLOCK_SIZE) sliceptr[s] = A.sliceptr[s0 + s] - base;
+    for (PetscInt s = threadIdx.x; s <= s1 - s0; s += RESIDENT_THREADS) sliceptr[s] = A.sliceptr[s0 + s] - base;
     local.sliceptr = sliceptr;
     local.colidx   = colidx;
     local.vals     = vals;
@@ -190,12 +192,16 @@ __device__ inline void ResidentMatrixRows(const SELLView &A, PetscInt begin, Pet
     local.sliceptr = A.sliceptr + s0;
 }
 
-/* sums[d] = the sum over the block of acc[d], d < ND, in every thread with the same bits (each thread
-   adds the warps' sums in the same order); every thread calls it.  Two calls with the same ND need a
-   __syncthreads between them (the second overwrites the warps' sums the first reads).            */
-template <int ND> __device__ inline void BlockSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND])
+/* sums[d] = the sum over the resident kernel's blocks of acc[d], d < ND <= RESIDENT_WARPS, in every
+   thread of every block with the same bits: each warp's sums to shared memory, warp d adding the
+   warps' sums of d, then (CLUSTER) each block's sums to shared memory, the cluster's barrier, and
+   warp d adding the blocks' sums of d in rank order.  Calls alternate `parity`, so a block's next
+   sums never overwrite those a slower block still reads; a block must not exit before the
+   cluster's barrier that follows its last call (ResidentSync()).                              */
+template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND], int parity)
 {
-  __shared__ PetscScalar warp_sums[ND][WARPS];
+  static_assert(ND <= RESIDENT_WARPS, "one warp per sum");
+  __shared__ PetscScalar warp_sums[ND][RESIDENT_WARPS], block_sums[2][ND], total[ND];
   const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
 #pragma unroll
@@ -205,34 +211,13 @@ template <int ND> __device__ inline void BlockSums(PetscScalar (&acc)[ND], Petsc
     if (lane == 0) warp_sums[d][warp] = acc[d];
   }
   __syncthreads();
+  if (warp < ND) {
+    PetscScalar v = lane < RESIDENT_WARPS ? warp_sums[warp][lane] : 0;
 #pragma unroll
-  for (int d = 0; d < ND; ++d) {
-    sums[d] = 0;
-#pragma unroll
-    for (int w = 0; w < WARPS; ++w) sums[d] += warp_sums[d][w];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (lane == 0) (CLUSTER ? block_sums[parity][warp] : total[warp]) = v;
   }
-}
-
-/* sums[d] = the sum over the resident kernel's blocks of acc[d], d < ND <= WARPS, in every thread of
-   every block with the same bits: BlockSums(), then (CLUSTER) each block's sums to shared memory, the
-   cluster's barrier, and warp d adding the blocks' sums of d in rank order.  Calls alternate
-   `parity`, so a block's next sums never overwrite those a slower block still reads; a block must
-   not exit before the cluster's barrier that follows its last call (ResidentSync()).            */
-template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND], int parity)
-{
-  if constexpr (!CLUSTER)
-    BlockSums(acc, sums);
-  else {
-    static_assert(ND <= WARPS, "one warp per sum");
-    __shared__ PetscScalar block_sums[2][ND], total[ND];
-    const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    PetscScalar            own[ND];
-
-    BlockSums(acc, own);
-    if (threadIdx.x == 0) {
-#pragma unroll
-      for (int d = 0; d < ND; ++d) block_sums[parity][d] = own[d];
-    }
+  if constexpr (CLUSTER) {
     cooperative_groups::this_cluster().sync();
     if (warp < ND) {
       PetscScalar v = lane < (int)gridDim.x ? *cooperative_groups::this_cluster().map_shared_rank(&block_sums[parity][warp], lane) : 0;
@@ -240,10 +225,10 @@ template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar 
       for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
       if (lane == 0) total[warp] = v;
     }
-    __syncthreads();
-#pragma unroll
-    for (int d = 0; d < ND; ++d) sums[d] = total[d];
   }
+  __syncthreads();
+#pragma unroll
+  for (int d = 0; d < ND; ++d) sums[d] = total[d];
 }
 
 /* The row partition of a persistent kernel: PartitionRows(), with at most max_blocks blocks (the
