@@ -107,7 +107,7 @@ PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **param
     counters.launches++;
     *launched = true;
   } else
-    PetscCall(LaunchCluster(kernel, nblocks, params, vector_bytes + *matrix_bytes, stream, launched));
+    PetscCall(LaunchCluster(kernel, nblocks, RESIDENT_THREADS, params, vector_bytes + *matrix_bytes, stream, launched));
   if (*launched) NotePersistentLaunch();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
