@@ -40,12 +40,13 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
 
 /* The rows and (on average) entries of one thread block of the resident cg_chunk and bcgs_chunk
-   kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory and the
-   matrix rows in its SM's L1 cache (H200, poisson2d, fusedcg k = 30, 300-iteration solves: 3.07 us
-   per iteration in one block against 5.17 for a grid of 4 blocks at 1K rows; 5.25 in one block at
-   2K rows, no better than a grid of 8).  Up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one
-   thread block cluster, which meets at the cluster's barrier and reads the other blocks' vector
-   entries from their shared memory; 16 is the largest cluster Hopper allows (non-portable).      */
+   kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory and its rows
+   of the matrix in shared memory.  Up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one thread
+   block cluster, which meets at the cluster's hardware barrier and reads the other blocks' vector
+   entries from their shared memory; 16 is the largest cluster Hopper allows (non-portable).  H200,
+   poisson2d, 300-iteration solves, us per iteration: fusedcg 2.73 at 1K rows (one block), 3.83 at
+   16K (a cluster of 16), against 5.83 for the cooperative grid kernel at 16K; fusedbcgs 4.78 and
+   7.49 (12.1 on the grid at 1K, 13.2 at 16K, in an earlier build)                               */
 constexpr PetscInt   FUSED_BLOCK_CHUNK_ROWS      = 1024;
 constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ       = 8192;
 constexpr int        FUSED_RESIDENT_CHUNK_BLOCKS = 16;

@@ -494,8 +494,9 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   scaled residual complete for the SpMV), for restarts up to 128 - and each block sums the partial sums itself in the same order, so every block computes
   the same coefficients and takes the same stop decision.  `KSPFUSEDCG` and `KSPFUSEDBCGS` chunks on at
   most 16384 rows run in ONE thread block per 1024 rows instead, the blocks forming one thread block
-  cluster (vectors in registers and shared memory, the cluster's hardware barrier instead of the grid
-  barrier, other blocks' entries read from their shared memory).
+  cluster (vectors in registers and shared memory, each block's matrix rows in its shared memory, the
+  cluster's hardware barrier instead of the grid barrier, other blocks' entries read from their
+  shared memory).
   An iteration then costs no kernel launch: on small and medium systems, where
   launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two (CG),
   four (BiCGStab) or three (simpler GMRES) kernels per iteration, each computing its coefficients on
