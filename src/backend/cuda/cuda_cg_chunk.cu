@@ -202,7 +202,7 @@ template <class Rows> static PetscErrorCode LaunchCGChunkResident(const CGChunkA
     void             *params[] = {(void *)&a, (void *)&rows};
     const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true> : (const void *)CGChunkResidentKernel<Rows, false>;
 
-    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, 3 * a.chunk * sizeof(PetscScalar), &a.matrix_bytes, launched));
+    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(n, args->nnz), &a.matrix_bytes, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

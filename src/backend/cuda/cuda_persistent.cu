@@ -84,7 +84,7 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t *matrix_bytes, bool *launched)
+PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched)
 {
   cudaStream_t       stream;
   cudaFuncAttributes attr;
@@ -99,7 +99,7 @@ PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **param
   FusedKSPCallCUDA(cudaFuncGetAttributes(&attr, kernel));
   room = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
   if (room < vector_bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  *matrix_bytes = (room - vector_bytes) / sizeof(PetscScalar) * sizeof(PetscScalar);
+  *matrix_bytes = PetscMin(room - vector_bytes, matrix_need) / sizeof(PetscScalar) * sizeof(PetscScalar);
   FusedKSPCallCUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(vector_bytes + *matrix_bytes)));
   PetscCall(GetStream(&stream));
   if (nblocks == 1) {

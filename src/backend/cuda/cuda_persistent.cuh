@@ -329,10 +329,18 @@ constexpr int  MAX_CLUSTER = FUSED_RESIDENT_CHUNK_BLOCKS; /* the largest cluster
 PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params, size_t smem_bytes = 0);
 
 /* Launches a resident chunk kernel on `nblocks` <= FUSED_RESIDENT_CHUNK_BLOCKS blocks with
-   vector_bytes of dynamic shared memory for its vectors and as much again for the block's matrix
-   rows as the device allows (*matrix_bytes): one block, or one cluster of them when the device can
-   schedule it; *launched = false, with nothing queued, when it cannot                           */
-PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t *matrix_bytes, bool *launched);
+   vector_bytes of dynamic shared memory for its vectors and, for the block's matrix rows, as much
+   again as the device allows up to matrix_need (what the whole matrix takes, ResidentMatrixBytes())
+   (*matrix_bytes): one block, or one cluster of them when the device can schedule it;
+   *launched = false, with nothing queued, when it cannot                                         */
+PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched);
+
+/* The shared memory ResidentMatrixRows() needs at most for a matrix of n rows and `entries` stored
+   entries (CSR, or SELL-P with its padding)                                                      */
+inline size_t ResidentMatrixBytes(PetscInt n, PetscInt64 entries)
+{
+  return (size_t)entries * (sizeof(PetscScalar) + sizeof(PetscInt)) + (size_t)(n + 2) * sizeof(PetscInt64);
+}
 
 } // namespace cuda
 } // namespace fusedksp
