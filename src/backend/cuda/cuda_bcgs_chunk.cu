@@ -349,17 +349,18 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
    hold its blocks as one cluster; *launched says whether it did                                    */
 template <class Rows> static PetscErrorCode LaunchBCGSChunkResident(const BCGSChunkArgs *args, const Rows &rows, bool *launched)
 {
-  const PetscInt n = rows.A.nrows, nblocks = (n + FUSED_BLOCK_CHUNK_ROWS - 1) / FUSED_BLOCK_CHUNK_ROWS;
+  const PetscInt n       = rows.A.nrows;
+  const int      nblocks = ResidentChunkBlocks(n, args->nnz);
 
   PetscFunctionBegin;
   *launched = false;
-  if (n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || args->nnz < 0 || args->nnz > FUSED_BLOCK_CHUNK_NNZ * nblocks) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
     BCGSChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->wl, args->wr, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
     void               *params[] = {(void *)&a, (void *)&rows};
     const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true> : (const void *)BCGSChunkResidentKernel<Rows, false>;
 
-    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, 6 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(n, args->nnz), &a.matrix_bytes, launched));
+    PetscCall(LaunchResidentChunk(kernel, nblocks, params, 6 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(n, args->nnz), &a.matrix_bytes, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -192,17 +192,18 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
    hold its blocks as one cluster; *launched says whether it did                                    */
 template <class Rows> static PetscErrorCode LaunchCGChunkResident(const CGChunkArgs *args, const Rows &rows, bool *launched)
 {
-  const PetscInt n = rows.A.nrows, nblocks = (n + FUSED_BLOCK_CHUNK_ROWS - 1) / FUSED_BLOCK_CHUNK_ROWS;
+  const PetscInt n       = rows.A.nrows;
+  const int      nblocks = ResidentChunkBlocks(n, args->nnz);
 
   PetscFunctionBegin;
   *launched = false;
-  if (n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || args->nnz < 0 || args->nnz > FUSED_BLOCK_CHUNK_NNZ * nblocks) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
     CGChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->w, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl};
     void             *params[] = {(void *)&a, (void *)&rows};
     const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true> : (const void *)CGChunkResidentKernel<Rows, false>;
 
-    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(n, args->nnz), &a.matrix_bytes, launched));
+    PetscCall(LaunchResidentChunk(kernel, nblocks, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(n, args->nnz), &a.matrix_bytes, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

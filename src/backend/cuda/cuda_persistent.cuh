@@ -336,6 +336,16 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
    *launched = false, with nothing queued, when it cannot                                         */
 PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched);
 
+/* The blocks of the resident chunk kernel for a matrix of n rows and `entries` stored entries (-1:
+   unknown): one per FUSED_BLOCK_CHUNK_ROWS rows; 0 when the matrix does not fit it (more than
+   FUSED_RESIDENT_CHUNK_BLOCKS blocks, or more than FUSED_BLOCK_CHUNK_NNZ entries per block)      */
+inline int ResidentChunkBlocks(PetscInt n, PetscInt64 entries)
+{
+  const PetscInt nblocks = (n + FUSED_BLOCK_CHUNK_ROWS - 1) / FUSED_BLOCK_CHUNK_ROWS;
+
+  return n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || entries < 0 || entries > FUSED_BLOCK_CHUNK_NNZ * nblocks ? 0 : (int)nblocks;
+}
+
 /* The shared memory ResidentMatrixRows() needs at most for a matrix of n rows and `entries` stored
    entries (CSR, or SELL-P with its padding)                                                      */
 inline size_t ResidentMatrixBytes(PetscInt n, PetscInt64 entries)
