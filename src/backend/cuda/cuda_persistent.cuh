@@ -331,7 +331,7 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
 
 /* Launches a resident chunk kernel on `nblocks` <= FUSED_RESIDENT_CHUNK_BLOCKS blocks with
    vector_bytes of dynamic shared memory for its vectors and, for the block's matrix rows, as much
-   again as the device allows up to matrix_need (what the whole matrix takes, ResidentMatrixBytes())
+   again as the device allows up to matrix_need (ResidentMatrixBytes())
    (*matrix_bytes): one block, or one cluster of them when the device can schedule it;
    *launched = false, with nothing queued, when it cannot                                         */
 PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched);
@@ -346,11 +346,17 @@ inline int ResidentChunkBlocks(PetscInt n, PetscInt64 entries)
   return n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || entries < 0 || entries > FUSED_BLOCK_CHUNK_NNZ * nblocks ? 0 : (int)nblocks;
 }
 
-/* The shared memory ResidentMatrixRows() needs at most for a matrix of n rows and `entries` stored
-   entries (CSR, or SELL-P with its padding)                                                      */
-inline size_t ResidentMatrixBytes(PetscInt n, PetscInt64 entries)
+/* The shared memory ResidentMatrixRows() needs at most for any block of A: what the whole matrix takes
+   when the host knows it (CSR), else no bound (SELL-P: the host does not know its padded size)   */
+inline size_t ResidentMatrixBytes(const CSRView &A)
 {
-  return (size_t)entries * (sizeof(PetscScalar) + sizeof(PetscInt)) + (size_t)(n + 2) * sizeof(PetscInt64);
+  const size_t bytes = (size_t)PetscMax(A.nnz, 0) * (sizeof(PetscScalar) + sizeof(PetscInt)) + (size_t)(A.nrows + 1) * sizeof(PetscInt);
+
+  return A.nnz < 0 ? SIZE_MAX : (bytes + sizeof(PetscScalar) - 1) / sizeof(PetscScalar) * sizeof(PetscScalar); /* whole scalars, as the launch allots them */
+}
+inline size_t ResidentMatrixBytes(const SELLView &)
+{
+  return SIZE_MAX;
 }
 
 } // namespace cuda
