@@ -24,6 +24,7 @@
 
 #include <petscsys.h>
 #include "ops/recurrences.hpp"
+#include "backend/blas.hpp"
 
 namespace fusedksp
 {
@@ -119,11 +120,15 @@ struct BackendCounters {
    of csr and sell), the Jacobi weights w (NULL: no preconditioner), the vectors (n = the matrix's
    rows), and the slots of iterations 0..k at slots + j * CG_NSLOT (layout CGChunkSlot; slot 0 is read,
    slots 1..k are written), all in backend memory.  persistent: the backend may run the whole chunk
-   as one kernel (see Backend::cg_chunk).                                                          */
+   as one kernel (see Backend::cg_chunk).  b != NULL: the chunk starts the solve from a zero initial
+   guess - its iteration 0 sets x = 0, r = b and runs the update with alpha = beta = 0 (z = M^{-1} r,
+   p = z) and q = A p, writing slot 0 - and tests that iteration with ctl->start set
+   (ChunkStartLimits()).                                                                           */
 struct CGChunkArgs {
   const CSRView     *csr  = nullptr;
   const SELLView    *sell = nullptr;
   const PetscScalar *w    = nullptr;
+  const PetscScalar *b    = nullptr; /* the right-hand side of a chunk that starts the solve, else NULL */
   PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *q = nullptr;
   PetscScalar       *slots      = nullptr;
   ChunkControl      *ctl        = nullptr;
@@ -277,9 +282,10 @@ struct Backend {
      prev[0..5) = <r,z>, <r,r>, <z,z>, <p,Ap>, <Ap,M^{-1}Ap> of iteration j-1 (backend memory),
      alpha and beta by CGCoefficients().  If ctl->stopped >= 0 it does nothing; if the coefficients
      fail (breakdown, indefinite, NaN) or the norm of iteration j-1 stops the chunk
-     (ChunkNormStops), it sets ctl->stopped = j - 1 and does nothing; otherwise it runs cg_update
-     (same arguments) with the results going to the reduce target, which must be set.  A stop
-     sets ctl->stage = 0.                                                                         */
+     (ChunkNormStops, with the limits of ChunkStartLimits() from slot 0 = prev - (j-1) CG_NSLOT), it
+     sets ctl->stopped = j - 1 and does nothing; otherwise it runs cg_update (same arguments) with the
+     results going to the reduce target, which must be set.  A stop sets ctl->stage = 0.  j = 0 (the
+     iteration of a chunk that starts the solve, prev unused): cg_update with a = b = 0, no test.   */
   PetscErrorCode (*cg_update_chained)(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w);
 
   /* The BiCGStab steps of chunk iteration j >= 1 with their coefficients computed where they run,
@@ -349,9 +355,10 @@ struct Backend {
   PetscErrorCode (*graph_destroy)(void **graph);
 };
 
-/* Backend::cg_chunk as the operations of its steps on `be` (reduce_target, cg_update_chained and the
-   sparse product, 2k calls): the host backend's cg_chunk, the CUDA backend's without a persistent kernel */
-PetscErrorCode CGChunkSteps(const Backend *be, const CGChunkArgs *args);
+/* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained
+   and the sparse product, 2k calls, and for a chunk that starts the solve x = p = q = 0, r = b and
+   its iteration 0): the host backend's cg_chunk, the CUDA backend's without a persistent kernel      */
+PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CGChunkArgs *args);
 /* Backend::bcgs_chunk as the operations of its steps on `be` (4k calls) */
 PetscErrorCode BCGSChunkSteps(const Backend *be, const BCGSChunkArgs *args);
 /* Backend::sgmres_chunk as the operations of its steps on `be` (3k calls) */

@@ -19,19 +19,26 @@ static PetscErrorCode Product(const Backend *be, const CSRView *csr, const SELLV
 /*
    CGChunkSteps - Backend::cg_chunk as 2k operations of `be`: for each chunk iteration j, the CG
    update with its coefficients from slot j-1 and the sparse product q = A p, each writing its dot
-   products to slot j and doing nothing once ctl->stopped >= 0
+   products to slot j and doing nothing once ctl->stopped >= 0; a chunk that starts the solve first
+   sets x = p = q = 0 and r = b with `blas` and runs its iteration 0 the same way
 */
-PetscErrorCode CGChunkSteps(const Backend *be, const CGChunkArgs *a)
+PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CGChunkArgs *a)
 {
   const PetscInt n        = a->csr ? a->csr->nrows : a->sell->nrows;
   const DotSpec  specs[2] = {{DotKind::DOT_INPUT, nullptr}, {a->w ? DotKind::DOT_SELF_W : DotKind::DOT_SELF, a->w}};
 
   PetscFunctionBegin;
-  for (PetscInt j = 1; j <= a->k; ++j) {
+  if (a->b) {
+    PetscCall(blas->set(n, 0, a->x));
+    PetscCall(blas->set(n, 0, a->p));
+    PetscCall(blas->set(n, 0, a->q));
+    PetscCall(blas->copy(n, a->b, a->r));
+  }
+  for (PetscInt j = a->b ? 0 : 1; j <= a->k; ++j) {
     PetscScalar *slot = a->slots + j * CG_NSLOT;
 
     PetscCall(be->reduce_target(slot + CG_RZ, &a->ctl->stopped));
-    PetscCall(be->cg_update_chained(n, slot - CG_NSLOT, a->ctl, j, a->x, a->r, nullptr, a->p, a->q, nullptr, a->w));
+    PetscCall(be->cg_update_chained(n, j ? slot - CG_NSLOT : nullptr, a->ctl, j, a->x, a->r, nullptr, a->p, a->q, nullptr, a->w));
     PetscCall(be->reduce_target(slot + CG_PQ, &a->ctl->stopped));
     PetscCall(Product(be, a->csr, a->sell, nullptr, nullptr, a->p, a->q, 2, specs));
   }

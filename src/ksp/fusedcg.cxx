@@ -148,7 +148,7 @@ struct CGChunk {
   KSP          ksp;
   KSP_FusedCG *cg;
   Mat          A;
-  Vec         *V, X;
+  Vec         *V, X, B; /* B: the right-hand side when the chunk computes the start, else NULL */
   PetscInt     k;
 };
 
@@ -161,7 +161,7 @@ PetscErrorCode CGChunkBody(void *ctx)
 
   PetscFunctionBegin;
   if (b->cg->mode != PCMode::GENERAL) {
-    PetscCall(OpsCGChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, b->X, V[VEC_R], V[VEC_P], V[VEC_Q], b->cg->w, c->settings.persistent));
+    PetscCall(OpsCGChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, b->B, b->X, V[VEC_R], V[VEC_P], V[VEC_Q], b->cg->w, c->settings.persistent));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {
@@ -174,12 +174,13 @@ PetscErrorCode CGChunkBody(void *ctx)
 }
 
 /*
-   CGSolveChunked - the iterations after the start, k at a time: each chunk runs on the backend
-   without a host round trip, then the host replays its iterations (coefficient checks, norms,
-   monitors, convergence test, true-residual check) from the copied slots.  d holds the reduced
-   values of the start and is kept current.
+   CGSolveChunked - the iterations, k at a time: each chunk runs on the backend without a host round
+   trip, then the host replays its iterations (coefficient checks, norms, monitors, convergence test,
+   true-residual check) from the copied slots.  d holds the reduced values of the start (rnorm0 its
+   norm) and is kept current; with `start` the first chunk computes the start itself (PCNONE or
+   PCJACOBI, KSPFusedChunkMayStart()) and the host replays its iteration 0 first.
 */
-PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscReal rnorm0, TrueResidualGuard *guard)
+PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscBool start, PetscReal rnorm0, TrueResidualGuard *guard)
 {
   Chunker                  *c = &cg->chunk;
   std::vector<const void *> key;
@@ -191,19 +192,32 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode));
   c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
   for (PetscInt it = 0; !ksp->reason;) {
-    PetscInt  j, performed;
-    PetscBool restarted = PETSC_FALSE;
-    CGChunk   body      = {ksp, cg, A, V, ksp->vec_sol, PetscMin(c->k, ksp->max_it - it)};
+    PetscInt                  j, performed;
+    PetscBool                 restarted = PETSC_FALSE;
+    CGChunk                   body      = {ksp, cg, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, PetscMin(c->k, ksp->max_it - it)};
+    std::vector<const void *> chunk_key = key;
 
     if (it >= ksp->max_it) {
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), d));
-    PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, key, CGChunkBody, &body));
+    if (start) PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
+    PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
+    PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
     performed = ChunkPerformed(c, body.k);
     cg->reductions.count += performed;
+    if (start) { /* the host's iteration 0, from the start the chunk computed */
+      start = PETSC_FALSE;
+      cg->reductions.count++;
+      PetscCall(PetscArraycpy(d, ChunkHostSlot(c, 0), CG_NSLOT));
+      rnorm0 = CGNorm(ksp, d);
+      PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm0));
+      if (ksp->reason) {
+        PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
+        break;
+      }
+    }
     for (j = 1; j <= body.k; ++j) {
       const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
       PetscReal          rnorm;
@@ -253,7 +267,13 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   cg->reductions.count = 0;
   cg->replacements     = 0;
   ksp->reason          = KSP_CONVERGED_ITERATING;
-
+  PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
+  cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
+  PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
+  if (cg->chunk.whole && KSPFusedChunkMayStart(ksp, &cg->chunk)) { /* the first chunk computes the start: no host round trip before it */
+    PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_TRUE, 0, &guard));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if (ksp->guess_zero) {
     PetscCall(VecSet(X, 0.0));
     PetscCall(VecCopy(B, V[VEC_R]));
@@ -266,11 +286,8 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
 
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
-  cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
-  PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
   if (cg->chunk.k > 1) {
-    PetscCall(CGSolveChunked(ksp, cg, A, V, d, rnorm0, &guard));
+    PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_FALSE, rnorm0, &guard));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt it = 1; !ksp->reason; ++it) {
@@ -366,7 +383,8 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
   auto *cg = new fusedksp::KSP_FusedCG;
 
   PetscFunctionBegin;
-  ksp->data = cg;
+  ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve does it (a chunk that computes the start: on the device) */
+  ksp->data           = cg;
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NATURAL, PC_LEFT, 2));

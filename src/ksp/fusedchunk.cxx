@@ -1,5 +1,6 @@
 /* Chunks of iterations with device-resident scalars: see fusedchunk.hpp */
 #include "ksp/fusedchunk.hpp"
+#include <algorithm>
 #include <cstring>
 
 namespace fusedksp
@@ -130,10 +131,19 @@ PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Forgets the records of chunks (they hold the old buffer or operands) */
+static PetscErrorCode ChunkRecordsClear(Chunker *c)
+{
+  PetscFunctionBegin;
+  for (auto &rec : c->records_made) PetscCall(OpsGraphDestroy(&rec.graph));
+  c->records_made.clear();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
 {
   PetscFunctionBegin;
-  PetscCall(OpsGraphDestroy(&c->graph));
+  PetscCall(ChunkRecordsClear(c));
   PetscCall(OpsBackendBufferDestroy(&c->buf));
   PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPChunker", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", NULL));
@@ -145,6 +155,9 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
 }
 
 /* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
+/* Records a Chunker keeps: a solve's first chunk (which may compute the start) and the chunks after it */
+constexpr size_t CHUNK_RECORDS = 2;
+
 constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_WHOLE = 32, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
 
 PetscErrorCode KSPFusedChunkOperands(Mat A, std::initializer_list<Vec> vecs, const char **unsupported)
@@ -195,9 +208,7 @@ PetscErrorCode KSPFusedChunkReserve(Chunker *c, PetscInt ndots, PetscInt k)
 {
   PetscFunctionBegin;
   if (ndots * (k + 1) > c->ndots * (c->capacity + 1) || ndots != c->ndots) {
-    PetscCall(OpsGraphDestroy(&c->graph)); /* it holds the old buffer */
-    c->graph_key.clear();
-    c->warm_key.clear();
+    PetscCall(ChunkRecordsClear(c));
     PetscCall(OpsBackendBufferEnsure(ControlBytes() + (size_t)ndots * (k + 1) * sizeof(PetscScalar), &c->buf));
     c->ndots    = ndots;
     c->capacity = (PetscInt)((c->buf.bytes - ControlBytes()) / (ndots * sizeof(PetscScalar))) - 1;
@@ -210,17 +221,28 @@ PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscI
   ChunkControl *ctl = ChunkHostControl(c);
 
   PetscFunctionBegin;
-  /* KSPConvergedDefault() set ksp->ttol and ksp->rnorm0 at iteration 0; other tests: only NaN/Inf and coefficient failures stop the kernels */
-  ctl->ttol     = ksp->converged == KSPConvergedDefault ? ksp->ttol : -1;
-  ctl->divlimit = ksp->converged == KSPConvergedDefault ? ksp->divtol * ksp->rnorm0 : PETSC_INFINITY;
+  PetscCheck(entering || (first_it == 0 && KSPFusedChunkMayStart(ksp, c)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "A chunk can compute the start of a solve only as its first chunk, from a zero initial guess, with a test the backend applies");
+  /* KSPConvergedDefault() set ksp->ttol and ksp->rnorm0 at iteration 0 (a chunk that computes it: from its norm, ChunkStartLimits());
+     other tests: only NaN/Inf and coefficient failures stop the kernels */
+  ctl->start    = entering ? 0 : 1;
+  ctl->rtol     = ksp->rtol;
+  ctl->abstol   = ksp->abstol;
+  ctl->divtol   = ksp->divtol;
+  ctl->ttol     = ksp->converged == KSPConvergedDefault && entering ? ksp->ttol : -1;
+  ctl->divlimit = ksp->converged == KSPConvergedDefault && entering ? ksp->divtol * ksp->rnorm0 : PETSC_INFINITY;
   ctl->normdot  = ksp->converged == KSPConvergedDefault ? normdot : -1;
   ctl->first_it = first_it;
   ctl->min_it   = ksp->min_it;
   ctl->chknorm  = ksp->chknorm;
   ctl->stopped  = -1;
   ctl->stage    = 0;
-  std::memcpy(ChunkHostSlot(c, 0), entering, c->ndots * sizeof(PetscScalar));
+  if (entering) std::memcpy(ChunkHostSlot(c, 0), entering, c->ndots * sizeof(PetscScalar));
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscBool KSPFusedChunkMayStart(KSP ksp, Chunker *c)
+{
+  return (PetscBool)(c->k > 1 && ksp->guess_zero && ksp->max_it >= 1 && (ksp->converged == KSPConvergedDefault || ksp->converged == KSPConvergedSkip));
 }
 
 /* The copy of the chunk's control and entering slot to the backend, the body of the chunk and the copy
@@ -254,20 +276,30 @@ PetscErrorCode KSPFusedChunkRun(Chunker *c, PetscInt k, PetscBool graphsafe, con
   if (graphsafe && !c->nograph && c->settings.graph && k == c->k) {
     std::vector<const void *> full = key;
     full.push_back(c->buf.device);
-    if (c->graph && full == c->graph_key) PetscCall(OpsGraphLaunch(c->graph, &launched));
-    if (launched)
-      c->replays++;
-    else if (full == c->warm_key) { /* ran once directly with these operands: the buffers are sized, record */
-      PetscBool recorded;
-      PetscCall(OpsGraphRecord(RunChunkBody, &b, &c->graph, &recorded));
-      if (recorded) {
-        c->records++;
-        c->graph_key = full;
-        PetscCall(OpsGraphLaunch(c->graph, &launched));
-        PetscCheck(launched, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A graph just recorded cannot be launched");
+    auto rec = std::find_if(c->records_made.begin(), c->records_made.end(), [&](const Chunker::Record &r) { return r.key == full; });
+    if (rec == c->records_made.end()) {              /* new operands: run directly (the buffers get sized), record next time */
+      if (c->records_made.size() == CHUNK_RECORDS) { /* forget the least recently used */
+        PetscCall(OpsGraphDestroy(&c->records_made.front().graph));
+        c->records_made.erase(c->records_made.begin());
+      }
+      c->records_made.push_back({full, nullptr});
+    } else {
+      Chunker::Record *used;
+      std::rotate(rec, rec + 1, c->records_made.end()); /* the most recently used last */
+      used = &c->records_made.back();
+      if (used->graph) {
+        PetscCall(OpsGraphLaunch(used->graph, &launched));
+        if (launched) c->replays++;
+      } else { /* ran once directly with these operands: record */
+        PetscBool recorded;
+        PetscCall(OpsGraphRecord(RunChunkBody, &b, &used->graph, &recorded));
+        if (recorded) {
+          c->records++;
+          PetscCall(OpsGraphLaunch(used->graph, &launched));
+          PetscCheck(launched, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A graph just recorded cannot be launched");
+        }
       }
     }
-    c->warm_key = full;
   }
   if (!launched) PetscCall(RunChunkBody(&b));
   PetscCall(OpsWait());

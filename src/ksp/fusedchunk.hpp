@@ -15,7 +15,9 @@
    chunk, written by the host).
 
    A chunk of the full length is recorded once as a graph (-ksp_fused_graph, backends that can) and
-   replayed while its operands - the vectors' arrays, the matrix arrays, k - stay the same.
+   replayed while its operands - the vectors' arrays, the matrix arrays, k - stay the same.  A solver
+   may let the first chunk of a solve compute the solve's start too (KSPFusedChunkStart() with start:
+   slot 0 written by the backend, which also tests it); that chunk has a record of its own.
 */
 #pragma once
 
@@ -38,8 +40,13 @@ struct Chunker {
   OpsBackendBuffer buf;
   PetscInt         ndots = 0, capacity = 0; /* values per slot; chunk iterations the buffer holds */
 
-  void                     *graph = nullptr; /* the record of a full chunk, and what it was made for */
-  std::vector<const void *> graph_key, warm_key;
+  /* The records of full chunks, by the operands they were made for (a record without a graph: the
+     operands ran once directly); at most CHUNK_RECORDS, a solve's first chunk and the ones after it */
+  struct Record {
+    std::vector<const void *> key;
+    void                     *graph = nullptr;
+  };
+  std::vector<Record> records_made;
 
   /* the last solve, for -ksp_view */
   PetscInt    k = 1, chunks = 0, replays = 0, records = 0;
@@ -74,8 +81,15 @@ PetscScalar  *ChunkHostSlot(Chunker *c, PetscInt j);
 
 /* Fills the host copy of the control block (from the KSP's tolerances; normdot: which slot value is
    the squared norm, -1 none) and of slot 0 (`entering`, ndots values); KSPFusedChunkRun() copies
-   them to the backend ahead of the chunk's body (inside its graph)                             */
+   them to the backend ahead of the chunk's body (inside its graph).  entering = NULL: the chunk
+   computes the solve's start as its iteration 0 (first_it = 0, zero initial guess) and tests it
+   with the limits KSPConvergedDefault() takes from it (ChunkStartLimits()).                      */
 PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering);
+
+/* Whether a solve may let its first chunk compute the start (KSPFusedChunkStart() with entering =
+   NULL): chunks (k > 1), a zero initial guess, at least one iteration, and a convergence test the
+   backend applies as the host does (KSPConvergedDefault() or KSPConvergedSkip())               */
+PetscBool KSPFusedChunkMayStart(KSP ksp, Chunker *c);
 
 /* Queues the k iterations body(ctx) issues and the copy of the control block and slots to the host,
    recorded/replayed as a graph when allowed (`graphsafe`, -ksp_fused_graph, k the full length,

@@ -89,20 +89,37 @@ struct ChunkControl {
   PetscInt  first_it; /* the KSP iteration number of chunk iteration 0 (the state entering it)        */
   PetscInt  min_it;   /* KSP min_it and chknorm: no norm test at iterations < min_it or <= chknorm    */
   PetscInt  chknorm;
-  PetscInt  stopped; /* -1 while running, else the chunk iteration after which nothing ran          */
-  PetscInt  stage;   /* where chunk iteration stopped + 1 stopped: 0 at its start, 1 before its update */
-  PetscReal rho;     /* fusedsgmres: the residual norm that started the restart cycle               */
+  PetscInt  stopped;              /* -1 while running, else the chunk iteration after which nothing ran          */
+  PetscInt  stage;                /* where chunk iteration stopped + 1 stopped: 0 at its start, 1 before its update */
+  PetscReal rho;                  /* fusedsgmres: the residual norm that started the restart cycle               */
+  PetscInt  start;                /* 1: the chunk computes the solve's start (zero initial guess) as its iteration 0
+                                     and sets ttol and divlimit from its norm (ChunkStartLimits())                  */
+  PetscReal rtol, abstol, divtol; /* the KSP's tolerances, for ChunkStartLimits()                     */
 };
+
+/* The control of a chunk that computed the solve's start (c.start, normsq0: the squared norm of its
+   iteration 0) with the limits KSPConvergedDefault() sets at iteration 0 with a zero initial guess:
+   ttol = max(rtol rnorm0, abstol), divlimit = divtol rnorm0.  Other chunks: c as it is.          */
+FUSED_HD inline ChunkControl ChunkStartLimits(ChunkControl c, PetscScalar normsq0)
+{
+  if (c.start && c.normdot >= 0) {
+    const PetscReal rnorm0 = sqrt(normsq0 < 0 ? -normsq0 : normsq0);
+    c.ttol                 = c.rtol * rnorm0 > c.abstol ? c.rtol * rnorm0 : c.abstol;
+    c.divlimit             = c.divtol * rnorm0;
+  }
+  return c;
+}
 
 /* Whether the norm of chunk iteration j ends the chunk (slot: that iteration's reduced values):
    NaN or Inf, or PETSc's default convergence test (KSPConvergedDefault()) would stop there.  The
    host tests every iteration again with the KSP's own test, which has the last word; this only
    keeps the device from iterating past a stop.  The state entering a chunk (j = 0) was tested by
-   the host already and never stops it, so every chunk makes progress.                            */
+   the host already and never stops it, so every chunk makes progress - unless the chunk computed
+   it (c.start, the limits from ChunkStartLimits()).                                               */
 FUSED_HD inline bool ChunkNormSqStops(const ChunkControl &c, PetscInt j, PetscScalar normsq)
 {
   const PetscInt it = c.first_it + j;
-  if (c.normdot < 0 || j == 0) return false;
+  if (c.normdot < 0 || (j == 0 && !c.start)) return false;
   if (NotFinite(normsq)) return true;
   if (it <= c.chknorm || it < c.min_it) return false;
   const PetscReal norm = sqrt(normsq < 0 ? -normsq : normsq);
@@ -117,6 +134,13 @@ FUSED_HD inline bool ChunkNormStops(const ChunkControl &c, PetscInt j, const Pet
 /* CG chunks (src/ksp/fusedcg.cxx): the values of one iteration in its slot, <r,z>, <r,r>, <z,z> of
    the update and <p,q>, <q,M^{-1}q> of the operator (q = A p)                                       */
 enum CGChunkSlot { CG_RZ, CG_RR, CG_ZZ, CG_PQ, CG_QU, CG_NSLOT };
+
+/* The control a CG chunk tests the norm of iteration j - 1 with (prev: slot j - 1, j >= 1): with the
+   limits of ChunkStartLimits() from slot 0 when the chunk started the solve                        */
+FUSED_HD inline ChunkControl CGChunkLimits(const ChunkControl &c, const PetscScalar *prev, PetscInt j)
+{
+  return c.start && c.normdot >= 0 ? ChunkStartLimits(c, prev[c.normdot - (j - 1) * CG_NSLOT]) : c;
+}
 
 /* BiCGStab chunks (src/ksp/fusedbcgs.cxx): the values of one iteration in its slot */
 enum BCGSChunkSlot { BCGS_APR, BCGS_SS, BCGS_ASS, BCGS_ASAS, BCGS_ASR, BCGS_RRSTAR, BCGS_RR, BCGS_NSLOT };

@@ -22,7 +22,7 @@ template <int N> __device__ inline PetscScalar Select(const PetscScalar (&v)[N],
 struct CGChunkKernelArgs {
   PetscInt           n, chunk, k;
   size_t             matrix_bytes; /* the resident kernel's shared memory for its matrix rows */
-  const PetscScalar *w;
+  const PetscScalar *w, *b;        /* b: the right-hand side of a chunk that starts the solve, else NULL */
   PetscScalar       *x, *r, *p, *q, *slots, *partials;
   ChunkControl      *ctl;
 };
@@ -33,26 +33,27 @@ struct CGChunkKernelArgs {
    records it as cg_update_chained does); the update of the block's rows, summing its terms of <r,z>,
    <r,r>, <z,z>; a grid barrier (p complete); q = A p on the block's rows, summing its terms of <p,q>,
    <q,w.*q>; the block's five partials; a grid barrier; every block sums the partials, and block 0
-   stores them in the slot.
+   stores them in the slot.  A chunk that starts the solve (a.b) runs iteration 0 first: x = 0, r = b,
+   p = z with alpha = beta = 0, and its norm sets the limits of the stop tests (ChunkStartLimits()).
    Block b owns rows [b chunk, (b+1) chunk) in both phases, so x, r and q are only read by the block
    that wrote them; p is read by every block.
 */
 template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int      ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
-  const int          lane          = threadIdx.x % Rows::LANES;
-  const ChunkRange   range         = BlockChunk(a.n, a.chunk);
-  const ChunkControl ctl           = *a.ctl;
-  PetscScalar        prev[CG_NSLOT];
+  constexpr int    ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
+  const int        lane          = threadIdx.x % Rows::LANES;
+  const ChunkRange range         = BlockChunk(a.n, a.chunk);
+  ChunkControl     ctl           = *a.ctl;
+  PetscScalar      prev[CG_NSLOT];
 
   if (ctl.stopped >= 0) return;
 #pragma unroll
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
-  for (PetscInt j = 1; j <= a.k; ++j) {
+  for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
     PetscScalar *part          = a.partials + (size_t)(j % 2) * CG_NSLOT * gridDim.x;
     PetscScalar  acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
 
-    if (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot)))) {
+    if (j > 0 && (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (blockIdx.x == 0 && threadIdx.x == 0) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
@@ -60,11 +61,11 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
       return;
     }
     for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += BLOCK_SIZE) {
-      const PetscScalar pi = a.p[i], ri = a.r[i] - alpha * a.q[i];
+      const PetscScalar pi = j ? a.p[i] : 0, ri = j ? a.r[i] - alpha * a.q[i] : a.b[i];
       const PetscScalar zi = a.w ? a.w[i] * ri : ri;
-      a.x[i] += alpha * pi;
-      a.r[i] = ri;
-      a.p[i] = zi + beta * pi;
+      a.x[i]               = j ? a.x[i] + alpha * pi : 0;
+      a.r[i]               = ri;
+      a.p[i]               = zi + beta * pi;
       acc[CG_RZ] += ri * zi;
       acc[CG_RR] += ri * ri;
       acc[CG_ZZ] += zi * zi;
@@ -85,6 +86,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
     BlockPartials(acc, part);
     GridBarrier();
     GridSums(part, prev);
+    if (j == 0) ctl = ChunkStartLimits(ctl, Select(prev, ctl.normdot));
     if (blockIdx.x == 0 && threadIdx.x == 0) {
 #pragma unroll
       for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];
@@ -99,8 +101,9 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
    the weights live in shared memory, where the sparse product gathers p (other blocks' rows through
    distributed shared memory) and the update reads q.  The same iteration as CGChunkKernel: coefficients and stop test from the previous
    sums, update, barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()),
-   slot j.  x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's
-   vectors in shared memory.
+   slot j, and iteration 0 of a chunk that starts the solve (x = 0, r = b, p = q = 0 entering it).
+   x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's vectors
+   in shared memory.
 */
 template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_THREADS, 1) CGChunkResidentKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
@@ -109,7 +112,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   PetscScalar *const ps = resident_vecs, *const qs = resident_vecs + a.chunk, *const ws = resident_vecs + 2 * a.chunk;
   const PetscInt              begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
   const int                   lane  = threadIdx.x % Rows::LANES;
-  const ChunkControl          ctl   = *a.ctl;
+  ChunkControl                ctl   = *a.ctl;
   const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
   PetscScalar                 x[R], r[R], p[R], w[R], prev[CG_NSLOT];
   Rows                        rows   = A;
@@ -123,18 +126,18 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
-      x[t]  = a.x[begin + i];
-      r[t]  = a.r[begin + i];
-      p[t]  = a.p[begin + i];
+      x[t]  = a.b ? 0 : a.x[begin + i];
+      r[t]  = a.b ? a.b[begin + i] : a.r[begin + i];
+      p[t]  = a.b ? 0 : a.p[begin + i];
       w[t]  = a.w ? a.w[begin + i] : 1;
       ws[i] = w[t];
-      qs[i] = a.q[begin + i]; /* read back by this thread only until the first barrier */
+      qs[i] = a.b ? 0 : a.q[begin + i]; /* read back by this thread only until the first barrier */
     }
   }
-  for (PetscInt j = 1; j <= a.k; ++j) {
+  for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
     PetscScalar acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
 
-    if (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot)))) {
+    if (j > 0 && (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (store) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
@@ -170,6 +173,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
       }
     }
     ResidentSums<CLUSTER>(acc, prev, (int)(j % 2));
+    if (j == 0) ctl = ChunkStartLimits(ctl, Select(prev, ctl.normdot));
     if (store) {
 #pragma unroll
       for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];
@@ -199,7 +203,7 @@ template <class Rows> static PetscErrorCode LaunchCGChunkResident(const CGChunkA
   *launched = false;
   if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    CGChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->w, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl};
+    CGChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl};
     void             *params[] = {(void *)&a, (void *)&rows};
     const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true> : (const void *)CGChunkResidentKernel<Rows, false>;
 
@@ -237,6 +241,7 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
         a.chunk        = part.chunk;
         a.k            = args->k;
         a.w            = args->w;
+        a.b            = args->b;
         a.x            = args->x;
         a.r            = args->r;
         a.p            = args->p;
@@ -249,7 +254,7 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
       PetscFunctionReturn(PETSC_SUCCESS);
     }));
   }
-  if (!launched) PetscCall(CGChunkSteps(CUDABackend(), args));
+  if (!launched) PetscCall(CGChunkSteps(CUDABackend(), CUDABlas(), args));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
