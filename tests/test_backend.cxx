@@ -1059,6 +1059,27 @@ ChunkControl ChunkTestControl(ChunkEnd end, PetscInt normdot)
   c.stopped  = -1;
   c.stage    = 0;
   c.rho      = 0;
+  c.start    = 0;
+  c.rtol     = 0;
+  c.abstol   = 0;
+  c.divtol   = 0;
+  return c;
+}
+
+/* The control block of a chunk test whose chunk computes the solve's start: ttol from its iteration 0
+   (ChunkStartLimits: abstol 1e300, a ttol every norm meets, for NORM_STOP and BREAKDOWN); BREAKDOWN
+   then stands for a stop at iteration 0 (min_it at the first iteration), which no breakdown precedes */
+ChunkControl ChunkTestStartControl(ChunkEnd end, PetscInt normdot)
+{
+  ChunkControl c = ChunkTestControl(end == ChunkEnd::BREAKDOWN ? ChunkEnd::NORM_STOP : end, normdot);
+
+  c.start    = 1;
+  c.ttol     = -1;
+  c.abstol   = end == ChunkEnd::FULL ? 0 : 1e300;
+  c.rtol     = 1e-5;
+  c.divtol   = PETSC_INFINITY;
+  c.divlimit = 0; /* replaced from the start's norm */
+  if (end == ChunkEnd::BREAKDOWN) c.min_it = c.first_it;
   return c;
 }
 
@@ -1083,16 +1104,18 @@ PetscErrorCode CheckChunkStop(Tester &t, const std::string &label, ChunkEnd end,
    TestCGChunk - cg_chunk on the device (persistent kernel or steps) against the host's steps: the
    state entering the chunk is consistent (z = w.*r, p = z, q = A p, slot 0 their dot products);
    x, r, p, q and every slot agree to 1e-10 (k iterations of rounding differences), slots after a
-   stop keep their poison, and ctl->stopped/stage agree.
+   stop keep their poison, and ctl->stopped/stage agree.  start: the chunk computes the solve's start
+   from b (random) instead: x, r, p, q and slot 0 enter as NaN and poison, and its iteration 0 is
+   tested (ChunkTestStartControl; BREAKDOWN: the stop at iteration 0).
 */
-PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, ChunkForm form, ChunkEnd end)
+PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, ChunkForm form, ChunkEnd end, bool start = false)
 {
   const bool            persistent = form != ChunkForm::STEPS;
   constexpr PetscInt    k          = 12;
   constexpr PetscScalar POISON     = -12345.678;
   const PetscInt        n          = A.nrows;
   Operands              ops(t);
-  Array                 x = t.RandomArray(n), r = t.RandomArray(n), w(n), p(n), q(n, NaN), slots((k + 1) * CG_NSLOT, POISON);
+  Array                 x = t.RandomArray(n), r = t.RandomArray(n), b = t.RandomArray(n), w(n), p(n), q(n, NaN), slots((k + 1) * CG_NSLOT, POISON);
   ChunkControl          ctl_ref, *ctl_dev;
   CGChunkArgs           ref, dev;
   BackendCounters       before;
@@ -1121,16 +1144,23 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   }
   if (end == ChunkEnd::BREAKDOWN) slots[CG_PQ] = -1;
   ctl_ref = ChunkTestControl(end, CG_ZZ);
+  if (start) {
+    for (PetscInt i = 0; i < n; ++i) x[i] = r[i] = p[i] = q[i] = NaN;
+    for (PetscInt d = 0; d < CG_NSLOT; ++d) slots[d] = POISON;
+    ctl_ref = ChunkTestStartControl(end, CG_ZZ);
+  }
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", CHUNK_FORM_NAMES[(int)form]));
-  label        = Label("cg_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
-  const int ix = ops.Add("x", x), ir = ops.Add("r", r), ip = ops.Add("p", p), iq = ops.Add("q", q), iw = ops.Add("w", w), is = ops.Add("slots", slots);
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s%s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", CHUNK_FORM_NAMES[(int)form],
+                          start ? ", computing the start" : ""));
+  label        = Label("cg_chunk", (std::string(variant) + ", " + (start && end == ChunkEnd::BREAKDOWN ? "stop at iteration 0" : CHUNK_END_NAMES[(int)end])).c_str(), n);
+  const int ix = ops.Add("x", x), ir = ops.Add("r", r), ip = ops.Add("p", p), iq = ops.Add("q", q), iw = ops.Add("w", w), is = ops.Add("slots", slots), ib = ops.Add("b", b);
   PetscCall(ops.Upload());
   PetscCall(t.dev->malloc_bytes(sizeof(ChunkControl), (void **)&ctl_dev));
   PetscCall(t.dev->copy_to_backend(ctl_dev, &ctl_ref, sizeof(ChunkControl)));
 
   ref.csr        = &A.ref;
   ref.w          = with_w ? ops.Ref(iw) : nullptr;
+  ref.b          = start ? ops.Ref(ib) : nullptr;
   ref.x          = ops.Ref(ix);
   ref.r          = ops.Ref(ir);
   ref.p          = ops.Ref(ip);
@@ -1142,6 +1172,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   dev.csr        = sell_threads ? nullptr : &A.dev;
   dev.sell       = sell_threads ? &A.sell : nullptr;
   dev.w          = with_w ? ops.Dev(iw) : nullptr;
+  dev.b          = start ? ops.Dev(ib) : nullptr;
   dev.x          = ops.Dev(ix);
   dev.r          = ops.Dev(ir);
   dev.p          = ops.Dev(ip);
@@ -1154,7 +1185,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
   PetscCall(t.dev->cg_chunk(&dev));
-  PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k, 0));
+  PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k + (start ? 6 : 0), 0)); /* start in steps: x, p, q = 0, r = b, its update and product */
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-10));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1168,16 +1199,18 @@ const char *SIDE_NAMES[] = {"no PC", "Jacobi left", "Jacobi right"};
    TestBCGSChunk - bcgs_chunk on the device (persistent kernel or steps) against the host's steps on
    a nonsymmetric diagonally dominant matrix, from r random, r* = r, p = r and slot 0 = <r,r*>, <r,r>
    (as fusedbcgs enters a chunk): x, r, p, s, Ap, As and every slot agree to 1e-8, outputs not
-   written after a stop keep their poison, ctl->stopped/stage agree.
+   written after a stop keep their poison, ctl->stopped/stage agree.  start: the chunk computes the
+   solve's start from b (random) instead: x, r, p, r* enter as NaN, slot 0 as poison, and the start
+   is tested (ChunkTestStartControl; BREAKDOWN: the stop at iteration 0).
 */
-PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, ChunkForm form, ChunkEnd end)
+PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, ChunkForm form, ChunkEnd end, bool start = false)
 {
   const bool            persistent = form != ChunkForm::STEPS;
   constexpr PetscInt    k          = 8;
   constexpr PetscScalar POISON     = -12345.678;
   const PetscInt        n          = A.nrows;
   Operands              ops(t);
-  Array                 r = t.RandomArray(n), w(n), slots((k + 1) * BCGS_NSLOT, POISON), poison(n, POISON);
+  Array                 r = t.RandomArray(n), x = t.RandomArray(n), b = t.RandomArray(n), w(n), slots((k + 1) * BCGS_NSLOT, POISON), poison(n, POISON);
   ChunkControl          ctl_ref, *ctl_dev;
   BCGSChunkArgs         ref, dev;
   BackendCounters       before;
@@ -1193,11 +1226,17 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   }
   if (end == ChunkEnd::BREAKDOWN) slots[BCGS_RRSTAR] = 0;
   ctl_ref = ChunkTestControl(end, 0);
+  if (start) {
+    for (PetscInt i = 0; i < n; ++i) x[i] = r[i] = NaN;
+    for (int d = 0; d < BCGS_NSLOT; ++d) slots[d] = POISON;
+    ctl_ref = ChunkTestStartControl(end, 0);
+  }
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], CHUNK_FORM_NAMES[(int)form]));
-  label        = Label("bcgs_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
-  const int ix = ops.Add("x", t.RandomArray(n)), ir = ops.Add("r", r), ip = ops.Add("p", r), irs = ops.Add("rstar", r), is = ops.Add("s", poison), iap = ops.Add("Ap", poison), ias = ops.Add("As", poison), iw = ops.Add("w", w),
-            isl = ops.Add("slots", slots);
+  PetscCall(
+      PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s%s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], CHUNK_FORM_NAMES[(int)form], start ? ", computing the start" : ""));
+  label        = Label("bcgs_chunk", (std::string(variant) + ", " + (start && end == ChunkEnd::BREAKDOWN ? "stop at iteration 0" : CHUNK_END_NAMES[(int)end])).c_str(), n);
+  const int ix = ops.Add("x", x), ir = ops.Add("r", r), ip = ops.Add("p", r), irs = ops.Add("rstar", r), is = ops.Add("s", poison), iap = ops.Add("Ap", poison), ias = ops.Add("As", poison), iw = ops.Add("w", w), isl = ops.Add("slots", slots),
+            ib = ops.Add("b", b);
   PetscCall(ops.Upload());
   PetscCall(t.dev->malloc_bytes(sizeof(ChunkControl), (void **)&ctl_dev));
   PetscCall(t.dev->copy_to_backend(ctl_dev, &ctl_ref, sizeof(ChunkControl)));
@@ -1205,6 +1244,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   ref.csr        = &A.ref;
   ref.wl         = side == Side::LEFT ? ops.Ref(iw) : nullptr;
   ref.wr         = side == Side::RIGHT ? ops.Ref(iw) : nullptr;
+  ref.b          = start ? ops.Ref(ib) : nullptr;
   ref.rstar      = ops.Ref(irs);
   ref.x          = ops.Ref(ix);
   ref.r          = ops.Ref(ir);
@@ -1220,6 +1260,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   dev.sell       = sell_threads ? &A.sell : nullptr;
   dev.wl         = side == Side::LEFT ? ops.Dev(iw) : nullptr;
   dev.wr         = side == Side::RIGHT ? ops.Dev(iw) : nullptr;
+  dev.b          = start ? ops.Dev(ib) : nullptr;
   dev.rstar      = ops.Dev(irs);
   dev.x          = ops.Dev(ix);
   dev.r          = ops.Dev(ir);
@@ -1235,7 +1276,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
   PetscCall(t.dev->bcgs_chunk(&dev));
-  PetscCall(CheckCounters(t, label, before, persistent && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k, 0));
+  PetscCall(CheckCounters(t, label, before, persistent && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-8)); /* BiCGStab's coefficients are ratios of dot products that shrink: rounding grows faster than in CG (1e-10 to 1e-9 after 10 iterations of the steps too) */
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1369,7 +1410,8 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
     for (bool with_w : {false, true})
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end));
+          for (bool start : {false, true})
+            if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1389,7 +1431,8 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
     for (Side side : {Side::NONE, Side::LEFT, Side::RIGHT})
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end));
+          for (bool start : {false, true})
+            if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1409,7 +1452,9 @@ PetscErrorCode TestResidentMatrixInGlobal(Tester &t)
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP}) {
       PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end));
+      PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end, true));
       PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end));
+      PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end, true));
     }
     if (threads) PetscCall(FreeSELL(t, A));
   }

@@ -229,20 +229,24 @@ int main(int argc, char **argv)
   }
   { /* where the solve starts: in the first chunk (zero initial guess, stopping at iteration 0 on a zero or NaN
        right-hand side) or on the host (a nonzero initial guess) */
-    Setup s = base;
+    Setup s = base, u = base;
     Vec   z;
+    u.ksp = "fusedbcgs";
     PetscCall(VecDuplicate(p.b, &z));
     PetscCall(VecZeroEntries(z));
     PetscCall(Sweep("zero right-hand side", p.A, z, &s, KSP_CONVERGED_ATOL));
+    PetscCall(Sweep("bcgs zero right-hand side", p.A, z, &u, KSP_CONVERGED_ATOL));
     PetscCall(VecSetValue(z, 3, 1.0, INSERT_VALUES));
     PetscCall(VecSetValue(z, 5, NAN, INSERT_VALUES));
     PetscCall(VecAssemblyBegin(z));
     PetscCall(VecAssemblyEnd(z));
-    s.pc = "jacobi";
+    s.pc = u.pc = "jacobi";
     PetscCall(Sweep("NaN in the right-hand side", p.A, z, &s, KSP_DIVERGED_NANORINF));
+    PetscCall(Sweep("bcgs NaN in the right-hand side", p.A, z, &u, KSP_DIVERGED_NANORINF));
     PetscCall(VecDestroy(&z));
-    s.guess = PETSC_TRUE;
+    s.guess = u.guess = PETSC_TRUE;
     PetscCall(Sweep("jacobi nonzero initial guess", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    PetscCall(Sweep("bcgs jacobi nonzero initial guess", p.A, p.b, &u, KSP_CONVERGED_RTOL));
   }
   { /* the maximum iteration count, a user test, the graph switch */
     Setup s = base;

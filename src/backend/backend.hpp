@@ -140,11 +140,14 @@ struct CGChunkArgs {
 /* A chunk of BiCGStab iterations (Backend::bcgs_chunk): the local matrix as in CGChunkArgs, the
    Jacobi weights of the operator Op = wl.*(A (wr.*in)) (at most one of wl, wr; wr also scales the
    update of x, as in bcgs_update), the vectors, and the slots of iterations 0..k at
-   slots + j * BCGS_NSLOT (layout BCGSChunkSlot), all in backend memory.                           */
+   slots + j * BCGS_NSLOT (layout BCGSChunkSlot), all in backend memory.  b != NULL: the chunk starts
+   the solve from a zero initial guess - x = 0, r = r* = p = wl.*b (b without wl), <r,r*> and <r,r>
+   to slot 0 - and tests that start with ctl->start set (ChunkStartLimits()); r* is then an output. */
 struct BCGSChunkArgs {
   const CSRView     *csr  = nullptr;
   const SELLView    *sell = nullptr;
-  const PetscScalar *wl = nullptr, *wr = nullptr, *rstar = nullptr;
+  const PetscScalar *wl = nullptr, *wr = nullptr, *b = nullptr;
+  PetscScalar       *rstar = nullptr;
   PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *s = nullptr, *Ap = nullptr, *As = nullptr;
   PetscScalar       *slots      = nullptr;
   ChunkControl      *ctl        = nullptr;
@@ -359,8 +362,9 @@ struct Backend {
    and the sparse product, 2k calls, and for a chunk that starts the solve x = p = q = 0, r = b and
    its iteration 0): the host backend's cg_chunk, the CUDA backend's without a persistent kernel      */
 PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CGChunkArgs *args);
-/* Backend::bcgs_chunk as the operations of its steps on `be` (4k calls) */
-PetscErrorCode BCGSChunkSteps(const Backend *be, const BCGSChunkArgs *args);
+/* Backend::bcgs_chunk as the operations of its steps on `be` and `blas` (4k calls, and for a chunk that
+   starts the solve x = 0, r = r* = p = wl.*b and the dot products of r)                            */
+PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const BCGSChunkArgs *args);
 /* Backend::sgmres_chunk as the operations of its steps on `be` (3k calls) */
 PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *args);
 

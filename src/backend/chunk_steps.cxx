@@ -48,16 +48,29 @@ PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CG
 /*
    BCGSChunkSteps - Backend::bcgs_chunk as 4k operations of `be`, those of fusedbcgs's chunk body:
    Ap = Op p, s = r - alpha Ap, As = Op s, the update, each writing its dot products to slot j and
-   doing nothing once ctl->stopped >= 0
+   doing nothing once ctl->stopped >= 0; a chunk that starts the solve first sets x = 0, r = r* = p =
+   wl.*b with `blas` and writes <r,r*>, <r,r> to slot 0
 */
-PetscErrorCode BCGSChunkSteps(const Backend *be, const BCGSChunkArgs *a)
+PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const BCGSChunkArgs *a)
 {
   const PetscInt n     = a->csr ? a->csr->nrows : a->sell->nrows;
   const DotSpec  ap    = {DotKind::DOT_VECTOR, a->rstar};
   const DotSpec  as[3] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}, {DotKind::DOT_VECTOR, a->rstar}};
+  const DotSpec  rr[2] = {{DotKind::DOT_VECTOR, a->rstar}, {DotKind::DOT_SELF, nullptr}};
   PetscInt      *stop  = &a->ctl->stopped;
 
   PetscFunctionBegin;
+  if (a->b) {
+    PetscCall(blas->set(n, 0, a->x));
+    if (a->wl)
+      PetscCall(blas->pointwise_mult(n, a->wl, a->b, a->r));
+    else
+      PetscCall(blas->copy(n, a->b, a->r));
+    PetscCall(blas->copy(n, a->r, a->rstar));
+    PetscCall(blas->copy(n, a->r, a->p));
+    PetscCall(be->reduce_target(a->slots + BCGS_RRSTAR, stop));
+    PetscCall(be->dots(n, nullptr, a->r, 2, rr, nullptr));
+  }
   for (PetscInt j = 1; j <= a->k; ++j) {
     PetscScalar *prev = a->slots + (j - 1) * BCGS_NSLOT, *cur = prev + BCGS_NSLOT;
 

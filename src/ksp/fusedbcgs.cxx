@@ -137,7 +137,7 @@ struct BCGSChunk {
   KSP            ksp;
   KSP_FusedBCGS *bc;
   Mat            A;
-  Vec           *V, X, wr, pt, st;
+  Vec           *V, X, B, wr, pt, st; /* B: the right-hand side when the chunk computes the start, else NULL */
   PetscInt       k;
 };
 
@@ -153,7 +153,7 @@ PetscErrorCode BCGSChunkBody(void *ctx)
   PetscFunctionBegin;
   if (b->bc->mode != PCMode::GENERAL) {
     const Vec wl = b->bc->mode == PCMode::JACOBI && b->ksp->pc_side != PC_RIGHT ? b->bc->w : nullptr;
-    PetscCall(OpsBCGSChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, wl, b->wr, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], c->settings.persistent));
+    PetscCall(OpsBCGSChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, wl, b->wr, b->B, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], c->settings.persistent));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {
@@ -194,11 +194,13 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
 }
 
 /*
-   BCGSSolveChunked - the iterations after the start, k at a time (two-reduction form: alpha, omega
-   and beta are computed on the backend, so no transposed operator is needed); pend holds <r_0,r*>,
-   <r_0,r_0>.  The host replays each chunk's iterations from the copied slots.
+   BCGSSolveChunked - the iterations, k at a time (two-reduction form: alpha, omega and beta are
+   computed on the backend, so no transposed operator is needed); pend holds <r_0,r*>, <r_0,r_0>
+   (rnorm0 their norm), or with `start` the first chunk computes the start itself (r* = r_0, PCNONE
+   or PCJACOBI, KSPFusedChunkMayStart()) and the host replays its iteration 0 first.  The host
+   replays each chunk's iterations from the copied slots.
 */
-PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec pt, Vec st, const OpDot *spec_r, PetscScalar *pend, PetscReal rnorm0)
+PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec pt, Vec st, const OpDot *spec_r, PetscScalar *pend, PetscBool start, PetscReal rnorm0)
 {
   Chunker                  *c = &bc->chunk;
   Vec                      *V = ksp->work;
@@ -215,19 +217,35 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
   for (PetscInt it = 0; !ksp->reason;) {
-    PetscInt  j, performed;
-    PetscBool restarted = PETSC_FALSE;
-    BCGSChunk body      = {ksp, bc, A, V, ksp->vec_sol, wr, pt, st, PetscMin(c->k, ksp->max_it - it)};
+    PetscInt                  j, performed;
+    PetscBool                 restarted = PETSC_FALSE;
+    BCGSChunk                 body      = {ksp, bc, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, wr, pt, st, PetscMin(c->k, ksp->max_it - it)};
+    std::vector<const void *> chunk_key = key;
 
     if (it >= ksp->max_it) {
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, entering));
-    PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, key, BCGSChunkBody, &body));
-    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
+    if (start) PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
+    PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering));
+    PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, chunk_key, BCGSChunkBody, &body));
+    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
     performed = ChunkPerformed(c, body.k);
     bc->reductions.count += 2 * performed;
+    if (start) { /* the host's iteration 0, from the start the chunk computed */
+      const PetscScalar *slot0 = ChunkHostSlot(c, 0);
+
+      start = PETSC_FALSE;
+      bc->reductions.count++;
+      pend[0] = slot0[BCGS_RRSTAR];
+      pend[1] = slot0[BCGS_RR];
+      rnorm0  = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
+      PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm0));
+      if (ksp->reason) {
+        PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
+        break;
+      }
+    }
     for (j = 1; j <= body.k; ++j) {
       const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
       PetscReal          rnorm;
@@ -294,6 +312,19 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     if (bc->mode == PCMode::JACOBI) wr = bc->w;
   }
 
+  {
+    const char *unsupported;
+    PetscCall(KSPFusedChunkOperands(A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &unsupported));
+    if (!unsupported && bc->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
+    bc->chunk.whole = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
+    PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));
+  }
+  if (bc->chunk.k > 1 && KSPFusedChunkMayStart(ksp, &bc->chunk)) { /* the first chunk computes the start: no host round trip before it */
+    const OpDot spec_r[2] = {{DotKind::DOT_VECTOR, V[VEC_RSTAR]}, self};
+    bc->one_reduction     = PETSC_FALSE;
+    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_TRUE, 0));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if (ksp->guess_zero) PetscCall(VecSet(X, 0.0));
   PetscCall(BCGSResidual(ksp, bc, A, V[VEC_R], V[VEC_T]));
   PetscCall(VecCopy(V[VEC_R], V[VEC_RSTAR]));
@@ -319,16 +350,9 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   rnorm0 = rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
-  {
-    const char *unsupported;
-    PetscCall(KSPFusedChunkOperands(A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &unsupported));
-    if (!unsupported && bc->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
-    bc->chunk.whole = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
-    PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));
-  }
   if (bc->chunk.k > 1) {
     bc->one_reduction = PETSC_FALSE;
-    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, rnorm0));
+    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_FALSE, rnorm0));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 

@@ -658,20 +658,21 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent)
+PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent)
 {
   BackendArrays arr;
   BCGSChunkArgs args;
-  PetscScalar  *wla, *wra, *rstara;
+  PetscScalar  *wla, *wra, *ba;
   PetscInt      n;
   PetscInt64    nnz;
 
   PetscFunctionBegin;
-  PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz));
+  PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, b, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
   PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
-  PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &rstara));
+  PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
+  PetscCall(arr.Get(rstar, b ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ, &args.rstar));
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
   PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &args.r));
   PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &args.p));
@@ -680,7 +681,7 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_WRITE, &args.As));
   args.wl         = wla;
   args.wr         = wra;
-  args.rstar      = rstara;
+  args.b          = ba;
   args.slots      = slots;
   args.ctl        = ctl;
   args.k          = k;

@@ -135,25 +135,28 @@ FUSED_HD inline bool ChunkNormStops(const ChunkControl &c, PetscInt j, const Pet
    the update and <p,q>, <q,M^{-1}q> of the operator (q = A p)                                       */
 enum CGChunkSlot { CG_RZ, CG_RR, CG_ZZ, CG_PQ, CG_QU, CG_NSLOT };
 
-/* The control a CG chunk tests the norm of iteration j - 1 with (prev: slot j - 1, j >= 1): with the
-   limits of ChunkStartLimits() from slot 0 when the chunk started the solve                        */
-FUSED_HD inline ChunkControl CGChunkLimits(const ChunkControl &c, const PetscScalar *prev, PetscInt j)
+/* The control the chained operation of chunk iteration j >= 1 tests with (prev: slot j - 1 of slots
+   of nslot values, normsq: the index of the squared norm in slot 0): with the limits of
+   ChunkStartLimits() from slot 0 when the chunk started the solve                                */
+FUSED_HD inline ChunkControl ChunkLimits(const ChunkControl &c, const PetscScalar *prev, PetscInt j, PetscInt nslot, PetscInt normsq)
 {
-  return c.start && c.normdot >= 0 ? ChunkStartLimits(c, prev[c.normdot - (j - 1) * CG_NSLOT]) : c;
+  return c.start && c.normdot >= 0 ? ChunkStartLimits(c, prev[normsq - (j - 1) * nslot]) : c;
 }
 
 /* BiCGStab chunks (src/ksp/fusedbcgs.cxx): the values of one iteration in its slot */
 enum BCGSChunkSlot { BCGS_APR, BCGS_SS, BCGS_ASS, BCGS_ASAS, BCGS_ASR, BCGS_RRSTAR, BCGS_RR, BCGS_NSLOT };
 
 /* alpha of chunk iteration j (from <r,r*> of iteration j-1 and <Ap,r*> of iteration j), after the
-   stop test of the norm of iteration j-1; false: the chunk stops before iteration j's s        */
+   stop test of the norm of iteration j-1 (iteration 0: its <r,r> when the chunk computed the start);
+   false: the chunk stops before iteration j's s                                                   */
 FUSED_HD inline bool BCGSChunkAlpha(const ChunkControl &c, PetscInt j, const PetscScalar *prev, const PetscScalar *cur, PetscScalar *alpha)
 {
   if (j > 1) {
     PetscScalar omega, beta;
     PetscReal   rnorm2;
     if (BCGSOmegaBeta(prev[BCGS_ASS], prev[BCGS_ASAS], prev[BCGS_ASR], prev[BCGS_APR], prev[BCGS_SS], &omega, &beta, &rnorm2) == RecurrenceStatus::OK && ChunkNormSqStops(c, j - 1, rnorm2)) return false;
-  }
+  } else if (c.start && ChunkNormSqStops(c, 0, prev[BCGS_RR]))
+    return false;
   if (prev[BCGS_RRSTAR] == 0) return false;
   return BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], alpha) == RecurrenceStatus::OK;
 }

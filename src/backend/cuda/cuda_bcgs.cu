@@ -33,7 +33,7 @@ __global__ void WAXPYDotChainedKernel(PetscInt n, PetscInt chunk, const PetscSca
   PetscScalar alpha = 0;
 
   if (ctl->stopped >= 0) return;
-  if (!BCGSChunkAlpha(*ctl, j, prev, cur, &alpha)) {
+  if (!BCGSChunkAlpha(ChunkLimits(*ctl, prev, j, BCGS_NSLOT, BCGS_RR), j, prev, cur, &alpha)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;

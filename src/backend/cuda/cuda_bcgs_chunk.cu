@@ -27,17 +27,18 @@ struct LoadS {
 struct BCGSChunkKernelArgs {
   PetscInt           n, chunk, k;
   size_t             matrix_bytes; /* the resident kernel's shared memory for its matrix rows */
-  const PetscScalar *wl, *wr, *rstar;
-  PetscScalar       *x, *r, *p, *s, *Ap, *As, *slots, *partials;
+  const PetscScalar *wl, *wr, *b;  /* b: the right-hand side of a chunk that starts the solve, else NULL */
+  PetscScalar       *rstar, *x, *r, *p, *s, *Ap, *As, *slots, *partials;
   ChunkControl      *ctl;
 };
 
-/* After A of chunk iteration j, from its sums (<r,r*>, <r,r> of the previous update when j > 1, then
-   <Ap,r*>): prev and cur completed, the slots stored when `store`, alpha; false when BCGSChunkAlpha()
-   stops the chunk (recorded at stage 0 when `store`)                                              */
-__device__ inline bool BCGSChunkAfterA(const ChunkControl &ctl, ChunkControl *dctl, PetscInt j, const PetscScalar (&sums)[3], bool store, PetscScalar *slot, PetscScalar *prev, PetscScalar *cur, PetscScalar *alpha)
+/* After A of chunk iteration j, from its sums (<r,r*>, <r,r> of the previous update when j > 1 or of
+   the start the chunk computed, then <Ap,r*>): prev and cur completed, the slots stored when `store`,
+   ctl's limits from the start (j = 1), alpha; false when BCGSChunkAlpha() stops the chunk (recorded
+   at stage 0 when `store`)                                                                        */
+__device__ inline bool BCGSChunkAfterA(ChunkControl &ctl, ChunkControl *dctl, PetscInt j, const PetscScalar (&sums)[3], bool store, PetscScalar *slot, PetscScalar *prev, PetscScalar *cur, PetscScalar *alpha)
 {
-  if (j > 1) {
+  if (j > 1 || ctl.start) {
     prev[BCGS_RRSTAR] = sums[0];
     prev[BCGS_RR]     = sums[1];
     if (store) {
@@ -45,6 +46,7 @@ __device__ inline bool BCGSChunkAfterA(const ChunkControl &ctl, ChunkControl *dc
       slot[BCGS_RR - BCGS_NSLOT]     = sums[1];
     }
   }
+  if (j == 1) ctl = ChunkStartLimits(ctl, prev[BCGS_RR]);
   cur[BCGS_APR] = sums[2];
   if (store) slot[BCGS_APR] = sums[2];
   if (BCGSChunkAlpha(ctl, j, prev, cur, alpha)) return true;
@@ -87,6 +89,8 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
         beta (BCGSChunkOmegaBeta(): a failure ends the loop, stage 1);
      C  the update of x, r, p on the block's rows with the terms of <r,r*>, <r,r>; grid barrier (p
         complete; its sums are made at the next A).
+   A chunk that starts the solve (a.b) first sets x = 0, r = r* = p = wl.*b with the terms of <r,r*>,
+   <r,r>, as an update would (grid barrier).
    Block 0 stores the sums in the slots and records a stop as the chained kernels do; every block
    computes the same scalars from the same sums, so all take the same branches.  The partial sets
    need no second copy: each is read between the barrier after its writes and the next barrier,
@@ -97,7 +101,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
   constexpr int      ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   const int          lane          = threadIdx.x % Rows::LANES;
   const ChunkRange   range         = BlockChunk(a.n, a.chunk);
-  const ChunkControl ctl           = *a.ctl;
+  ChunkControl       ctl           = *a.ctl;
   const bool         store         = blockIdx.x == 0 && threadIdx.x == 0;
   PetscScalar *const partA = a.partials, *const partB = a.partials + (size_t)3 * gridDim.x;
   PetscScalar prev[BCGS_NSLOT], cur[BCGS_NSLOT];
@@ -106,6 +110,18 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
   if (ctl.stopped >= 0) return;
 #pragma unroll
   for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
+  if (a.b) { /* the start */
+    PetscScalar acc[2] = {0, 0};
+    for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += BLOCK_SIZE) {
+      const PetscScalar ri = a.wl ? a.wl[i] * a.b[i] : a.b[i];
+      a.x[i]               = 0;
+      a.r[i] = a.rstar[i] = a.p[i] = ri;
+      acc[0] += ri * ri;
+      acc[1] += ri * ri;
+    }
+    BlockPartials(acc, partA);
+    GridBarrier();
+  }
   for (j = 1; j <= a.k; ++j) {
     PetscScalar *slot = a.slots + j * BCGS_NSLOT, alpha = 0, omega = 0, beta = 0;
 
@@ -125,7 +141,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
       }
       BlockPartials(acc, partA + (size_t)2 * gridDim.x);
       GridBarrier();
-      if (j > 1)
+      if (j > 1 || a.b)
         GridSums(partA, sums);
       else { /* no update before: only <Ap,r*> was written */
         PetscScalar apr[1];
@@ -221,7 +237,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   PetscScalar *const rst = resident_vecs + 4 * a.chunk, *const wls = resident_vecs + 5 * a.chunk;
   const PetscInt              begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
   const int                   lane  = threadIdx.x % Rows::LANES;
-  const ChunkControl          ctl   = *a.ctl;
+  ChunkControl                ctl   = *a.ctl;
   const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
   PetscScalar                 x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
   PetscInt                    j;
@@ -236,17 +252,24 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
-      rst[i] = a.rstar[begin + i];
       wls[i] = a.wl ? a.wl[begin + i] : 1;
-      x[t]   = a.x[begin + i];
-      r[t]   = a.r[begin + i];
-      p[t]   = a.p[begin + i];
+      if (a.b) { /* the start, as an update with the terms of <r,r*>, <r,r> */
+        x[t] = 0;
+        r[t] = p[t] = rs[t] = a.wl ? wls[i] * a.b[begin + i] : a.b[begin + i];
+        upd[0] += r[t] * r[t];
+        upd[1] += r[t] * r[t];
+      } else {
+        x[t]  = a.x[begin + i];
+        r[t]  = a.r[begin + i];
+        p[t]  = a.p[begin + i];
+        rs[t] = a.rstar[begin + i];
+      }
       s[t]   = a.s[begin + i];
-      rs[t]  = a.rstar[begin + i];
-      ps[i]  = p[t];
-      rsm[i] = r[t];
       aps[i] = a.Ap[begin + i];
       ass[i] = a.As[begin + i];
+      rst[i] = rs[t];
+      ps[i]  = p[t];
+      rsm[i] = r[t];
     }
   }
   ResidentSync<CLUSTER>();
@@ -341,6 +364,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
       a.s[begin + i]  = s[t];
       a.Ap[begin + i] = aps[i];
       a.As[begin + i] = ass[i];
+      if (a.b) a.rstar[begin + i] = rs[t];
     }
   }
 }
@@ -356,7 +380,7 @@ template <class Rows> static PetscErrorCode LaunchBCGSChunkResident(const BCGSCh
   *launched = false;
   if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    BCGSChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->wl, args->wr, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
+    BCGSChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
     void               *params[] = {(void *)&a, (void *)&rows};
     const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true> : (const void *)BCGSChunkResidentKernel<Rows, false>;
 
@@ -397,6 +421,7 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
         a.k            = args->k;
         a.wl           = args->wl;
         a.wr           = args->wr;
+        a.b            = args->b;
         a.rstar        = args->rstar;
         a.x            = args->x;
         a.r            = args->r;
@@ -412,7 +437,7 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
       PetscFunctionReturn(PETSC_SUCCESS);
     }));
   }
-  if (!launched) PetscCall(BCGSChunkSteps(CUDABackend(), args));
+  if (!launched) PetscCall(BCGSChunkSteps(CUDABackend(), CUDABlas(), args));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

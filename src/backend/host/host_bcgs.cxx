@@ -48,7 +48,7 @@ PetscErrorCode WAXPYDotChained(PetscInt n, const PetscScalar *prev, const PetscS
 
   PetscFunctionBegin;
   PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "waxpy_dot_chained needs a reduce target");
-  if (ctl->stopped >= 0 || !BCGSChunkAlpha(*ctl, j, prev, cur, &alpha)) {
+  if (ctl->stopped >= 0 || !BCGSChunkAlpha(ChunkLimits(*ctl, prev, j, BCGS_NSLOT, BCGS_RR), j, prev, cur, &alpha)) {
     if (ctl->stopped < 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;
@@ -88,7 +88,7 @@ PetscErrorCode BCGSUpdateChained(PetscInt n, const PetscScalar *prev, const Pets
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
 {
   PetscFunctionBegin;
-  PetscCall(BCGSChunkSteps(HostBackend(), args));
+  PetscCall(BCGSChunkSteps(HostBackend(), HostBlas(), args));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
