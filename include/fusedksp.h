@@ -33,6 +33,9 @@ PETSC_EXTERN PetscErrorCode FusedKSPGetBackendName(const char *[]);
 /* The CUDA device of this MPI rank (-fused_device_id, default node-local rank modulo GPU count); -1 on the host backend */
 PETSC_EXTERN PetscErrorCode FusedKSPGetDevice(PetscInt *);
 
+/* Waits until the work the backend has queued is complete (for timers) */
+PETSC_EXTERN PetscErrorCode FusedKSPSynchronize(void);
+
 /* fusedsgmres: one reorthogonalization pass (CGS2) */
 PETSC_EXTERN PetscErrorCode KSPFusedSGMRESSetCGS2(KSP, PetscBool);
 PETSC_EXTERN PetscErrorCode KSPFusedSGMRESGetCGS2(KSP, PetscBool *);

@@ -21,6 +21,7 @@ Options:\n\
                               larger sizes of that problem (classical solvers on the fused types run their vector\n\
                               operations on the host and slow down most)\n\
   -floor_reps <200>           repetitions of FusedKSPMeasureDeviceFloor() (CUDA backend only)\n\
+  -fence <sync>               how a timed solve waits for the queued work: sync or product (see below)\n\
   -csv <bench.csv>            the CSV file written (one row per table row, plus the floor and bandwidth rows)\n\
   -pc_type <none>             the preconditioner (the byte model knows none and jacobi)\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
@@ -28,9 +29,11 @@ Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
 rows fusedcg-kK, fusedbcgs-kK, fusedsgmres-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor);\n\
 the fused rows with k > 1 run each chunk as one persistent kernel (CUDA), the -steps rows as 2, 4 or 3 kernels per iteration (KSPFusedSetUsePersistent).\n\
-Each timed region is: MPI_Barrier, KSPSolve, then a fence: a product with a 1x1 matrix of the same type set and a\n\
-host read of its 1-entry result, which waits for the work queued on the type set's stream (native CUDA solvers\n\
-return before their last kernels finish) without copying the solution; it costs about one floor per solve.\n\
+Each timed region is: MPI_Barrier, KSPSolve, then a fence that waits for the work queued on the type set's stream\n\
+(native CUDA solvers return before their last kernels finish): -fence sync (default) synchronizes that stream\n\
+(FusedKSPSynchronize, PetscDeviceContextSynchronize); -fence product (the fence of the results before\n\
+2026-11-22) runs a product with a 1x1 matrix of the type set and reads its 1-entry result on the host, which\n\
+costs about one floor (10-15 us on an H200) per solve.\n\
 Example (GPU machine): ./bench -csv bench.csv | tee bench.log; python3 tutorials/plot_bench.py bench.csv -o bench.png\n\n";
 
 /*
@@ -127,11 +130,13 @@ typedef struct {
   FILE          *csv;
 } Bench;
 
-/* Waits for the work queued on a type set's stream: y = F x with a 1x1 matrix F of the type set, then a
-   host read of y (its copy to the host follows the queued work); costs about one floor, copies 8 bytes */
+/* Waits for the work queued on a type set's stream: a synchronization of that stream (sync), or y = F x
+   with a 1x1 matrix F of the type set and a host read of y, whose copy to the host follows the queued
+   work (product: about one floor, 8 bytes copied)                                                     */
 typedef struct {
-  Mat F;
-  Vec x, y;
+  PetscBool product, fused;
+  Mat       F;
+  Vec       x, y;
 } Fence;
 
 static PetscErrorCode FenceWait(Fence *f)
@@ -139,15 +144,25 @@ static PetscErrorCode FenceWait(Fence *f)
   const PetscScalar *a;
 
   PetscFunctionBeginUser;
-  PetscCall(MatMult(f->F, f->x, f->y));
-  PetscCall(VecGetArrayRead(f->y, &a));
-  PetscCall(VecRestoreArrayRead(f->y, &a));
+  if (f->product) {
+    PetscCall(MatMult(f->F, f->x, f->y));
+    PetscCall(VecGetArrayRead(f->y, &a));
+    PetscCall(VecRestoreArrayRead(f->y, &a));
+  } else if (f->fused) {
+    PetscCall(FusedKSPSynchronize());
+  } else {
+    PetscDeviceContext dctx;
+    PetscCall(PetscDeviceContextGetCurrentContext(&dctx));
+    PetscCall(PetscDeviceContextSynchronize(dctx));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode FenceCreate(MatType type, Fence *f)
+static PetscErrorCode FenceCreate(MatType type, PetscBool product, Fence *f)
 {
   PetscFunctionBeginUser;
+  f->product = product;
+  PetscCall(PetscStrcmp(type, MATAIJFUSED, &f->fused));
   PetscCall(MatCreate(PETSC_COMM_SELF, &f->F));
   PetscCall(MatSetSizes(f->F, 1, 1, 1, 1));
   PetscCall(MatSetType(f->F, type));
@@ -489,6 +504,7 @@ int main(int argc, char **argv)
   PetscBool      set_problems, set_sizes, set_solvers, set_types, help_only, native, slow[BENCH_MAX_LIST][2];
   TypeSet        types[2];
   Fence          fences[2];
+  PetscBool      fence_product = PETSC_FALSE;
   const char    *backend, *native_why;
   char           csvname[PETSC_MAX_PATH_LEN] = "bench.csv";
   Bench          bench;
@@ -515,6 +531,13 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-reps", "Timed solves per row", "bench", bench.reps, &bench.reps, NULL));
   PetscCall(PetscOptionsReal("-row_time", "Seconds of timed solves per row before the row runs fewer", "bench", bench.row_time, &bench.row_time, NULL));
   PetscCall(PetscOptionsInt("-floor_reps", "Repetitions of the device floor measurement", "bench", bench.floor_reps, &bench.floor_reps, NULL));
+  {
+    const char *const fences_names[] = {"sync", "product"};
+    PetscInt          fence          = 0;
+    PetscCall(PetscOptionsEList("-fence", "How a timed solve waits for the queued work: sync (a stream synchronization) or product (a 1x1 product read on the host, the fence before 2026-11-22)", "bench", fences_names, 2, fences_names[fence], &fence,
+                                NULL));
+    fence_product = fence == 1 ? PETSC_TRUE : PETSC_FALSE;
+  }
   PetscCall(PetscOptionsString("-csv", "CSV file written", "bench", csvname, csvname, sizeof(csvname), NULL));
   PetscOptionsEnd();
   PetscCall(PetscOptionsHasHelp(NULL, &help_only));
@@ -554,7 +577,7 @@ int main(int argc, char **argv)
       continue;
     }
     types[ntypes_run] = isfused ? TYPES_FUSED : TYPES_NATIVE;
-    PetscCall(FenceCreate(TypeSetMat[types[ntypes_run]], &fences[types[ntypes_run]]));
+    PetscCall(FenceCreate(TypeSetMat[types[ntypes_run]], fence_product, &fences[types[ntypes_run]]));
     ntypes_run++;
   }
 
@@ -564,8 +587,8 @@ int main(int argc, char **argv)
   PetscCheck(strftime(bench.date, sizeof(bench.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now)), PETSC_COMM_SELF, PETSC_ERR_SYS, "strftime failed");
   PetscCall(PetscFOpen(PETSC_COMM_WORLD, csvname, "w", &bench.csv));
   PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs\n"));
-  PetscCall(
-      PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %" PetscInt_FMT " iterations per solve, median of %" PetscInt_FMT " solves, CSV: %s\n", bench.date, bench.gpu, backend, bench.its, bench.reps, csvname));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %" PetscInt_FMT " iterations per solve, median of %" PetscInt_FMT " solves, fence: %s, CSV: %s\n", bench.date, bench.gpu, backend, bench.its,
+                        bench.reps, fence_product ? "product" : "sync", csvname));
   if (bench.have_floor) {
     PetscCall(FusedKSPMeasureDeviceFloor(bench.floor_reps, &bench.floor_min, &bench.floor_median, &bench.bandwidth));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# floor (2 empty kernels + 1 KB copy + sync): median %.2f us, min %.2f us; device-to-device copy: %.0f GB/s\n", (double)bench.floor_median, (double)bench.floor_min, (double)bench.bandwidth));

@@ -244,6 +244,29 @@ PetscErrorCode FusedKSPGetDevice(PetscInt *id)
 }
 
 /*@C
+  FusedKSPSynchronize - Waits until the work the active backend has queued (kernels, copies) is complete
+
+  Not Collective
+
+  Level: intermediate
+
+  Note:
+  The fused solvers return from `KSPSolve()` with their work complete, but PETSc's own solvers and
+  vector operations on fused vectors and matrices may return with their last operations still queued
+  on the backend's stream, as on PETSc's CUDA types (`PetscDeviceContextSynchronize()`).  Call this
+  before reading a clock.  On the host backend there is nothing to wait for.
+
+.seealso: `FusedKSPGetBackendName()`
+@*/
+PetscErrorCode FusedKSPSynchronize(void)
+{
+  PetscFunctionBegin;
+  PetscCall(fusedksp::ActiveBackend()->fence_record());
+  PetscCall(fusedksp::ActiveBackend()->fence_wait());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@C
   FusedKSPGetBackendCounters - Work done by the active backend since the program started.
 
   Not Collective
