@@ -504,7 +504,9 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
    blocking `MPI_Allreduce()` calls: the operation that follows each one needs its result (alpha, or
    omega and beta), so none is overlapped with `MPI_Iallreduce()`.  Pipelined and classical BiCGStab round
    differently; their residual histories can differ noticeably on hard problems (the paper reports up
-   to 41% after 30 iterations) without either being systematically worse.
+   to 41% after 30 iterations) without either being systematically worse.  On one GPU with chunks
+   (`KSPFusedSetCheckInterval()`), `PCNONE` or `PCJACOBI` and a zero initial guess, the start of the solve
+   (r = r* = p = M^{-1} b on the left) runs inside the first chunk: no host round trip precedes it.
 
 .seealso: `KSPFUSEDCG`, `KSPFUSEDSGMRES`, `KSPBCGS`, `KSPPIPEBCGS`
 M*/
