@@ -1050,21 +1050,29 @@ ChunkControl ChunkTestControl(ChunkEnd end, PetscInt normdot)
 {
   ChunkControl c;
 
-  c.ttol     = end == ChunkEnd::NORM_STOP ? 1e300 : -1;
-  c.divlimit = PETSC_INFINITY;
-  c.normdot  = end == ChunkEnd::NORM_STOP ? normdot : -1;
-  c.first_it = 40;
-  c.min_it   = 45; /* the norm of chunk iteration 5 stops: nothing runs from iteration 6 on */
-  c.chknorm  = -1;
-  c.stopped  = -1;
-  c.stage    = 0;
-  c.rho      = 0;
-  c.start    = 0;
-  c.rtol     = 0;
-  c.abstol   = 0;
-  c.divtol   = 0;
+  c.ttol       = end == ChunkEnd::NORM_STOP ? 1e300 : -1;
+  c.divlimit   = PETSC_INFINITY;
+  c.normdot    = end == ChunkEnd::NORM_STOP ? normdot : -1;
+  c.first_it   = 40;
+  c.min_it     = 45; /* the norm of chunk iteration 5 stops: nothing runs from iteration 6 on */
+  c.chknorm    = -1;
+  c.stopped    = -1;
+  c.stage      = 0;
+  c.rho        = 0;
+  c.start      = 0;
+  c.rtol       = 0;
+  c.abstol     = 0;
+  c.divtol     = 0;
+  c.bnorm      = CHUNK_BNORM_NONE;
+  c.mininitial = 0;
+  c.bnormsq    = 0;
   return c;
 }
+
+/* Where a CG chunk test starts: from the state entering the chunk, or computing the solve's start from
+   a zero initial guess or from x (then with the norm of b of ChunkBNorm (int)end for its limits)   */
+enum class ChunkStart { NONE, ZERO_GUESS, GUESS };
+const char *CHUNK_START_NAMES[] = {"", ", computing the start", ", computing the start from a guess"};
 
 /* The control block of a chunk test whose chunk computes the solve's start: ttol from its iteration 0
    (ChunkStartLimits: abstol 1e300, a ttol every norm meets, for NORM_STOP and BREAKDOWN); BREAKDOWN
@@ -1097,6 +1105,10 @@ PetscErrorCode CheckChunkStop(Tester &t, const std::string &label, ChunkEnd end,
   PetscCall(t.dev->free_bytes(dev));
   PetscCall(Record(t, ref.stopped == want && ref.stage == want_stage, label, "host backend: ctl->stopped/stage is not where the chunk had to stop", (PetscReal)ref.stopped, 0));
   PetscCall(Record(t, back.stopped == ref.stopped && back.stage == ref.stage, label, "ctl->stopped/stage differ from the host's", (PetscReal)(back.stopped - ref.stopped), 0));
+  if (ref.bnorm != CHUNK_BNORM_NONE) {
+    const PetscReal diff = std::abs(back.bnormsq - ref.bnormsq) / std::max(std::abs(ref.bnormsq), PETSC_SMALL);
+    PetscCall(Record(t, ref.bnormsq > 0 && diff <= 1e-12, label, "ctl->bnormsq (the squared norm of b of the start) differs from the host's, or is not positive", diff, 1e-12));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1108,7 +1120,7 @@ PetscErrorCode CheckChunkStop(Tester &t, const std::string &label, ChunkEnd end,
    from b (random) instead: x, r, p, q and slot 0 enter as NaN and poison, and its iteration 0 is
    tested (ChunkTestStartControl; BREAKDOWN: the stop at iteration 0).
 */
-PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, ChunkForm form, ChunkEnd end, bool start = false)
+PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, ChunkForm form, ChunkEnd end, ChunkStart start = ChunkStart::NONE)
 {
   const bool            persistent = form != ChunkForm::STEPS;
   constexpr PetscInt    k          = 12;
@@ -1144,15 +1156,18 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   }
   if (end == ChunkEnd::BREAKDOWN) slots[CG_PQ] = -1;
   ctl_ref = ChunkTestControl(end, CG_ZZ);
-  if (start) {
-    for (PetscInt i = 0; i < n; ++i) x[i] = r[i] = p[i] = q[i] = NaN;
+  if (start != ChunkStart::NONE) {
+    for (PetscInt i = 0; i < n; ++i) r[i] = p[i] = q[i] = NaN;
+    if (start == ChunkStart::ZERO_GUESS)
+      for (PetscInt i = 0; i < n; ++i) x[i] = NaN;
     for (PetscInt d = 0; d < CG_NSLOT; ++d) slots[d] = POISON;
     ctl_ref = ChunkTestStartControl(end, CG_ZZ);
+    if (start == ChunkStart::GUESS) ctl_ref.bnorm = (PetscInt)end; /* CHUNK_BNORM_B, _MB, _BMB */
   }
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s%s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", CHUNK_FORM_NAMES[(int)form],
-                          start ? ", computing the start" : ""));
-  label        = Label("cg_chunk", (std::string(variant) + ", " + (start && end == ChunkEnd::BREAKDOWN ? "stop at iteration 0" : CHUNK_END_NAMES[(int)end])).c_str(), n);
+  PetscCall(
+      PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s%s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", CHUNK_FORM_NAMES[(int)form], CHUNK_START_NAMES[(int)start]));
+  label        = Label("cg_chunk", (std::string(variant) + ", " + (start != ChunkStart::NONE && end == ChunkEnd::BREAKDOWN ? "stop at iteration 0" : CHUNK_END_NAMES[(int)end])).c_str(), n);
   const int ix = ops.Add("x", x), ir = ops.Add("r", r), ip = ops.Add("p", p), iq = ops.Add("q", q), iw = ops.Add("w", w), is = ops.Add("slots", slots), ib = ops.Add("b", b);
   PetscCall(ops.Upload());
   PetscCall(t.dev->malloc_bytes(sizeof(ChunkControl), (void **)&ctl_dev));
@@ -1160,7 +1175,9 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
 
   ref.csr        = &A.ref;
   ref.w          = with_w ? ops.Ref(iw) : nullptr;
-  ref.b          = start ? ops.Ref(ib) : nullptr;
+  ref.b          = start != ChunkStart::NONE ? ops.Ref(ib) : nullptr;
+  ref.guess      = start == ChunkStart::GUESS ? PETSC_TRUE : PETSC_FALSE;
+  ref.bnorm      = ctl_ref.bnorm;
   ref.x          = ops.Ref(ix);
   ref.r          = ops.Ref(ir);
   ref.p          = ops.Ref(ip);
@@ -1172,7 +1189,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   dev.csr        = sell_threads ? nullptr : &A.dev;
   dev.sell       = sell_threads ? &A.sell : nullptr;
   dev.w          = with_w ? ops.Dev(iw) : nullptr;
-  dev.b          = start ? ops.Dev(ib) : nullptr;
+  dev.b          = start != ChunkStart::NONE ? ops.Dev(ib) : nullptr;
   dev.x          = ops.Dev(ix);
   dev.r          = ops.Dev(ir);
   dev.p          = ops.Dev(ip);
@@ -1184,8 +1201,8 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
-  PetscCall(t.dev->cg_chunk(&dev));
-  PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k + (start ? 6 : 0), 0)); /* start in steps: x, p, q = 0, r = b, its update and product */
+  PetscCall(t.dev->cg_chunk(&dev)); /* the start in steps: x = 0 and r = b or r = A x and r = b - r; p, q = 0; the norm of b (w.*b first); its update and product */
+  PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k + (start != ChunkStart::NONE ? 6 : 0) + (ref.bnorm != CHUNK_BNORM_NONE ? (ref.bnorm == CHUNK_BNORM_MB && with_w ? 2 : 1) : 0), 0));
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-10));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1410,7 +1427,7 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
     for (bool with_w : {false, true})
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          for (bool start : {false, true})
+          for (ChunkStart start : {ChunkStart::NONE, ChunkStart::ZERO_GUESS, ChunkStart::GUESS})
             if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
@@ -1452,7 +1469,8 @@ PetscErrorCode TestResidentMatrixInGlobal(Tester &t)
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP}) {
       PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end));
-      PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end, true));
+      PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end, ChunkStart::ZERO_GUESS));
+      PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end, ChunkStart::GUESS));
       PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end));
       PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end, true));
     }

@@ -35,7 +35,9 @@ typedef struct {
   PetscBool   k1only;   /* the solver runs k = 1 for this setup (fusedbcgs with a general PC) */
   PetscBool   restarts; /* residual replacements may restart chunks at every iteration */
   PetscInt    restart;  /* fusedsgmres: the restart (0: its default) */
-  PetscBool   guess;    /* a nonzero initial guess (x = 1): the solve starts on the host, not in its first chunk */
+  PetscBool   guess;    /* a nonzero initial guess (x = 1): fusedcg starts in its first chunk, fusedbcgs on the host */
+  PetscBool   exact;    /* the kernels stop where the host's test stops: ceil(its / k) chunks (none stopped early) */
+  PetscInt    rnorm0;   /* KSPConvergedDefault()'s initial norm: 0 default, 1 KSPConvergedDefaultSetUIRNorm(), 2 ...SetUMIRNorm() */
   PetscBool   chaotic;  /* the problem amplifies rounding by ~1e30 (a huge entry), so the history and the
                            iteration of the stop depend on the summation order: the chunks run in steps, whose
                            kernels sum as the k = 1 ones do (the persistent kernels' stops are checked against
@@ -69,6 +71,8 @@ static PetscErrorCode SolveOn(KSP ksp, Mat A, Vec b, PetscInt k, const Setup *s,
   PetscCall(KSPSetTolerances(ksp, s->rtol, PETSC_CURRENT, s->divtol, s->maxit));
   PetscCall(KSPSetResidualHistory(ksp, NULL, MAXHIST, PETSC_TRUE));
   if (s->userstop > 0) PetscCall(KSPSetConvergenceTest(ksp, UserStop, (void *)&s->userstop, NULL));
+  if (s->rnorm0 == 1) PetscCall(KSPConvergedDefaultSetUIRNorm(ksp));
+  if (s->rnorm0 == 2) PetscCall(KSPConvergedDefaultSetUMIRNorm(ksp));
   PetscCall(KSPFusedSetCheckInterval(ksp, k));
   PetscCall(KSPFusedSetUseGraph(ksp, s->graph));
   PetscCall(KSPFusedSetUsePersistent(ksp, persistent && !s->chaotic ? PETSC_TRUE : PETSC_FALSE));
@@ -147,6 +151,8 @@ static PetscErrorCode Sweep(const char *what, Mat A, Vec b, const Setup *s, KSPC
     PetscCall(Agree(what, ks[i], s, &ref, &r));
     if (s->k1only)
       PetscCall(Check((PetscBool)(r.chunks == 0), "%s k=%" PetscInt_FMT ": no chunks (k = 1)", what, ks[i]));
+    else if (s->exact)
+      PetscCall(Check((PetscBool)(r.chunks == PetscMax(1, (r.its + ks[i] - 1) / ks[i])), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " chunks for %" PetscInt_FMT " iterations (no chunk stopped before the test)", what, ks[i], r.chunks, r.its));
     else
       PetscCall(Check((PetscBool)(r.chunks >= 1 && r.chunks <= (s->restarts ? r.its + 1 : (r.its + ks[i] - 1) / ks[i] + 3)), "%s k=%" PetscInt_FMT ": %" PetscInt_FMT " chunks for %" PetscInt_FMT " iterations", what, ks[i], r.chunks, r.its));
   }
@@ -200,7 +206,7 @@ int main(int argc, char **argv)
   Problem   p, q, c;
   PetscBool expect_graph = PETSC_FALSE;
   PetscInt  n            = 24;
-  Setup     base         = {"fusedcg", "none", KSP_NORM_PRECONDITIONED, 10000, 1e-10, 1e4, 0, PETSC_TRUE, PC_SIDE_DEFAULT, PETSC_FALSE, PETSC_FALSE, 0, PETSC_FALSE, PETSC_FALSE};
+  Setup     base         = {"fusedcg", "none", KSP_NORM_PRECONDITIONED, 10000, 1e-10, 1e4, 0, PETSC_TRUE, PC_SIDE_DEFAULT, PETSC_FALSE, PETSC_FALSE, 0, PETSC_FALSE, PETSC_FALSE, 0, PETSC_FALSE};
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -231,7 +237,8 @@ int main(int argc, char **argv)
        right-hand side) or on the host (a nonzero initial guess) */
     Setup s = base, u = base;
     Vec   z;
-    u.ksp = "fusedbcgs";
+    s.exact = u.exact = PETSC_TRUE;
+    u.ksp             = "fusedbcgs";
     PetscCall(VecDuplicate(p.b, &z));
     PetscCall(VecZeroEntries(z));
     PetscCall(Sweep("zero right-hand side", p.A, z, &s, KSP_CONVERGED_ATOL));
@@ -246,6 +253,22 @@ int main(int argc, char **argv)
     PetscCall(VecDestroy(&z));
     s.guess = PETSC_TRUE;
     PetscCall(Sweep("jacobi nonzero initial guess", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.norm = KSP_NORM_NATURAL;
+    PetscCall(Sweep("jacobi nonzero initial guess, natural norm", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.norm   = KSP_NORM_PRECONDITIONED;
+    s.rnorm0 = 2;
+    PetscCall(Sweep("jacobi nonzero initial guess, min(||b||, ||r0||)", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.pc     = "none";
+    s.norm   = KSP_NORM_UNPRECONDITIONED;
+    s.rnorm0 = 0;
+    PetscCall(Sweep("nonzero initial guess, unpreconditioned norm", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.rnorm0 = 1;
+    PetscCall(Sweep("nonzero initial guess, relative to ||r0||", p.A, p.b, &s, KSP_CONVERGED_RTOL));
+    s.rnorm0 = 0;
+    PetscCall(VecDuplicate(p.b, &z));
+    PetscCall(VecZeroEntries(z));
+    PetscCall(Sweep("nonzero initial guess, zero right-hand side", p.A, z, &s, KSP_CONVERGED_RTOL));
+    PetscCall(VecDestroy(&z));
   }
   { /* the maximum iteration count, a user test, the graph switch */
     Setup s = base;

@@ -22,6 +22,7 @@ Options:\n\
                               operations on the host and slow down most)\n\
   -floor_reps <200>           repetitions of FusedKSPMeasureDeviceFloor() (CUDA backend only)\n\
   -fence <sync>               how a timed solve waits for the queued work: sync or product (see below)\n\
+  -guess <zero>               initial guess of every solve: zero, or nonzero (x = 1 before each solve, outside the timing)\n\
   -csv <bench.csv>            the CSV file written (one row per table row, plus the floor and bandwidth rows)\n\
   -pc_type <none>             the preconditioner (the byte model knows none and jacobi)\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
@@ -121,6 +122,7 @@ static const MatType     TypeSetMat[]   = {MATAIJFUSED, MATAIJCUSPARSE};
 /* Everything a row needs besides the solver */
 typedef struct {
   PetscInt       its, reps, floor_reps;
+  PetscScalar    x0; /* the initial guess of every solve: 0, or 1 (-guess nonzero) */
   PetscReal      row_time;
   PetscBool      have_floor;
   PetscReal      floor_min, floor_median, bandwidth;  /* us, us, GB/s */
@@ -318,13 +320,13 @@ static PetscReal ModelBytes(const SolverInfo *s, PetscInt N, PetscInt64 nnz, Pet
   return s->spmvs * spmv + 8.0 * words * N;
 }
 
-/* One timed solve: zero initial guess, barrier, KSPSolve and the fence; the slowest rank's time */
-static PetscErrorCode TimedSolve(KSP ksp, Vec b, Vec x, Fence *fence, PetscLogDouble *time)
+/* One timed solve: initial guess x0, barrier, KSPSolve and the fence; the slowest rank's time */
+static PetscErrorCode TimedSolve(KSP ksp, Vec b, Vec x, PetscScalar x0, Fence *fence, PetscLogDouble *time)
 {
   PetscLogDouble t0, t1, dt;
 
   PetscFunctionBeginUser;
-  PetscCall(VecSet(x, 0.0));
+  PetscCall(VecSet(x, x0));
   PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
   PetscCall(PetscTime(&t0));
   PetscCall(KSPSolve(ksp, b, x));
@@ -361,20 +363,20 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(PCSetFromOptions(pc));
   PetscCall(KSPSetTolerances(ksp, 0.0, 0.0, PETSC_CURRENT, bench->its));
   PetscCall(KSPSetConvergenceTest(ksp, KSPConvergedSkip, NULL, NULL));
+  PetscCall(KSPSetInitialGuessNonzero(ksp, bench->x0 != 0.0 ? PETSC_TRUE : PETSC_FALSE));
   if (s->gmres) PetscCall(KSPGMRESSetRestart(ksp, bench->its));
   PetscCall(KSPSetUp(ksp));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));
 
-  /* warm-up (first-use copies to the device), then the timed solves; the first one sizes the row */
-  PetscCall(VecSet(x, 0.0));
+  /* warm-up (first-use copies to the device), then the timed solves; the first one sizes the row */ PetscCall(VecSet(x, bench->x0));
   PetscCall(KSPSolve(ksp, b, x));
   PetscCall(FenceWait(fence));
   PetscCall(PetscMalloc1(reps, &times));
-  PetscCall(TimedSolve(ksp, b, x, fence, &times[0]));
+  PetscCall(TimedSolve(ksp, b, x, bench->x0, fence, &times[0]));
   fit   = (PetscInt)PetscMin((PetscReal)reps, bench->row_time / times[0]);
   *slow = fit < BENCH_MIN_FIT ? PETSC_TRUE : PETSC_FALSE;
   reps  = PetscMax(1, fit);
-  for (PetscInt k = 1; k < reps; k++) PetscCall(TimedSolve(ksp, b, x, fence, &times[k]));
+  for (PetscInt k = 1; k < reps; k++) PetscCall(TimedSolve(ksp, b, x, bench->x0, fence, &times[k]));
   qsort(times, (size_t)reps, sizeof(*times), CompareDouble);
   PetscCall(KSPGetIterationNumber(ksp, &its));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
@@ -538,6 +540,12 @@ int main(int argc, char **argv)
                                 NULL));
     fence_product = fence == 1 ? PETSC_TRUE : PETSC_FALSE;
   }
+  {
+    const char *const guesses[] = {"zero", "nonzero"};
+    PetscInt          guess     = 0;
+    PetscCall(PetscOptionsEList("-guess", "Initial guess of every solve: zero, or nonzero (x = 1, KSPSetInitialGuessNonzero)", "bench", guesses, 2, guesses[guess], &guess, NULL));
+    bench.x0 = guess == 1 ? 1.0 : 0.0;
+  }
   PetscCall(PetscOptionsString("-csv", "CSV file written", "bench", csvname, csvname, sizeof(csvname), NULL));
   PetscOptionsEnd();
   PetscCall(PetscOptionsHasHelp(NULL, &help_only));
@@ -587,8 +595,8 @@ int main(int argc, char **argv)
   PetscCheck(strftime(bench.date, sizeof(bench.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now)), PETSC_COMM_SELF, PETSC_ERR_SYS, "strftime failed");
   PetscCall(PetscFOpen(PETSC_COMM_WORLD, csvname, "w", &bench.csv));
   PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs\n"));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %" PetscInt_FMT " iterations per solve, median of %" PetscInt_FMT " solves, fence: %s, CSV: %s\n", bench.date, bench.gpu, backend, bench.its,
-                        bench.reps, fence_product ? "product" : "sync", csvname));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %" PetscInt_FMT " iterations per solve, median of %" PetscInt_FMT " solves, fence: %s, initial guess: %s, CSV: %s\n", bench.date, bench.gpu, backend,
+                        bench.its, bench.reps, fence_product ? "product" : "sync", bench.x0 != 0.0 ? "nonzero" : "zero", csvname));
   if (bench.have_floor) {
     PetscCall(FusedKSPMeasureDeviceFloor(bench.floor_reps, &bench.floor_min, &bench.floor_median, &bench.bandwidth));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# floor (2 empty kernels + 1 KB copy + sync): median %.2f us, min %.2f us; device-to-device copy: %.0f GB/s\n", (double)bench.floor_median, (double)bench.floor_min, (double)bench.bandwidth));

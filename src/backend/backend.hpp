@@ -120,15 +120,18 @@ struct BackendCounters {
    of csr and sell), the Jacobi weights w (NULL: no preconditioner), the vectors (n = the matrix's
    rows), and the slots of iterations 0..k at slots + j * CG_NSLOT (layout CGChunkSlot; slot 0 is read,
    slots 1..k are written), all in backend memory.  persistent: the backend may run the whole chunk
-   as one kernel (see Backend::cg_chunk).  b != NULL: the chunk starts the solve from a zero initial
-   guess - its iteration 0 sets x = 0, r = b and runs the update with alpha = beta = 0 (z = M^{-1} r,
-   p = z) and q = A p, writing slot 0 - and tests that iteration with ctl->start set
-   (ChunkStartLimits()).                                                                           */
+   as one kernel (see Backend::cg_chunk).  b != NULL: the chunk starts the solve - its iteration 0 sets
+   r = b - A x (guess: x is the initial guess) or x = 0, r = b (no guess), runs the update with alpha =
+   beta = 0 (z = M^{-1} r, p = z) and q = A p, writing slot 0, and tests that iteration with ctl->start
+   set (ChunkStartLimits(); with bnorm != CHUNK_BNORM_NONE, as ctl->bnorm, the start first writes that
+   squared norm of b to ctl->bnormsq).                                                              */
 struct CGChunkArgs {
-  const CSRView     *csr  = nullptr;
-  const SELLView    *sell = nullptr;
-  const PetscScalar *w    = nullptr;
-  const PetscScalar *b    = nullptr; /* the right-hand side of a chunk that starts the solve, else NULL */
+  const CSRView     *csr   = nullptr;
+  const SELLView    *sell  = nullptr;
+  const PetscScalar *w     = nullptr;
+  const PetscScalar *b     = nullptr;          /* the right-hand side of a chunk that starts the solve, else NULL */
+  PetscBool          guess = PETSC_FALSE;      /* with b: x holds a nonzero initial guess                          */
+  PetscInt           bnorm = CHUNK_BNORM_NONE; /* with b: the norm of b the start's limits take (ChunkBNorm)       */
   PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *q = nullptr;
   PetscScalar       *slots      = nullptr;
   ChunkControl      *ctl        = nullptr;
@@ -359,8 +362,9 @@ struct Backend {
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained
-   and the sparse product, 2k calls, and for a chunk that starts the solve x = p = q = 0, r = b and
-   its iteration 0): the host backend's cg_chunk, the CUDA backend's without a persistent kernel      */
+   and the sparse product, 2k calls, and for a chunk that starts the solve r = b - A x or x = 0, r = b,
+   p = q = 0, the norm of b and its iteration 0): the host backend's cg_chunk, the CUDA backend's
+   without a persistent kernel                                                                       */
 PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CGChunkArgs *args);
 /* Backend::bcgs_chunk as the operations of its steps on `be` and `blas` (4k calls, and for a chunk that
    starts the solve x = 0, r = r* = p = wl.*b and the dot products of r)                            */

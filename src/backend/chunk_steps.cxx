@@ -29,10 +29,22 @@ PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CG
 
   PetscFunctionBegin;
   if (a->b) {
-    PetscCall(blas->set(n, 0, a->x));
+    if (a->guess) {
+      PetscCall(Product(be, a->csr, a->sell, nullptr, nullptr, a->x, a->r, 0, nullptr));
+      PetscCall(blas->aypx(n, -1.0, a->b, a->r));
+    } else {
+      PetscCall(blas->set(n, 0, a->x));
+      PetscCall(blas->copy(n, a->b, a->r));
+    }
+    if (a->bnorm != CHUNK_BNORM_NONE) { /* into ctl->bnormsq; ||M^{-1} b|| through q, which is reset below */
+      const DotSpec spec = {a->bnorm == CHUNK_BNORM_BMB && a->w ? DotKind::DOT_SELF_W : DotKind::DOT_SELF, a->w};
+      const bool    mb   = a->bnorm == CHUNK_BNORM_MB && a->w;
+      if (mb) PetscCall(blas->pointwise_mult(n, a->w, a->b, a->q));
+      PetscCall(be->reduce_target(&a->ctl->bnormsq, &a->ctl->stopped));
+      PetscCall(be->dots(n, nullptr, mb ? a->q : a->b, 1, &spec, nullptr));
+    }
     PetscCall(blas->set(n, 0, a->p));
     PetscCall(blas->set(n, 0, a->q));
-    PetscCall(blas->copy(n, a->b, a->r));
   }
   for (PetscInt j = a->b ? 0 : 1; j <= a->k; ++j) {
     PetscScalar *slot = a->slots + j * CG_NSLOT;

@@ -319,7 +319,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     bc->chunk.whole = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
     PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));
   }
-  if (bc->chunk.k > 1 && KSPFusedChunkMayStart(ksp, &bc->chunk)) { /* the first chunk computes the start: no host round trip before it */
+  if (bc->chunk.k > 1 && KSPFusedChunkMayStart(ksp, &bc->chunk, PETSC_FALSE)) { /* the first chunk computes the start: no host round trip before it */
     const OpDot spec_r[2] = {{DotKind::DOT_VECTOR, V[VEC_RSTAR]}, self};
     bc->one_reduction     = PETSC_FALSE;
     PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_TRUE, 0));

@@ -161,7 +161,7 @@ PetscErrorCode CGChunkBody(void *ctx)
 
   PetscFunctionBegin;
   if (b->cg->mode != PCMode::GENERAL) {
-    PetscCall(OpsCGChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, b->B, b->X, V[VEC_R], V[VEC_P], V[VEC_Q], b->cg->w, c->settings.persistent));
+    PetscCall(OpsCGChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, b->B, b->ksp->guess_zero ? PETSC_FALSE : PETSC_TRUE, ChunkHostControl(c)->bnorm, b->X, V[VEC_R], V[VEC_P], V[VEC_Q], b->cg->w, c->settings.persistent));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {
@@ -201,8 +201,12 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    if (start) PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
     PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
+    if (start) { /* the record that computes the start reads b, and x when it is the guess */
+      PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key));
+      chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1)));
+      chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1)));
+    }
     PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
     performed = ChunkPerformed(c, body.k);
@@ -270,7 +274,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
   cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
-  if (cg->chunk.whole && KSPFusedChunkMayStart(ksp, &cg->chunk)) { /* the first chunk computes the start: no host round trip before it */
+  if (cg->chunk.whole && KSPFusedChunkMayStart(ksp, &cg->chunk, PETSC_TRUE)) { /* the first chunk computes the start: no host round trip before it */
     PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_TRUE, 0, &guard));
     PetscFunctionReturn(PETSC_SUCCESS);
   }

@@ -80,16 +80,17 @@ ChunkControl *ChunkHostControl(Chunker *c);
 PetscScalar  *ChunkHostSlot(Chunker *c, PetscInt j);
 
 /* Fills the host copy of the control block (from the KSP's tolerances; normdot: which slot value is
-   the squared norm, -1 none) and of slot 0 (`entering`, ndots values); KSPFusedChunkRun() copies
-   them to the backend ahead of the chunk's body (inside its graph).  entering = NULL: the chunk
-   computes the solve's start as its iteration 0 (first_it = 0, zero initial guess) and tests it
-   with the limits KSPConvergedDefault() takes from it (ChunkStartLimits()).                      */
+   the squared norm, -1 none) and of slot 0 (`entering`, ndots values); KSPFusedChunkRun() copies   them to the backend ahead of the chunk's body (inside its graph).  entering = NULL: the chunk
+   computes the solve's start as its iteration 0 (first_it = 0) and tests it with the limits
+   KSPConvergedDefault() takes from it (ChunkStartLimits(); with a nonzero initial guess ctl->bnorm
+   says which norm of b they take, which the chunk's body passes to its backend operation).     */
 PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering);
 
 /* Whether a solve may let its first chunk compute the start (KSPFusedChunkStart() with entering =
-   NULL): chunks (k > 1), a zero initial guess, at least one iteration, and a convergence test the
-   backend applies as the host does (KSPConvergedDefault() or KSPConvergedSkip())               */
-PetscBool KSPFusedChunkMayStart(KSP ksp, Chunker *c);
+   NULL): chunks (k > 1), a zero initial guess (or any, `guess`: the solver's chunk can start from
+   one), at least one iteration, and a convergence test the backend applies as the host does
+   (KSPConvergedDefault() or KSPConvergedSkip())                                                 */
+PetscBool KSPFusedChunkMayStart(KSP ksp, Chunker *c, PetscBool guess);
 
 /* Queues the k iterations body(ctx) issues and the copy of the control block and slots to the host,
    recorded/replayed as a graph when allowed (`graphsafe`, -ksp_fused_graph, k the full length,

@@ -625,7 +625,7 @@ static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent)
+PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent)
 {
   const PetscMemoryAccessMode updated = b ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ_WRITE;
   BackendArrays               arr;
@@ -638,12 +638,14 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscCall(ChunkMatrix("CG", A, {b, x, r, p, q, w}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
-  PetscCall(arr.Get(x, updated, &args.x));
+  PetscCall(arr.Get(x, b && !guess ? updated : PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
   PetscCall(arr.Get(r, updated, &args.r));
   PetscCall(arr.Get(p, updated, &args.p));
   PetscCall(arr.Get(q, updated, &args.q));
   PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
   args.b          = ba;
+  args.guess      = b ? guess : PETSC_FALSE;
+  args.bnorm      = b ? bnorm : CHUNK_BNORM_NONE;
   args.w          = wa;
   args.slots      = slots;
   args.ctl        = ctl;
@@ -653,7 +655,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscCall(PetscLogEventBegin(events.cg_chunk, A, x, p, 0));
   PetscCall(ActiveBackend()->cg_chunk(&args));
   PetscCall(PetscLogEventEnd(events.cg_chunk, A, x, p, 0));
-  PetscCall(PetscLogFlops((k + (b ? 1 : 0)) * (16.0 * n + 2.0 * (PetscLogDouble)nnz)));
+  PetscCall(PetscLogFlops((k + (b ? 1 : 0)) * (16.0 * n + 2.0 * (PetscLogDouble)nnz) + (b && guess ? 2.0 * (PetscLogDouble)nnz : 0)));
   PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -103,10 +103,10 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
 
 /* A whole chunk of CG iterations 1..k (Backend::cg_chunk) on a MATSEQAIJFUSED A with Jacobi weights w
    (NULL: no preconditioner): the updates of x, r, p and q = A p, the reduced values of iteration j
-   to slots[j * CG_NSLOT ..] (slots and ctl in backend memory; slot 0 holds those entering the chunk,
-   or with b != NULL the chunk starts the solve from a zero initial guess and writes slot 0 itself:
-   x, r, p and q are then outputs only).  persistent: the backend may run it as one kernel.        */
-PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent);
+   to slots[j * CG_NSLOT ..] (slots and ctl in backend memory; slot 0 holds those entering the chunk,   or with b != NULL the chunk starts the solve and writes slot 0 itself: from the initial guess in x
+   (guess) or from x = 0, with the norm of b of ChunkBNorm `bnorm` for its limits; r, p and q are then
+   outputs only).  persistent: the backend may run it as one kernel.                              */
+PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent);
 
 /* A whole chunk of BiCGStab iterations 1..k (Backend::bcgs_chunk) on a MATSEQAIJFUSED A, the operator
    wl.*(A (wr.*in)) (Jacobi left or right; wl, wr NULL without a preconditioner): Ap, s, As and the

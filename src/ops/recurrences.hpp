@@ -92,22 +92,45 @@ struct ChunkControl {
   PetscInt  stopped;              /* -1 while running, else the chunk iteration after which nothing ran          */
   PetscInt  stage;                /* where chunk iteration stopped + 1 stopped: 0 at its start, 1 before its update */
   PetscReal rho;                  /* fusedsgmres: the residual norm that started the restart cycle               */
-  PetscInt  start;                /* 1: the chunk computes the solve's start (zero initial guess) as its iteration 0
-                                     and sets ttol and divlimit from its norm (ChunkStartLimits())                  */
-  PetscReal rtol, abstol, divtol; /* the KSP's tolerances, for ChunkStartLimits()                     */
+  PetscInt  start;                /* 1: the chunk computes the solve's start as its iteration 0 and sets ttol and
+                                     divlimit from its norm (ChunkStartLimits())                                */
+  PetscReal rtol, abstol, divtol; /* the KSP's tolerances, for ChunkStartLimits()                           */
+  PetscInt  bnorm;                /* a start from a nonzero initial guess under KSPConvergedDefault(): the norm
+                                     of b its limits take (ChunkBNorm); CHUNK_BNORM_NONE: the initial residual's */
+  PetscInt    mininitial;         /* KSPConvergedDefaultSetUMIRNorm(): the smaller of that norm and ||r_0||  */
+  PetscScalar bnormsq;            /* that norm squared, written by the chunk's start                        */
 };
 
+/* The norm of b that KSPConvergedDefault() divides by at iteration 0 when the initial guess is nonzero:
+   ||b|| (unpreconditioned norm), ||M^{-1} b|| (preconditioned) or sqrt(<b, M^{-1} b>) (natural)  */
+enum ChunkBNorm { CHUNK_BNORM_NONE = -1, CHUNK_BNORM_B, CHUNK_BNORM_MB, CHUNK_BNORM_BMB };
+
 /* The control of a chunk that computed the solve's start (c.start, normsq0: the squared norm of its
-   iteration 0) with the limits KSPConvergedDefault() sets at iteration 0 with a zero initial guess:
-   ttol = max(rtol rnorm0, abstol), divlimit = divtol rnorm0.  Other chunks: c as it is.          */
+   iteration 0) with the limits KSPConvergedDefault() sets at iteration 0: ttol = max(rtol rnorm0,
+   abstol), divlimit = divtol rnorm0, rnorm0 the initial norm, or with a nonzero initial guess the norm
+   of b (c.bnormsq; the initial norm when b = 0; the smaller of the two with c.mininitial).  Other
+   chunks: c as it is.                                                                            */
 FUSED_HD inline ChunkControl ChunkStartLimits(ChunkControl c, PetscScalar normsq0)
 {
   if (c.start && c.normdot >= 0) {
-    const PetscReal rnorm0 = sqrt(normsq0 < 0 ? -normsq0 : normsq0);
-    c.ttol                 = c.rtol * rnorm0 > c.abstol ? c.rtol * rnorm0 : c.abstol;
-    c.divlimit             = c.divtol * rnorm0;
+    const PetscReal rnorm  = sqrt(normsq0 < 0 ? -normsq0 : normsq0);
+    PetscReal       rnorm0 = rnorm;
+    if (c.bnorm != CHUNK_BNORM_NONE) {
+      PetscReal snorm = sqrt(c.bnormsq < 0 ? -c.bnormsq : c.bnormsq);
+      if (snorm == 0) snorm = rnorm;
+      rnorm0 = c.mininitial && rnorm < snorm ? rnorm : snorm;
+    }
+    c.ttol     = c.rtol * rnorm0 > c.abstol ? c.rtol * rnorm0 : c.abstol;
+    c.divlimit = c.divtol * rnorm0;
   }
   return c;
+}
+
+/* The term of row i of the squared norm of b that a start from a nonzero guess takes (kind: ChunkBNorm;
+   w: the Jacobi weight of the row, 1 without a preconditioner)                                    */
+FUSED_HD inline PetscScalar ChunkBNormTerm(PetscInt kind, PetscScalar b, PetscScalar w)
+{
+  return kind == CHUNK_BNORM_MB ? (w * b) * (w * b) : (kind == CHUNK_BNORM_BMB ? b * (w * b) : b * b);
 }
 
 /* Whether the norm of chunk iteration j ends the chunk (slot: that iteration's reduced values):

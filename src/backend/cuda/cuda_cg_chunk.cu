@@ -25,6 +25,8 @@ struct CGChunkKernelArgs {
   const PetscScalar *w, *b;        /* b: the right-hand side of a chunk that starts the solve, else NULL */
   PetscScalar       *x, *r, *p, *q, *slots, *partials;
   ChunkControl      *ctl;
+  PetscBool          guess; /* with b: x holds the initial guess */
+  PetscInt           bnorm; /* with b: the norm of b of the start's limits (ChunkBNorm)  */
 };
 
 /*
@@ -32,9 +34,10 @@ struct CGChunkKernelArgs {
    previous iteration (all blocks alike; a failure or a stop of the norm ends the kernel, block 0
    records it as cg_update_chained does); the update of the block's rows, summing its terms of <r,z>,
    <r,r>, <z,z>; a grid barrier (p complete); q = A p on the block's rows, summing its terms of <p,q>,
-   <q,w.*q>; the block's five partials; a grid barrier; every block sums the partials, and block 0
-   stores them in the slot.  A chunk that starts the solve (a.b) runs iteration 0 first: x = 0, r = b,
-   p = z with alpha = beta = 0, and its norm sets the limits of the stop tests (ChunkStartLimits()).
+   <q,w.*q>; the block's five partials; a grid barrier; every block sums the partials, and block 0   stores them in the slot.  A chunk that starts the solve (a.b) runs iteration 0 first: r = b - A x
+   (a.guess; the block's rows, before its update) or x = 0, r = b, then p = z with alpha = beta = 0, and
+   its norm (and the norm of b, a.bnorm, summed with it) sets the limits of the stop tests
+   (ChunkStartLimits()).
    Block b owns rows [b chunk, (b+1) chunk) in both phases, so x, r and q are only read by the block
    that wrote them; p is read by every block.
 */
@@ -44,11 +47,22 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
   const int        lane          = threadIdx.x % Rows::LANES;
   const ChunkRange range         = BlockChunk(a.n, a.chunk);
   ChunkControl     ctl           = *a.ctl;
-  PetscScalar      prev[CG_NSLOT];
+  PetscScalar      prev[CG_NSLOT], bnorm[1] = {0};
 
   if (ctl.stopped >= 0) return;
 #pragma unroll
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
+  if (a.b && a.guess) { /* r = b - A x on the block's rows (x is not written before the next grid barrier) */
+    for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
+      const PetscInt64 row = first + threadIdx.x / Rows::LANES;
+      PetscScalar      sum = 0;
+
+      if (row < range.end) sum = A.Part(row, lane, nullptr, a.x, LoadL2());
+      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
+      if (lane == 0 && row < range.end) a.r[row] = a.b[row] - sum;
+    }
+    __syncthreads();
+  }
   for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
     PetscScalar *part          = a.partials + (size_t)(j % 2) * CG_NSLOT * gridDim.x;
     PetscScalar  acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
@@ -61,11 +75,15 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
       return;
     }
     for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += BLOCK_SIZE) {
-      const PetscScalar pi = j ? a.p[i] : 0, ri = j ? a.r[i] - alpha * a.q[i] : a.b[i];
+      const PetscScalar pi = j ? a.p[i] : 0, ri = j ? a.r[i] - alpha * a.q[i] : (a.guess ? a.r[i] : a.b[i]);
       const PetscScalar zi = a.w ? a.w[i] * ri : ri;
-      a.x[i]               = j ? a.x[i] + alpha * pi : 0;
-      a.r[i]               = ri;
-      a.p[i]               = zi + beta * pi;
+      if (j)
+        a.x[i] += alpha * pi;
+      else if (!a.guess)
+        a.x[i] = 0;
+      if (!j && a.bnorm != CHUNK_BNORM_NONE) bnorm[0] += ChunkBNormTerm(a.bnorm, a.b[i], a.w ? a.w[i] : 1);
+      a.r[i] = ri;
+      a.p[i] = zi + beta * pi;
       acc[CG_RZ] += ri * zi;
       acc[CG_RR] += ri * ri;
       acc[CG_ZZ] += zi * zi;
@@ -84,8 +102,14 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
       }
     }
     BlockPartials(acc, part);
+    if (!j && a.bnorm != CHUNK_BNORM_NONE) BlockPartials(bnorm, a.partials + (size_t)2 * CG_NSLOT * gridDim.x);
     GridBarrier();
     GridSums(part, prev);
+    if (!j && a.bnorm != CHUNK_BNORM_NONE) {
+      GridSums(a.partials + (size_t)2 * CG_NSLOT * gridDim.x, bnorm);
+      ctl.bnormsq = bnorm[0];
+      if (blockIdx.x == 0 && threadIdx.x == 0) a.ctl->bnormsq = bnorm[0];
+    }
     if (j == 0) ctl = ChunkStartLimits(ctl, Select(prev, ctl.normdot));
     if (blockIdx.x == 0 && threadIdx.x == 0) {
 #pragma unroll
@@ -100,8 +124,8 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
    keeps x, r, p (and the Jacobi weights) of its rows in registers; the block's matrix rows, p, q and
    the weights live in shared memory, where the sparse product gathers p (other blocks' rows through
    distributed shared memory) and the update reads q.  The same iteration as CGChunkKernel: coefficients and stop test from the previous
-   sums, update, barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()),
-   slot j, and iteration 0 of a chunk that starts the solve (x = 0, r = b, p = q = 0 entering it).
+   sums, update, barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()),   slot j, and iteration 0 of a chunk that starts the solve (r = b - A x with a.guess, else x = 0 and
+   r = b; p = q = 0 entering it; the norm of b first when a.bnorm asks for it).
    x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's vectors
    in shared memory.
 */
@@ -114,25 +138,43 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   const int                   lane  = threadIdx.x % Rows::LANES;
   ChunkControl                ctl   = *a.ctl;
   const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
-  PetscScalar                 x[R], r[R], p[R], w[R], prev[CG_NSLOT];
+  PetscScalar                 x[R], r[R], p[R], w[R], prev[CG_NSLOT], bnorm[1] = {0};
   Rows                        rows   = A;
   const LoadResident<CLUSTER> load_p = {SharedAddress(ps)};
-
   if (ctl.stopped >= 0) return;
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 3 * a.chunk), a.matrix_bytes, rows.A);
 #pragma unroll
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
+  if (a.b && a.guess) { /* b - A x of the block's rows to qs (x is read from global memory, written only at the end) */
+    __syncthreads();    /* the matrix rows */
+    for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
+      const PetscInt row = first + threadIdx.x / Rows::LANES;
+      PetscScalar    sum = 0;
+
+      if (row < nloc) sum = rows.Part(row, lane, nullptr, a.x, LoadL2());
+      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
+      if (lane == 0 && row < nloc) qs[row] = a.b[begin + row] - sum;
+    }
+    __syncthreads();
+  }
 #pragma unroll
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
-      x[t]  = a.b ? 0 : a.x[begin + i];
-      r[t]  = a.b ? a.b[begin + i] : a.r[begin + i];
+      x[t]  = a.b && !a.guess ? 0 : a.x[begin + i];
+      r[t]  = a.b ? (a.guess ? qs[i] : a.b[begin + i]) : a.r[begin + i];
       p[t]  = a.b ? 0 : a.p[begin + i];
       w[t]  = a.w ? a.w[begin + i] : 1;
       ws[i] = w[t];
       qs[i] = a.b ? 0 : a.q[begin + i]; /* read back by this thread only until the first barrier */
+      if (a.b && a.bnorm != CHUNK_BNORM_NONE) bnorm[0] += ChunkBNormTerm(a.bnorm, a.b[begin + i], w[t]);
     }
+  }
+  if (a.b && a.bnorm != CHUNK_BNORM_NONE) { /* the norm of b the start's limits take */
+    PetscScalar sum[1];
+    ResidentSums<CLUSTER>(bnorm, sum, 0);
+    ctl.bnormsq = sum[0];
+    if (store) a.ctl->bnormsq = sum[0];
   }
   for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
     PetscScalar acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
@@ -203,7 +245,7 @@ template <class Rows> static PetscErrorCode LaunchCGChunkResident(const CGChunkA
   *launched = false;
   if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    CGChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl};
+    CGChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl, args->guess, args->bnorm};
     void             *params[] = {(void *)&a, (void *)&rows};
     const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true> : (const void *)CGChunkResidentKernel<Rows, false>;
 
@@ -234,7 +276,7 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
       PetscFunctionBegin;
       PetscCall(LaunchCGChunkResident(args, rows, &launched));
       if (launched) PetscFunctionReturn(PETSC_SUCCESS);
-      PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 2 * CG_NSLOT, &part, &a.partials));
+      PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 2 * CG_NSLOT + 1, &part, &a.partials));
       if (part.nblocks) {
         void *params[] = {(void *)&a, (void *)&rows};
         a.n            = rows.A.nrows;
@@ -242,6 +284,8 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
         a.k            = args->k;
         a.w            = args->w;
         a.b            = args->b;
+        a.guess        = args->guess;
+        a.bnorm        = args->bnorm;
         a.x            = args->x;
         a.r            = args->r;
         a.p            = args->p;
