@@ -48,7 +48,10 @@ __device__ inline bool BCGSChunkAfterA(ChunkControl &ctl, ChunkControl *dctl, Pe
       slot[BCGS_RR - BCGS_NSLOT]     = sums[1];
     }
   }
-  if (j == 1) ctl = ChunkStartLimits(ctl, prev[BCGS_RR]);
+  if (j == 1 && ctl.start) { /* the norm of b from memory (block 0 wrote it before the start's barrier): one value less in registers */
+    ctl.bnormsq = __ldcg(&dctl->bnormsq);
+    ctl         = DeviceStartLimits(ctl, dctl, prev[BCGS_RR]);
+  }
   cur[BCGS_APR] = sums[2];
   if (store) slot[BCGS_APR] = sums[2];
   if (BCGSChunkAlpha(ctl, j, prev, cur, alpha)) return true;
@@ -139,8 +142,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
     GridBarrier();
     if (a.bnorm != CHUNK_BNORM_NONE) {
       GridSums(a.partials + (size_t)7 * gridDim.x, bnorm);
-      ctl.bnormsq = bnorm[0];
-      if (store) a.ctl->bnormsq = bnorm[0];
+      if (store) a.ctl->bnormsq = bnorm[0]; /* read back at the first alpha (BCGSChunkAfterA), after two barriers */
     }
   }
   for (j = 1; j <= a.k; ++j) {
@@ -310,8 +312,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   if (a.b && a.bnorm != CHUNK_BNORM_NONE) { /* the norm of b the start's limits take */
     PetscScalar sum[1];
     ResidentSums<CLUSTER>(bnorm, sum, 0);
-    ctl.bnormsq = sum[0];
-    if (store) a.ctl->bnormsq = sum[0];
+    if (store) a.ctl->bnormsq = sum[0]; /* read back at the first alpha (BCGSChunkAfterA), after two barriers */
   }
   ResidentSync<CLUSTER>();
   for (j = 1; j <= a.k; ++j) {

@@ -110,7 +110,7 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
       ctl.bnormsq = bnorm[0];
       if (blockIdx.x == 0 && threadIdx.x == 0) a.ctl->bnormsq = bnorm[0];
     }
-    if (j == 0) ctl = ChunkStartLimits(ctl, Select(prev, ctl.normdot));
+    if (j == 0) ctl = DeviceStartLimits(ctl, a.ctl, Select(prev, ctl.normdot));
     if (blockIdx.x == 0 && threadIdx.x == 0) {
 #pragma unroll
       for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];
@@ -215,7 +215,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
       }
     }
     ResidentSums<CLUSTER>(acc, prev, (int)(j % 2));
-    if (j == 0) ctl = ChunkStartLimits(ctl, Select(prev, ctl.normdot));
+    if (j == 0) ctl = DeviceStartLimits(ctl, a.ctl, Select(prev, ctl.normdot));
     if (store) {
 #pragma unroll
       for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];

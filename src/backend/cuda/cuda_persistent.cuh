@@ -193,6 +193,19 @@ __device__ inline void ResidentMatrixRows(const SELLView &A, PetscInt begin, Pet
     local.sliceptr = A.sliceptr + s0;
 }
 
+/* ChunkStartLimits() in a persistent kernel: c with the limits of the start from normsq0, the
+   tolerances read from the control block in memory (dctl) where they are needed, so that the kernel's
+   copy c keeps in registers only what its loop tests with (and the norm of b of the start)          */
+__device__ inline ChunkControl DeviceStartLimits(ChunkControl c, const ChunkControl *dctl, PetscScalar normsq0)
+{
+  c.rtol       = dctl->rtol;
+  c.abstol     = dctl->abstol;
+  c.divtol     = dctl->divtol;
+  c.bnorm      = dctl->bnorm;
+  c.mininitial = dctl->mininitial;
+  return ChunkStartLimits(c, normsq0);
+}
+
 /* sums[d] = the sum over the resident kernel's blocks of acc[d], d < ND <= RESIDENT_WARPS, in every
    thread of every block with the same bits: each warp's sums to shared memory, warp d adding the
    warps' sums of d, then (CLUSTER) each block's sums to shared memory, the cluster's barrier, and
