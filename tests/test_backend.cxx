@@ -1201,8 +1201,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
-  PetscCall(t.dev->cg_chunk(&dev));
-  /* the start in steps: x = 0 and r = b or r = A x and r = b - r; p, q = 0; the norm of b (w.*b first); its update and product */
+  PetscCall(t.dev->cg_chunk(&dev)); /* the start in steps: x = 0 and r = b or r = A x and r = b - r; p, q = 0; the norm of b (w.*b first); its update and product */
   PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k + (start != ChunkStart::NONE ? 6 : 0) + (ref.bnorm != CHUNK_BNORM_NONE ? (ref.bnorm == CHUNK_BNORM_MB && with_w ? 2 : 1) : 0), 0));
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-10));
@@ -1218,11 +1217,10 @@ const char *SIDE_NAMES[] = {"no PC", "Jacobi left", "Jacobi right"};
    a nonsymmetric diagonally dominant matrix, from r random, r* = r, p = r and slot 0 = <r,r*>, <r,r>
    (as fusedbcgs enters a chunk): x, r, p, s, Ap, As and every slot agree to 1e-8, outputs not
    written after a stop keep their poison, ctl->stopped/stage agree.  start: the chunk computes the
-   solve's start from b (random) instead: r, p, r* (and x from a zero guess) enter as NaN, slot 0 as
-   poison, and the start is tested (ChunkTestStartControl; BREAKDOWN: the stop at iteration 0; from a
-   guess the norm of b of ChunkBNorm (int)end).
+   solve's start from b (random) instead: x, r, p, r* enter as NaN, slot 0 as poison, and the start
+   is tested (ChunkTestStartControl; BREAKDOWN: the stop at iteration 0).
 */
-PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, ChunkForm form, ChunkEnd end, ChunkStart start = ChunkStart::NONE)
+PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, ChunkForm form, ChunkEnd end, bool start = false)
 {
   const bool            persistent = form != ChunkForm::STEPS;
   constexpr PetscInt    k          = 8;
@@ -1245,17 +1243,15 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   }
   if (end == ChunkEnd::BREAKDOWN) slots[BCGS_RRSTAR] = 0;
   ctl_ref = ChunkTestControl(end, 0);
-  if (start != ChunkStart::NONE) {
-    for (PetscInt i = 0; i < n; ++i) r[i] = NaN;
-    if (start == ChunkStart::ZERO_GUESS)
-      for (PetscInt i = 0; i < n; ++i) x[i] = NaN;
+  if (start) {
+    for (PetscInt i = 0; i < n; ++i) x[i] = r[i] = NaN;
     for (int d = 0; d < BCGS_NSLOT; ++d) slots[d] = POISON;
     ctl_ref = ChunkTestStartControl(end, 0);
-    if (start == ChunkStart::GUESS) ctl_ref.bnorm = (PetscInt)end; /* CHUNK_BNORM_B, _MB, _BMB */
   }
 
-  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s%s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], CHUNK_FORM_NAMES[(int)form], CHUNK_START_NAMES[(int)start]));
-  label        = Label("bcgs_chunk", (std::string(variant) + ", " + (start != ChunkStart::NONE && end == ChunkEnd::BREAKDOWN ? "stop at iteration 0" : CHUNK_END_NAMES[(int)end])).c_str(), n);
+  PetscCall(
+      PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s%s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", SIDE_NAMES[(int)side], CHUNK_FORM_NAMES[(int)form], start ? ", computing the start" : ""));
+  label        = Label("bcgs_chunk", (std::string(variant) + ", " + (start && end == ChunkEnd::BREAKDOWN ? "stop at iteration 0" : CHUNK_END_NAMES[(int)end])).c_str(), n);
   const int ix = ops.Add("x", x), ir = ops.Add("r", r), ip = ops.Add("p", r), irs = ops.Add("rstar", r), is = ops.Add("s", poison), iap = ops.Add("Ap", poison), ias = ops.Add("As", poison), iw = ops.Add("w", w), isl = ops.Add("slots", slots),
             ib = ops.Add("b", b);
   PetscCall(ops.Upload());
@@ -1265,9 +1261,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   ref.csr        = &A.ref;
   ref.wl         = side == Side::LEFT ? ops.Ref(iw) : nullptr;
   ref.wr         = side == Side::RIGHT ? ops.Ref(iw) : nullptr;
-  ref.b          = start != ChunkStart::NONE ? ops.Ref(ib) : nullptr;
-  ref.guess      = start == ChunkStart::GUESS ? PETSC_TRUE : PETSC_FALSE;
-  ref.bnorm      = ctl_ref.bnorm;
+  ref.b          = start ? ops.Ref(ib) : nullptr;
   ref.rstar      = ops.Ref(irs);
   ref.x          = ops.Ref(ix);
   ref.r          = ops.Ref(ir);
@@ -1283,7 +1277,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   dev.sell       = sell_threads ? &A.sell : nullptr;
   dev.wl         = side == Side::LEFT ? ops.Dev(iw) : nullptr;
   dev.wr         = side == Side::RIGHT ? ops.Dev(iw) : nullptr;
-  dev.b          = start != ChunkStart::NONE ? ops.Dev(ib) : nullptr;
+  dev.b          = start ? ops.Dev(ib) : nullptr;
   dev.rstar      = ops.Dev(irs);
   dev.x          = ops.Dev(ix);
   dev.r          = ops.Dev(ir);
@@ -1299,9 +1293,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
   PetscCall(t.dev->bcgs_chunk(&dev));
-  PetscCall(CheckCounters(t, label, before,
-                          persistent && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k + (start != ChunkStart::NONE ? 5 + (ref.guess && ref.wl ? 1 : 0) : 0) + (ref.bnorm != CHUNK_BNORM_NONE ? (ref.bnorm == CHUNK_BNORM_MB && ref.wl ? 2 : 1) : 0),
-                          0)); /* start in steps: x = 0 and r = wl.*b, or r = A x, b - r (and wl.*r); r*, p; the norm of b (wl.*b first); <r,r*> and <r,r> */
+  PetscCall(CheckCounters(t, label, before, persistent && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-8)); /* BiCGStab's coefficients are ratios of dot products that shrink: rounding grows faster than in CG (1e-10 to 1e-9 after 10 iterations of the steps too) */
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1456,7 +1448,7 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
     for (Side side : {Side::NONE, Side::LEFT, Side::RIGHT})
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
-          for (ChunkStart start : {ChunkStart::NONE, ChunkStart::ZERO_GUESS, ChunkStart::GUESS})
+          for (bool start : {false, true})
             if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
@@ -1480,8 +1472,7 @@ PetscErrorCode TestResidentMatrixInGlobal(Tester &t)
       PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end, ChunkStart::ZERO_GUESS));
       PetscCall(TestCGChunk(t, A, threads, true, ChunkForm::RESIDENT, end, ChunkStart::GUESS));
       PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end));
-      PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end, ChunkStart::ZERO_GUESS));
-      PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end, ChunkStart::GUESS));
+      PetscCall(TestBCGSChunk(t, A, threads, Side::LEFT, ChunkForm::RESIDENT, end, true));
     }
     if (threads) PetscCall(FreeSELL(t, A));
   }

@@ -144,15 +144,12 @@ struct CGChunkArgs {
    Jacobi weights of the operator Op = wl.*(A (wr.*in)) (at most one of wl, wr; wr also scales the
    update of x, as in bcgs_update), the vectors, and the slots of iterations 0..k at
    slots + j * BCGS_NSLOT (layout BCGSChunkSlot), all in backend memory.  b != NULL: the chunk starts
-   the solve - r = r* = p = wl.*(b - A x) (guess: x is the initial guess) or x = 0, r = r* = p = wl.*b
-   (wl NULL: without it), <r,r*> and <r,r> to slot 0 - and tests that start with ctl->start set
-   (ChunkStartLimits(); bnorm as in CGChunkArgs, with wl as M^{-1}); r* is then an output.          */
+   the solve from a zero initial guess - x = 0, r = r* = p = wl.*b (b without wl), <r,r*> and <r,r>
+   to slot 0 - and tests that start with ctl->start set (ChunkStartLimits()); r* is then an output. */
 struct BCGSChunkArgs {
   const CSRView     *csr  = nullptr;
   const SELLView    *sell = nullptr;
   const PetscScalar *wl = nullptr, *wr = nullptr, *b = nullptr;
-  PetscBool          guess = PETSC_FALSE;      /* with b: x holds a nonzero initial guess                    */
-  PetscInt           bnorm = CHUNK_BNORM_NONE; /* with b: the norm of b the start's limits take (ChunkBNorm) */
   PetscScalar       *rstar = nullptr;
   PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *s = nullptr, *Ap = nullptr, *As = nullptr;
   PetscScalar       *slots      = nullptr;
@@ -370,8 +367,7 @@ struct Backend {
    without a persistent kernel                                                                       */
 PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CGChunkArgs *args);
 /* Backend::bcgs_chunk as the operations of its steps on `be` and `blas` (4k calls, and for a chunk that
-   starts the solve r = r* = p = wl.*(b - A x) or x = 0, r = r* = p = wl.*b, the norm of b and the dot
-   products of r)                                                                                   */
+   starts the solve x = 0, r = r* = p = wl.*b and the dot products of r)                            */
 PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const BCGSChunkArgs *args);
 /* Backend::sgmres_chunk as the operations of its steps on `be` (3k calls) */
 PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *args);

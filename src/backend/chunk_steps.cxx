@@ -60,9 +60,8 @@ PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CG
 /*
    BCGSChunkSteps - Backend::bcgs_chunk as 4k operations of `be`, those of fusedbcgs's chunk body:
    Ap = Op p, s = r - alpha Ap, As = Op s, the update, each writing its dot products to slot j and
-   doing nothing once ctl->stopped >= 0; a chunk that starts the solve first sets r = r* = p =
-   wl.*(b - A x) or x = 0, r = r* = p = wl.*b with `blas`, writes the norm of b (through Ap, which
-   iteration 1 overwrites) to ctl->bnormsq and <r,r*>, <r,r> to slot 0
+   doing nothing once ctl->stopped >= 0; a chunk that starts the solve first sets x = 0, r = r* = p =
+   wl.*b with `blas` and writes <r,r*>, <r,r> to slot 0
 */
 PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const BCGSChunkArgs *a)
 {
@@ -74,24 +73,11 @@ PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const 
 
   PetscFunctionBegin;
   if (a->b) {
-    if (a->guess) {
-      PetscCall(Product(be, a->csr, a->sell, nullptr, nullptr, a->x, a->r, 0, nullptr));
-      PetscCall(blas->aypx(n, -1.0, a->b, a->r));
-      if (a->wl) PetscCall(blas->pointwise_mult(n, a->wl, a->r, a->r));
-    } else {
-      PetscCall(blas->set(n, 0, a->x));
-      if (a->wl)
-        PetscCall(blas->pointwise_mult(n, a->wl, a->b, a->r));
-      else
-        PetscCall(blas->copy(n, a->b, a->r));
-    }
-    if (a->bnorm != CHUNK_BNORM_NONE) {
-      const DotSpec spec = {a->bnorm == CHUNK_BNORM_BMB && a->wl ? DotKind::DOT_SELF_W : DotKind::DOT_SELF, a->wl};
-      const bool    mb   = a->bnorm == CHUNK_BNORM_MB && a->wl;
-      if (mb) PetscCall(blas->pointwise_mult(n, a->wl, a->b, a->Ap));
-      PetscCall(be->reduce_target(&a->ctl->bnormsq, stop));
-      PetscCall(be->dots(n, nullptr, mb ? a->Ap : a->b, 1, &spec, nullptr));
-    }
+    PetscCall(blas->set(n, 0, a->x));
+    if (a->wl)
+      PetscCall(blas->pointwise_mult(n, a->wl, a->b, a->r));
+    else
+      PetscCall(blas->copy(n, a->b, a->r));
     PetscCall(blas->copy(n, a->r, a->rstar));
     PetscCall(blas->copy(n, a->r, a->p));
     PetscCall(be->reduce_target(a->slots + BCGS_RRSTAR, stop));

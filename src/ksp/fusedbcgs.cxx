@@ -153,8 +153,7 @@ PetscErrorCode BCGSChunkBody(void *ctx)
   PetscFunctionBegin;
   if (b->bc->mode != PCMode::GENERAL) {
     const Vec wl = b->bc->mode == PCMode::JACOBI && b->ksp->pc_side != PC_RIGHT ? b->bc->w : nullptr;
-    PetscCall(
-        OpsBCGSChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, wl, b->wr, b->B, b->ksp->guess_zero ? PETSC_FALSE : PETSC_TRUE, ChunkHostControl(c)->bnorm, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], c->settings.persistent));
+    PetscCall(OpsBCGSChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, wl, b->wr, b->B, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], c->settings.persistent));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {
@@ -227,12 +226,8 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
+    if (start) PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
     PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering));
-    if (start) { /* the record that computes the start reads b, and x when it is the guess */
-      PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key));
-      chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1)));
-      chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1)));
-    }
     PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, chunk_key, BCGSChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
     performed = ChunkPerformed(c, body.k);
@@ -324,7 +319,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     bc->chunk.whole = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
     PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));
   }
-  if (bc->chunk.k > 1 && KSPFusedChunkMayStart(ksp, &bc->chunk, PETSC_TRUE)) { /* the first chunk computes the start: no host round trip before it */
+  if (bc->chunk.k > 1 && KSPFusedChunkMayStart(ksp, &bc->chunk, PETSC_FALSE)) { /* the first chunk computes the start: no host round trip before it */
     const OpDot spec_r[2] = {{DotKind::DOT_VECTOR, V[VEC_RSTAR]}, self};
     bc->one_reduction     = PETSC_FALSE;
     PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_TRUE, 0));

@@ -660,7 +660,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent)
+PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent)
 {
   BackendArrays arr;
   BCGSChunkArgs args;
@@ -684,8 +684,6 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   args.wl         = wla;
   args.wr         = wra;
   args.b          = ba;
-  args.guess      = b ? guess : PETSC_FALSE;
-  args.bnorm      = b ? bnorm : CHUNK_BNORM_NONE;
   args.slots      = slots;
   args.ctl        = ctl;
   args.k          = k;

@@ -111,9 +111,9 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
 /* A whole chunk of BiCGStab iterations 1..k (Backend::bcgs_chunk) on a MATSEQAIJFUSED A, the operator
    wl.*(A (wr.*in)) (Jacobi left or right; wl, wr NULL without a preconditioner): Ap, s, As and the
    updates of x, r, p, the reduced values of iteration j to slots[j * BCGS_NSLOT ..]; with b != NULL
-   the chunk starts the solve, from the guess in x or from x = 0 (r, p and rstar outputs, see
-   BCGSChunkArgs; guess and bnorm as in OpsCGChunk()).  persistent: the backend may run it as one kernel.                             */
-PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent);
+   the chunk starts the solve from a zero initial guess (x, r, p and rstar outputs, see
+   BCGSChunkArgs).  persistent: the backend may run it as one kernel.                             */
+PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent);
 
 /* The BiCGStab steps of chunk iteration j (see Backend::waxpy_dot_chained, bcgs_update_chained):
    s = r - alpha Ap and r, p, x updates, with their dot products to the OpsReduceInto() slot      */

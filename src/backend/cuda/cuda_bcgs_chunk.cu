@@ -30,8 +30,6 @@ struct BCGSChunkKernelArgs {
   const PetscScalar *wl, *wr, *b;  /* b: the right-hand side of a chunk that starts the solve, else NULL */
   PetscScalar       *rstar, *x, *r, *p, *s, *Ap, *As, *slots, *partials;
   ChunkControl      *ctl;
-  PetscBool          guess; /* with b: x holds the initial guess */
-  PetscInt           bnorm; /* with b: the norm of b of the start's limits (ChunkBNorm)  */
 };
 
 /* After A of chunk iteration j, from its sums (<r,r*>, <r,r> of the previous update when j > 1 or of
@@ -48,10 +46,7 @@ __device__ inline bool BCGSChunkAfterA(ChunkControl &ctl, ChunkControl *dctl, Pe
       slot[BCGS_RR - BCGS_NSLOT]     = sums[1];
     }
   }
-  if (j == 1 && ctl.start) { /* the norm of b from memory (block 0 wrote it before the start's barrier): one value less in registers */
-    ctl.bnormsq = __ldcg(&dctl->bnormsq);
-    ctl         = DeviceStartLimits(ctl, dctl, prev[BCGS_RR]);
-  }
+  if (j == 1) ctl = ChunkStartLimits(ctl, prev[BCGS_RR]);
   cur[BCGS_APR] = sums[2];
   if (store) slot[BCGS_APR] = sums[2];
   if (BCGSChunkAlpha(ctl, j, prev, cur, alpha)) return true;
@@ -94,9 +89,8 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
         beta (BCGSChunkOmegaBeta(): a failure ends the loop, stage 1);
      C  the update of x, r, p on the block's rows with the terms of <r,r*>, <r,r>; grid barrier (p
         complete; its sums are made at the next A).
-   A chunk that starts the solve (a.b) first sets r = r* = p = wl.*(b - A x) (a.guess; b - A x of the
-   block's rows first) or x = 0, r = r* = p = wl.*b with the terms of <r,r*>, <r,r> as an update would
-   (and of the norm of b, a.bnorm), then a grid barrier.
+   A chunk that starts the solve (a.b) first sets x = 0, r = r* = p = wl.*b with the terms of <r,r*>,
+   <r,r>, as an update would (grid barrier).
    Block 0 stores the sums in the slots and records a stop as the chained kernels do; every block
    computes the same scalars from the same sums, so all take the same branches.  The partial sets
    need no second copy: each is read between the barrier after its writes and the next barrier,
@@ -117,33 +111,16 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
 #pragma unroll
   for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
   if (a.b) { /* the start */
-    PetscScalar acc[2] = {0, 0}, bnorm[1] = {0};
-    if (a.guess) { /* b - A x on the block's rows (x is written only after the next grid barrier) */
-      for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-        const PetscInt64 row = first + threadIdx.x / Rows::LANES;
-        PetscScalar      sum = 0;
-
-        if (row < range.end) sum = A.Part(row, lane, nullptr, a.x, LoadL2());
-        if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-        if (lane == 0 && row < range.end) a.r[row] = a.b[row] - sum;
-      }
-      __syncthreads();
-    }
+    PetscScalar acc[2] = {0, 0};
     for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += BLOCK_SIZE) {
-      const PetscScalar ui = a.guess ? a.r[i] : a.b[i], ri = a.wl ? a.wl[i] * ui : ui;
-      if (!a.guess) a.x[i] = 0;
+      const PetscScalar ri = a.wl ? a.wl[i] * a.b[i] : a.b[i];
+      a.x[i]               = 0;
       a.r[i] = a.rstar[i] = a.p[i] = ri;
       acc[0] += ri * ri;
       acc[1] += ri * ri;
-      if (a.bnorm != CHUNK_BNORM_NONE) bnorm[0] += ChunkBNormTerm(a.bnorm, a.b[i], a.wl ? a.wl[i] : 1);
     }
     BlockPartials(acc, partA);
-    if (a.bnorm != CHUNK_BNORM_NONE) BlockPartials(bnorm, a.partials + (size_t)7 * gridDim.x);
     GridBarrier();
-    if (a.bnorm != CHUNK_BNORM_NONE) {
-      GridSums(a.partials + (size_t)7 * gridDim.x, bnorm);
-      if (store) a.ctl->bnormsq = bnorm[0]; /* read back at the first alpha (BCGSChunkAfterA), after two barriers */
-    }
   }
   for (j = 1; j <= a.k; ++j) {
     PetscScalar *slot = a.slots + j * BCGS_NSLOT, alpha = 0, omega = 0, beta = 0;
@@ -262,7 +239,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   const int                   lane  = threadIdx.x % Rows::LANES;
   ChunkControl                ctl   = *a.ctl;
   const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
-  PetscScalar                 x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0}, bnorm[1] = {0};
+  PetscScalar                 x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
   PetscInt                    j;
   Rows                        rows   = A;
   const LoadResident<CLUSTER> load_p = {SharedAddress(ps)}, load_r = {SharedAddress(rsm)}, load_ap = {SharedAddress(aps)};
@@ -271,30 +248,16 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 6 * a.chunk), a.matrix_bytes, rows.A);
 #pragma unroll
   for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
-  if (a.b && a.guess) { /* b - A x of the block's rows to aps, which the first A overwrites (x is read from global memory, written only at the end) */
-    __syncthreads();    /* the matrix rows */
-    for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
-      const PetscInt row = first + threadIdx.x / Rows::LANES;
-      PetscScalar    sum = 0;
-
-      if (row < nloc) sum = rows.Part(row, lane, nullptr, a.x, LoadL2());
-      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-      if (lane == 0 && row < nloc) aps[row] = a.b[begin + row] - sum;
-    }
-    __syncthreads();
-  }
 #pragma unroll
   for (int t = 0; t < R; ++t) {
     const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
     if (i < nloc) {
       wls[i] = a.wl ? a.wl[begin + i] : 1;
       if (a.b) { /* the start, as an update with the terms of <r,r*>, <r,r> */
-        const PetscScalar ui = a.guess ? aps[i] : a.b[begin + i];
-        x[t]                 = a.guess ? a.x[begin + i] : 0;
-        r[t] = p[t] = rs[t] = a.wl ? wls[i] * ui : ui;
+        x[t] = 0;
+        r[t] = p[t] = rs[t] = a.wl ? wls[i] * a.b[begin + i] : a.b[begin + i];
         upd[0] += r[t] * r[t];
         upd[1] += r[t] * r[t];
-        if (a.bnorm != CHUNK_BNORM_NONE) bnorm[0] += ChunkBNormTerm(a.bnorm, a.b[begin + i], wls[i]);
       } else {
         x[t]  = a.x[begin + i];
         r[t]  = a.r[begin + i];
@@ -308,11 +271,6 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
       ps[i]  = p[t];
       rsm[i] = r[t];
     }
-  }
-  if (a.b && a.bnorm != CHUNK_BNORM_NONE) { /* the norm of b the start's limits take */
-    PetscScalar sum[1];
-    ResidentSums<CLUSTER>(bnorm, sum, 0);
-    if (store) a.ctl->bnormsq = sum[0]; /* read back at the first alpha (BCGSChunkAfterA), after two barriers */
   }
   ResidentSync<CLUSTER>();
   for (j = 1; j <= a.k; ++j) {
@@ -422,7 +380,7 @@ template <class Rows> static PetscErrorCode LaunchBCGSChunkResident(const BCGSCh
   *launched = false;
   if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    BCGSChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl, args->guess, args->bnorm};
+    BCGSChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
     void               *params[] = {(void *)&a, (void *)&rows};
     const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true> : (const void *)BCGSChunkResidentKernel<Rows, false>;
 
@@ -455,7 +413,7 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
       PetscFunctionBegin;
       PetscCall(LaunchBCGSChunkResident(args, rows, &launched));
       if (launched) PetscFunctionReturn(PETSC_SUCCESS);
-      PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 8, &part, &a.partials)); /* 3 of A and the update, 4 of B, 1 of the start's norm of b */
+      PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 7, &part, &a.partials));
       if (part.nblocks) {
         void *params[] = {(void *)&a, (void *)&rows};
         a.n            = rows.A.nrows;
@@ -464,8 +422,6 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
         a.wl           = args->wl;
         a.wr           = args->wr;
         a.b            = args->b;
-        a.guess        = args->guess;
-        a.bnorm        = args->bnorm;
         a.rstar        = args->rstar;
         a.x            = args->x;
         a.r            = args->r;
