@@ -379,8 +379,8 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
    The reduction is a blocking `MPI_Allreduce()`, not an overlapped `MPI_Iallreduce()`: both fused
    operations of the next iteration need alpha and beta, so no work is independent of it; with
    `MATMPIAIJFUSED` the halo exchange of the SpMV is what overlaps (with the diagonal-block product).
-   On one GPU with chunks (`KSPFusedSetCheckInterval()`), `PCNONE` or `PCJACOBI` and a zero initial guess,
-   the start of the solve runs inside the first chunk: no host round trip precedes it.
+   On one GPU with chunks (`KSPFusedSetCheckInterval()`) and `PCNONE` or `PCJACOBI`, the start of the solve
+   (from a zero or a nonzero initial guess) runs inside the first chunk: no host round trip precedes it.
 
 .seealso: `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPCG`, `KSPPIPECG`, `VECFUSED`, `MATAIJFUSED`
 M*/

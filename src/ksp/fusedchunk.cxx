@@ -384,14 +384,15 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   recording); a replayed record appears as one `FusedGraphLaunch` event and each chunk's copy and wait as
   one `FusedChunkWait` event.
 
-  `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI`, a zero initial guess and `KSPConvergedDefault()`
-  (or `KSPConvergedSkip()`) let the first chunk compute the start of the solve too: x = 0, r = b (BiCGStab:
-  r = r* = p = M^{-1} b) and the start's dot products are computed by the chunk as its iteration 0, which
-  also tests the initial norm and sets the limits of its tests from it as `KSPConvergedDefault()` does (ttol =
-  max(rtol ||r_0||, abstol), divtol ||r_0||); the host then replays iteration 0 (monitors, history, test)
-  before the chunk's other iterations.  A solve then costs one launch and one wait per chunk and nothing
-  before the first.  A nonzero initial guess starts on the host (b - A x and the norm of b that
-  `KSPConvergedDefault()` takes from it).
+  `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI` and `KSPConvergedDefault()` (or
+  `KSPConvergedSkip()`) let the first chunk compute the start of the solve too: x = 0, r = b (BiCGStab:
+  r = r* = p = M^{-1} b) or, `KSPFUSEDCG` from a nonzero initial guess, r = b - A x, and the start's dot
+  products are computed by the chunk as its iteration 0, which also tests the initial norm and sets the
+  limits of its tests as `KSPConvergedDefault()` does (ttol = max(rtol rnorm0, abstol), divtol rnorm0, with
+  rnorm0 = ||r_0||, or from a nonzero guess the norm of b of the norm type, which the chunk computes too);
+  the host then replays iteration 0 (monitors, history, test) before the chunk's other iterations.  A solve
+  then costs one launch and one wait per chunk and nothing before the first.  `KSPFUSEDBCGS` starts from a
+  nonzero initial guess on the host.
 
   The kernels stop by themselves at the first iteration where a coefficient fails (breakdown, an
   indefinite matrix or preconditioner, NaN or Inf) or where `KSPConvergedDefault()` would stop, so with
