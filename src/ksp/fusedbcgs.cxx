@@ -515,7 +515,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
   auto *bc = new fusedksp::KSP_FusedBCGS;
 
   PetscFunctionBegin;
-  ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve does it (a chunk that computes the start: on the device) */
+  ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself (or its first chunk does) */
   ksp->data           = bc;
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 2));

@@ -154,10 +154,10 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
 /* Records a Chunker keeps: a solve's first chunk (which may compute the start) and the chunks after it */
 constexpr size_t CHUNK_RECORDS = 2;
 
+/* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
 constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_WHOLE = 32, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
 
 PetscErrorCode KSPFusedChunkOperands(Mat A, std::initializer_list<Vec> vecs, const char **unsupported)

@@ -80,7 +80,8 @@ ChunkControl *ChunkHostControl(Chunker *c);
 PetscScalar  *ChunkHostSlot(Chunker *c, PetscInt j);
 
 /* Fills the host copy of the control block (from the KSP's tolerances; normdot: which slot value is
-   the squared norm, -1 none) and of slot 0 (`entering`, ndots values); KSPFusedChunkRun() copies   them to the backend ahead of the chunk's body (inside its graph).  entering = NULL: the chunk
+   the squared norm, -1 none) and of slot 0 (`entering`, ndots values); KSPFusedChunkRun() copies
+   them to the backend ahead of the chunk's body (inside its graph).  entering = NULL: the chunk
    computes the solve's start as its iteration 0 (first_it = 0) and tests it with the limits
    KSPConvergedDefault() takes from it (ChunkStartLimits(); with a nonzero initial guess ctl->bnorm
    says which norm of b they take, which the chunk's body passes to its backend operation).     */

@@ -592,7 +592,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
   auto *g = new fusedksp::KSP_FusedSGMRES;
 
   PetscFunctionBegin;
-  ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve does it (a chunk that computes the start: on the device) */
+  ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself */
   ksp->data           = g;
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));

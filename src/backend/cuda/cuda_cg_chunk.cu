@@ -124,7 +124,8 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
    keeps x, r, p (and the Jacobi weights) of its rows in registers; the block's matrix rows, p, q and
    the weights live in shared memory, where the sparse product gathers p (other blocks' rows through
    distributed shared memory) and the update reads q.  The same iteration as CGChunkKernel: coefficients and stop test from the previous
-   sums, update, barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()),   slot j, and iteration 0 of a chunk that starts the solve (r = b - A x with a.guess, else x = 0 and
+   sums, update, barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()),
+   slot j, and iteration 0 of a chunk that starts the solve (r = b - A x with a.guess, else x = 0 and
    r = b; p = q = 0 entering it; the norm of b first when a.bnorm asks for it).
    x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's vectors
    in shared memory.
@@ -141,6 +142,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   PetscScalar                 x[R], r[R], p[R], w[R], prev[CG_NSLOT], bnorm[1] = {0};
   Rows                        rows   = A;
   const LoadResident<CLUSTER> load_p = {SharedAddress(ps)};
+
   if (ctl.stopped >= 0) return;
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 3 * a.chunk), a.matrix_bytes, rows.A);
 #pragma unroll
