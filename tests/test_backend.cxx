@@ -1309,16 +1309,18 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
    chunk.  Every vector and slot agrees to 1e-9 (z_i shrinks with the residual: its rounding
    differences, relative to its largest entry, grow to about 1e-10 in 12 steps) and unwritten ones
    keep their poison, except the v_i of steps after a stop: the steps still compute their products
-   there, the persistent kernel not.
+   there, the persistent kernel not.  start: the first chunk starts the solve from b (random): z_1
+   and slot 0 enter as poison, and rho = ||b|| and the limits of its start (the norm stop: rtol
+   1e300) agree with the host's.
 */
-PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end, PetscInt restart = 0)
+PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, bool persistent, ChunkEnd end, PetscInt restart = 0, bool start = false)
 {
   constexpr PetscScalar      POISON = -12345.678;
   const PetscInt             n = A.nrows, m = restart ? restart : (n < 1000 ? 8 : 24), k1 = std::max<PetscInt>(6, m / 2), nd = SGMRESChunkSlot(m);
   const PetscReal            keep = end == ChunkEnd::BREAKDOWN ? 2.0 : 1e-8;
   const PetscInt             last = end == ChunkEnd::FULL ? m : (end == ChunkEnd::NORM_STOP ? 6 : 1); /* the last step whose v_i both compute */
   Operands                   ops(t);
-  Array                      z1 = t.RandomArray(n), w(n), slots((m + 1) * nd, POISON);
+  Array                      z1 = t.RandomArray(n), b = z1, w(n), slots((m + 1) * nd, POISON);
   std::vector<int>           iv(m + 1), iz(m + 2);
   std::vector<PetscScalar *> vref(m + 1), vdev(m + 1), zref(m + 2), zdev(m + 2);
   ChunkControl               ctl_ref, *ctl_dev;
@@ -1335,17 +1337,24 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
   }
   rho = std::sqrt(rho);
   for (PetscInt i = 0; i < n; ++i) z1[i] /= rho;
-  slots[m + 1] = 1;
-  slots[m + 2] = rho * rho;
-  ctl_ref      = ChunkTestControl(end, 0);
-  ctl_ref.rho  = rho;
+  ctl_ref     = ChunkTestControl(end, 0);
+  ctl_ref.rho = rho;
+  if (start) {
+    std::fill(z1.begin(), z1.end(), POISON);
+    ctl_ref.start  = 1;
+    ctl_ref.rtol   = end == ChunkEnd::NORM_STOP ? 1e300 : 0;
+    ctl_ref.divtol = PETSC_INFINITY;
+  } else {
+    slots[m + 1] = 1;
+    slots[m + 2] = rho * rho;
+  }
 
-  PetscCall(
-      PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s, restart %" PetscInt_FMT, sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC", persistent ? "persistent" : "steps", m));
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "%s%s, %s, %s, restart %" PetscInt_FMT "%s", sell_threads ? "SELL-P " : "CSR", sell_threads ? std::to_string(sell_threads).c_str() : "", with_w ? "Jacobi" : "no PC",
+                          persistent ? "persistent" : "steps", m, start ? ", start" : ""));
   label = Label("sgmres_chunk", (std::string(variant) + ", " + CHUNK_END_NAMES[(int)end]).c_str(), n);
   for (PetscInt v = 1; v <= m; ++v) iv[v] = ops.Add("v_" + std::to_string(v), Array(n, POISON), v <= last);
   for (PetscInt v = 1; v <= m + 1; ++v) iz[v] = ops.Add("z_" + std::to_string(v), v == 1 ? z1 : Array(n, POISON));
-  const int iw = ops.Add("w", w), is = ops.Add("slots", slots);
+  const int iw = ops.Add("w", w), is = ops.Add("slots", slots), ib = ops.Add("b", b);
   PetscCall(ops.Upload());
   PetscCall(t.dev->malloc_bytes(sizeof(ChunkControl), (void **)&ctl_dev));
   PetscCall(t.dev->copy_to_backend(ctl_dev, &ctl_ref, sizeof(ChunkControl)));
@@ -1379,10 +1388,18 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
     ref.k = dev.k = i0 ? m - k1 : k1;
     ref.slots     = ops.Ref(is) + i0 * nd;
     dev.slots     = ops.Dev(is) + i0 * nd;
+    ref.b         = start && !i0 ? ops.Ref(ib) : nullptr;
+    dev.b         = start && !i0 ? ops.Dev(ib) : nullptr;
     PetscCall(t.host->sgmres_chunk(&ref));
     before = *t.dev->counters;
     PetscCall(t.dev->sgmres_chunk(&dev));
-    PetscCall(CheckCounters(t, label, before, persistent && n <= FUSED_SGMRES_PERSISTENT_ROWS ? 1 : 3 * ref.k, 0));
+    PetscCall(CheckCounters(t, label, before, (persistent && n <= FUSED_SGMRES_PERSISTENT_ROWS ? 1 : 3 * ref.k) + (dev.b ? 2 : 0), 0)); /* the start: <b,b> and z_1 = b / rho */
+  }
+  if (start) {
+    ChunkControl back;
+    PetscCall(t.dev->copy_to_host(&back, ctl_dev, sizeof(ChunkControl)));
+    const PetscReal diff = std::abs(back.rho - ctl_ref.rho) / std::max(ctl_ref.rho, PETSC_SMALL), tdiff = std::abs(back.ttol - ctl_ref.ttol) / std::max(std::abs(ctl_ref.ttol), PETSC_SMALL);
+    PetscCall(Record(t, std::abs(ctl_ref.rho - rho) <= 1e-12 * rho && diff <= 1e-12 && tdiff <= 1e-12, label, "the start's rho = ||b|| or its ttol differs from the host's, or the host's from ||b||", diff, 1e-12));
   }
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev, 1));
   PetscCall(ops.CompareAndFree(label, 1e-9));
@@ -1390,8 +1407,8 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
 }
 
 /* sgmres_chunk on CSR and SELL-P (1, 2, 4, 8 threads per row), with and without Jacobi, persistent
-   and in steps, for a cycle that runs through, one stopped by the norm and one by a breakdown; and
-   one long cycle whose basis rows do not fit in shared memory                                     */
+   and in steps, for a cycle that runs through, one stopped by the norm and one by a breakdown; one
+   long cycle whose basis rows do not fit in shared memory; restarts 30 and 31 (resident kernel or not) */
 PetscErrorCode TestSGMRESChunkMatrix(Tester &t, PetscInt n)
 {
   Matrix A;
@@ -1407,6 +1424,14 @@ PetscErrorCode TestSGMRESChunkMatrix(Tester &t, PetscInt n)
     /* restart 120 on SELL-P 1 (256 rows per block): the block's rows of the basis do not fit in shared memory */
     if (threads == 1 && n == 4099)
       for (bool persistent : {true, false}) PetscCall(TestSGMRESChunk(t, A, threads, true, persistent, ChunkEnd::FULL, 120));
+    /* restart 30, the longest cycle of the resident kernel (32 reduced values per step), and 31, the shortest
+       it leaves to the cluster kernel, on CSR and SELL-P 1, one block and clusters of 2 and 16            */
+    if (threads <= 1 && (n == 1000 || n == 2000 || n == 15361))
+      for (PetscInt restart : {30, 31})
+        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP}) PetscCall(TestSGMRESChunk(t, A, threads, true, true, end, restart));
+    /* the start of the solve in the first chunk */
+    for (bool persistent : {true, false})
+      for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP}) PetscCall(TestSGMRESChunk(t, A, threads, threads != 2, persistent, end, 0, true));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));

@@ -170,12 +170,16 @@ struct SGMRESChunkArgs {
   const SELLView     *sell = nullptr;
   const PetscScalar  *wr   = nullptr;
   PetscScalar *const *V = nullptr, *const *Z = nullptr;
-  PetscInt      i0 = 0, m = 0;
-  PetscReal     keep       = 0;
-  PetscScalar  *slots      = nullptr;
-  ChunkControl *ctl        = nullptr;
-  PetscInt      k          = 0;
-  PetscBool     persistent = PETSC_TRUE;
+  PetscInt           i0 = 0, m = 0;
+  PetscReal          keep       = 0;
+  PetscScalar       *slots      = nullptr;
+  ChunkControl      *ctl        = nullptr;
+  PetscInt           k          = 0;
+  PetscBool          persistent = PETSC_TRUE;
+  PetscInt64         nnz        = -1;      /* as in CGChunkArgs */
+  const PetscScalar *b          = nullptr; /* the right-hand side of a chunk that starts the solve (i0 = 0, zero
+                                              initial guess): <b,b> to slot 0, then SGMRESChunkStart() and
+                                              Z[1] = b / rho before the steps; else NULL                    */
 };
 
 struct Backend {

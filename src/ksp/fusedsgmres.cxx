@@ -30,7 +30,8 @@
    Convergence monitor from xi alone: ||r_i|| = ||r_{i-1}|| sqrt(1 - (xi_i / ||r_{i-1}||)^2)
    (a product of sines, no cancellation against rho).  When it meets the tolerance the cycle ends
    early, x is updated, and the true residual decides; the true residual is also computed at every
-   restart (it starts the next cycle) and compared with the estimate (-info).
+   restart (it starts the next cycle) and compared with the estimate (-info).  A solve that reaches
+   max_it ends as KSPGMRES's does: DIVERGED_ITS with the estimate, no true residual after the update.
 */
 #include "ksp/fusedchunk.hpp"
 #include <vector>
@@ -177,6 +178,7 @@ struct SGMRESChunk {
   KSP_FusedSGMRES *g;
   Mat              A;
   PetscInt         i0, k;
+  Vec              b; /* the right-hand side when the chunk starts the solve, else NULL */
 };
 
 PetscErrorCode SGMRESChunkBody(void *ctx)
@@ -188,7 +190,7 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
 
   PetscFunctionBegin;
   if (g->mode != PCMode::GENERAL) {
-    PetscCall(OpsSGMRESChunk(b->A, b->i0, b->k, g->restart, SGMRES_CANCELLATION, ChunkDeviceSlot(c, 0), ctl, g->mode == PCMode::JACOBI ? g->w : nullptr, g->V, g->Z, c->settings.persistent));
+    PetscCall(OpsSGMRESChunk(b->A, b->i0, b->k, g->restart, SGMRES_CANCELLATION, ChunkDeviceSlot(c, 0), ctl, b->b, g->mode == PCMode::JACOBI ? g->w : nullptr, g->V, g->Z, c->settings.persistent));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {
@@ -206,13 +208,15 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
 }
 
 /*
-   SGMRESChunkedCycle - the steps of a restart cycle (rho: its residual norm), k at a time with the
+   SGMRESChunkedCycle - the steps of a restart cycle (*rho: its residual norm), k at a time with the
    scalars on the backend; the host replays each chunk's steps (R, xi, estimates, monitors, test).
-   On return *i is the first step left to the per-step path: restart + 1 when the cycle is complete
-   or the solve stopped, or a step whose column of R needs the host (cancellation, lucky breakdown,
-   NaN).  *its, *k and *res are updated as the per-step path does.
+   start: the first chunk starts the solve from a zero initial guess (Z[1] = b / ||b||, *rho = ||b||
+   on return) and the host replays iteration 0 after it.  On return *i is the first step left to the
+   per-step path: restart + 1 when the cycle is complete or the solve stopped (also when rho = 0), or
+   a step whose column of R needs the host (cancellation, lucky breakdown, NaN).  *its, *k and *res
+   are updated as the per-step path does.
 */
-PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscReal rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
+PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscBool start, PetscReal *rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
 {
   Chunker                  *c = &g->chunk;
   const PetscInt            m = g->restart, nd = SGMRESChunkSlot(m);
@@ -222,25 +226,37 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscReal 
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, nd, PetscMin(c->k, m)));
   entering[m + 1] = 1; /* <z_1, z_1> */
-  entering[m + 2] = rho * rho;
+  entering[m + 2] = *rho * *rho;
   while (*i <= m && *its < ksp->max_it && !ksp->reason) {
     const PetscInt i0   = *i - 1;
-    SGMRESChunk    body = {ksp, g, A, i0, PetscMin(PetscMin(c->k, m - i0), ksp->max_it - *its)};
+    SGMRESChunk    body = {ksp, g, A, i0, PetscMin(PetscMin(c->k, m - i0), ksp->max_it - *its), start ? ksp->vec_rhs : nullptr};
     PetscInt       j, performed;
     ChunkControl   host;
 
     key.clear();
-    PetscCall(OpsChunkKey(A, {ksp->vec_sol, g->w, ksp->work[VEC_WORK]}, &key));
+    PetscCall(OpsChunkKey(A, {ksp->vec_sol, body.b, g->w, ksp->work[VEC_WORK]}, &key));
     for (PetscInt v = 1; v <= m + 1; ++v) PetscCall(OpsChunkKey(A, {v <= m ? g->V[v] : nullptr, g->Z[v]}, &key));
     key.push_back(reinterpret_cast<const void *>((uintptr_t)(i0 * 4 + (PetscInt)g->mode)));
-    ChunkHostControl(c)->rho = rho;
-    PetscCall(KSPFusedChunkStart(ksp, c, *its, ksp->normtype == KSP_NORM_NONE ? -1 : 0, entering.data()));
+    ChunkHostControl(c)->rho = *rho;
+    PetscCall(KSPFusedChunkStart(ksp, c, *its, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering.data()));
     PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, key, SGMRESChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->work[VEC_WORK]}));
+    if (start) PetscCall(OpsMarkWritten({g->Z[1]}));
     for (PetscInt v = i0 + 1; v <= i0 + body.k; ++v) PetscCall(OpsMarkWritten({g->V[v], g->Z[v + 1]}));
     performed    = ChunkPerformed(c, body.k);
     host         = *ChunkHostControl(c);
     host.normdot = -1; /* the host applies the KSP's own test below */
+    if (start) {       /* iteration 0, from the norm of b the chunk computed */
+      start        = PETSC_FALSE;
+      *rho         = host.rho;
+      g->cycle_rho = *rho;
+      g->zz        = 1;
+      PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : *rho));
+      if (ksp->reason || *rho == 0) {
+        *i = m + 1;
+        break;
+      }
+    }
     for (j = 1; j <= performed; ++j) {
       const PetscInt     step = i0 + j;
       const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
@@ -286,6 +302,10 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
     y[i] = s / Rij(g, i, i);
   }
   for (PetscInt j = 1; j <= k; ++j) negy[j - 1] = -y[j];
+  if (g->mode == PCMode::NONE) { /* x -= sum_j (-y_j) z_j in one kernel */
+    PetscCall(OpsMAXPYScale(k, negy.data(), g->Z + 1, x, 1.0, nullptr, nullptr));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(VecSet(T, 0.0));
   PetscCall(OpsMAXPYScale(k, negy.data(), g->Z + 1, T, 1.0, nullptr, nullptr));
   PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
@@ -293,11 +313,45 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The start of a restart cycle on the host: the true residual r = b - A x (right preconditioning:
+   unpreconditioned), rho = ||r||, its test (iteration 0, or the restart's), z_1 = r / rho; *stop when
+   the solve ends here (a reason, max_it, or rho = 0)                                            */
+PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
+{
+  const OpDot self = {DotKind::DOT_SELF, nullptr};
+  PetscScalar rr;
+
+  PetscFunctionBegin;
+  PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Z[1]));
+  PetscCall(VecAYPX(g->Z[1], -1.0, ksp->vec_rhs));
+  PetscCall(OpsDots(nullptr, g->Z[1], 1, &self, &rr));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->reductions));
+  *rho = PetscSqrtReal(PetscAbsScalar(rr));
+  if (its == 0)
+    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : *rho));
+  else {
+    PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)*rho));
+    ksp->rnorm = *rho;
+    if (ksp->normtype != KSP_NORM_NONE) {
+      if (PetscIsInfOrNanReal(*rho))
+        ksp->reason = KSP_DIVERGED_NANORINF;
+      else
+        PetscCall((*ksp->converged)(ksp, its, *rho, &ksp->reason, ksp->cnvP));
+    }
+  }
+  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
+  *stop = ksp->reason || *rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(VecScale(g->Z[1], 1.0 / *rho));
+  g->zz        = 1;
+  g->cycle_rho = *rho;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
 {
   KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
   Mat              A;
-  const OpDot      self     = {DotKind::DOT_SELF, nullptr};
   PetscInt         its      = 0;
   PetscReal        estimate = -1, rho0 = 0;
 
@@ -327,42 +381,22 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   }
 
   while (PETSC_TRUE) {
-    PetscScalar rr;
-    PetscReal   rho, res;
-    PetscInt    k = 0;
+    PetscReal rho = 0, res = 0;
+    PetscInt  k = 0, i = 1;
 
-    /* restart: true residual r = b - A x (right preconditioning: unpreconditioned), v0 = r/rho */
-    PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Z[1]));
-    PetscCall(VecAYPX(g->Z[1], -1.0, ksp->vec_rhs));
-    PetscCall(OpsDots(nullptr, g->Z[1], 1, &self, &rr));
-    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->reductions));
-    rho = PetscSqrtReal(PetscAbsScalar(rr));
-    if (its == 0) rho0 = rho;
-    if (its == 0)
-      PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
-    else {
-      PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
-      ksp->rnorm = rho;
-      if (ksp->normtype != KSP_NORM_NONE) {
-        if (PetscIsInfOrNanReal(rho))
-          ksp->reason = KSP_DIVERGED_NANORINF;
-        else
-          PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
-      }
-    }
-    if (ksp->reason) break;
-    if (its >= ksp->max_it) {
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
-    }
-    if (rho == 0) break;
-    PetscCall(VecScale(g->Z[1], 1.0 / rho));
-    g->zz        = 1;
-    g->cycle_rho = rho;
-    res          = rho;
+    if (its == 0 && ksp->guess_zero && g->chunk.k > 1 && g->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &g->chunk, PETSC_FALSE)) { /* the first chunk starts the solve */
+      PetscCall(SGMRESChunkedCycle(ksp, g, A, PETSC_TRUE, &rho, &i, &its, &k, &res));
+      rho0 = rho;
+      if (k == 0 && (ksp->reason || rho == 0)) break; /* stopped at iteration 0 */
+    } else {
+      PetscBool stop = PETSC_FALSE;
 
-    PetscInt i = 1;
-    if (g->chunk.k > 1) PetscCall(SGMRESChunkedCycle(ksp, g, A, rho, &i, &its, &k, &res));
+      PetscCall(SGMRESCycleStart(ksp, g, A, its, estimate, &rho, &stop));
+      if (its == 0) rho0 = rho;
+      if (stop) break;
+      res = rho;
+      if (g->chunk.k > 1) PetscCall(SGMRESChunkedCycle(ksp, g, A, PETSC_FALSE, &rho, &i, &its, &k, &res));
+    }
     for (; i <= g->restart && its < ksp->max_it && !ksp->reason; ++i) {
       PetscBool        lucky;
       RecurrenceStatus status = RecurrenceStatus::OK;
@@ -394,6 +428,10 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     }
     if (k == 0) {
       ksp->reason = KSP_DIVERGED_BREAKDOWN;
+      break;
+    }
+    if (its >= ksp->max_it) { /* as KSPGMRES: no true residual after the last cycle, the estimate stays */
+      ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
   }
@@ -581,7 +619,8 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
    Notes:
    Only right preconditioning (the residual norm is the true, unpreconditioned one).  A cycle ends
    early when the estimated residual meets the tolerance; the true residual is then computed and
-   decides, and it is recomputed at every restart.  Each inner step makes one blocking
+   decides, and it is recomputed at every restart.  At max_it the solve stops after the cycle's
+   update with `KSP_DIVERGED_ITS` and the estimated residual, as `KSPGMRES` does.  Each inner step makes one blocking
    `MPI_Allreduce()` of its multi-dot (two with CGS2): the update of the new basis vector needs
    its projections, so there is no independent work to overlap with an `MPI_Iallreduce()`.
 

@@ -741,20 +741,22 @@ PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec wr, const Vec V[], const Vec Z[], PetscBool persistent)
+PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec wr, const Vec V[], const Vec Z[], PetscBool persistent)
 {
   BackendArrays              arr;
   SGMRESChunkArgs            args;
   std::vector<PetscScalar *> va(m + 1, nullptr), za(m + 2, nullptr);
-  PetscScalar               *wra;
+  PetscScalar               *wra, *ba;
   PetscInt                   n;
   PetscInt64                 nnz;
 
   PetscFunctionBegin;
   PetscCheck(i0 >= 0 && k >= 0 && i0 + k <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, i0 + 1, i0 + k, m);
-  PetscCall(ChunkMatrix("simpler GMRES", A, {wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
+  PetscCheck(!b || i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, i0 + 1);
+  PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+  PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
   for (PetscInt v = 1; v <= i0 + k; ++v) {
     PetscBool fused;
 
@@ -762,8 +764,9 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
     PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of simpler GMRES steps needs fused vectors");
     PetscCall(arr.Get(V[v], v <= i0 ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &va[v]));
   }
-  for (PetscInt v = i0 + 1; v <= i0 + k + 1; ++v) PetscCall(arr.Get(Z[v], v == i0 + 1 ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &za[v]));
+  for (PetscInt v = i0 + 1; v <= i0 + k + 1; ++v) PetscCall(arr.Get(Z[v], v == i0 + 1 && !b ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &za[v]));
   args.wr         = wra;
+  args.b          = ba;
   args.V          = va.data();
   args.Z          = za.data();
   args.i0         = i0;
@@ -773,6 +776,7 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
   args.ctl        = ctl;
   args.k          = k;
   args.persistent = persistent;
+  args.nnz        = nnz;
   PetscCall(PetscLogEventBegin(events.sgmres_chunk, A, 0, 0, 0));
   PetscCall(ActiveBackend()->sgmres_chunk(&args));
   PetscCall(PetscLogEventEnd(events.sgmres_chunk, A, 0, 0, 0));

@@ -123,8 +123,10 @@ PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *
 /* A whole chunk of simpler GMRES steps i0+1..i0+k of a restart cycle m (Backend::sgmres_chunk) on a
    MATSEQAIJFUSED A with right Jacobi weights wr (NULL: none): V and Z are the cycle's vectors by step
    number (V[1..m], Z[1..m+1]); the values of step j go to slots[j * SGMRESChunkSlot(m) ..] (slot 0
-   holds those entering the chunk).  persistent: the backend may run it as one kernel.            */
-PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec wr, const Vec V[], const Vec Z[], PetscBool persistent);
+   holds those entering the chunk, or with b != NULL the chunk starts the solve from a zero initial
+   guess and writes slot 0 and Z[1] = b / ||b|| itself, see SGMRESChunkArgs).  persistent: the
+   backend may run it as one kernel.                                                              */
+PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec wr, const Vec V[], const Vec Z[], PetscBool persistent);
 
 /* The simpler GMRES update of step i (chunk iteration j), see Backend::sgmres_update_chained: V are
    v_1..v_{i-1}; <znew,znew> goes to the OpsReduceInto() slot                                     */

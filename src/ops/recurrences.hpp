@@ -65,15 +65,14 @@ FUSED_HD inline RecurrenceStatus BCGSOmegaBeta(PetscScalar Ass, PetscScalar AsAs
 /* Simpler GMRES, one column of R from one multi-dot (see src/ksp/fusedsgmres.cxx): given the
    projections R[j] = <v_{j+1}, w> (j < k) and dww = <w,w>: h^2 = <w,w> - sum_j R[j]^2.
    Returns BREAKDOWN when h^2 kept less than `keep` of <w,w> (cancellation: the caller computes the
-   norm explicitly), NANORINF on NaN/Inf.                                                       */
+   norm explicitly), NANORINF on NaN/Inf (in dww or any R[j]: the sum of squares is then NaN or Inf,
+   as it is when a square overflows).  The sum runs without branches: on the device every step of
+   a chunk waits for it.                                                                        */
 FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *R, PetscScalar dww, PetscReal keep, PetscScalar *h2)
 {
   PetscScalar s2 = 0;
-  if (NotFinite(dww)) return RecurrenceStatus::NANORINF;
-  for (PetscInt j = 0; j < k; ++j) {
-    if (NotFinite(R[j])) return RecurrenceStatus::NANORINF;
-    s2 += R[j] * R[j];
-  }
+  for (PetscInt j = 0; j < k; ++j) s2 += R[j] * R[j];
+  if (NotFinite(dww) || NotFinite(s2)) return RecurrenceStatus::NANORINF;
   *h2 = dww - s2;
   if (!(*h2 > keep * dww)) return RecurrenceStatus::BREAKDOWN;
   return RecurrenceStatus::OK;
@@ -218,6 +217,25 @@ FUSED_HD inline int SGMRESChunkStep(const ChunkControl &c, PetscInt j, PetscInt 
   const PetscReal sinesq = (1 - cosine) * (1 + cosine);
   *res                   = before * sqrt(sinesq > 0 ? sinesq : 0);
   return -1;
+}
+
+/* A chunk that starts a simpler GMRES solve from a zero initial guess (r_0 = b, z_1 = b / rho): from
+   slot0[m+2] = <b,b>, sets <z_1,z_1> = 1 at slot0[m+1] and ctl's rho = ||b|| and the limits of
+   ChunkStartLimits(); rho = 0 sets ctl->stopped = 0 (nothing to iterate: the host ends the solve,
+   as it does when it starts the cycle itself).  Returns rho.                                    */
+FUSED_HD inline PetscReal SGMRESChunkStart(ChunkControl *ctl, PetscScalar *slot0, PetscInt m)
+{
+  const PetscScalar bb  = slot0[m + 2];
+  const PetscReal   rho = sqrt(bb < 0 ? -bb : bb);
+
+  slot0[m + 1] = 1;
+  *ctl         = ChunkStartLimits(*ctl, bb);
+  ctl->rho     = rho;
+  if (rho == 0) {
+    ctl->stopped = 0;
+    ctl->stage   = 0;
+  }
+  return rho;
 }
 
 } // namespace fusedksp

@@ -106,15 +106,15 @@ __device__ __forceinline__ PetscScalar LoadClusterShared(unsigned int base, unsi
   return v;
 }
 
-/* The load policy of a resident kernel's products: entry c of the vector whose block rows start at
-   `own` in every block's shared memory (CLUSTER: from the block that owns row c, through distributed
-   shared memory; `base`, own's 32-bit shared address, set by the kernel)                          */
-template <bool CLUSTER> struct LoadResident {
+/* The load policy of a resident kernel's products: entry c of the vector whose block rows (ROWS per
+   block) start at `own` in every block's shared memory (CLUSTER: from the block that owns row c,
+   through distributed shared memory; `base`, own's 32-bit shared address, set by the kernel)     */
+template <bool CLUSTER, PetscInt ROWS = FUSED_BLOCK_CHUNK_ROWS> struct LoadResident {
   unsigned int                           base = 0;
   __device__ __forceinline__ PetscScalar operator()(const PetscScalar *own, PetscInt64 c) const
   {
     if constexpr (CLUSTER)
-      return LoadClusterShared(base, (unsigned int)c % FUSED_BLOCK_CHUNK_ROWS, (unsigned int)c / FUSED_BLOCK_CHUNK_ROWS);
+      return LoadClusterShared(base, (unsigned int)c % ROWS, (unsigned int)c / ROWS);
     else
       return own[c];
   }

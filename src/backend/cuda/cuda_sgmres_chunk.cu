@@ -266,10 +266,280 @@ template <class Rows> static PetscErrorCode LaunchSGMRESChunk(const SGMRESChunkA
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The resident kernel (restart at most SGMRES_RESIDENT_RESTART): a step's reduced values fit one
+   warp, value d in lane d - the multi-dot d = 0..i and <z_i,z_i> at i + 1                         */
+constexpr PetscInt SGMRES_RESIDENT_RESTART = 30;
+static_assert(SGMRES_RESIDENT_RESTART + 2 <= 32, "a step's values fit one warp");
+
+/* The resident kernel's scalars and vectors (see SGMRESChunkKernelArgs).  chunk: the rows of the
+   product's input wr.*z in each block's shared memory; stride: the distance of the block's other
+   vectors there (odd, so that the lanes of a warp reading entry q of 32 vectors hit distinct banks);
+   smem_bytes: each block's dynamic shared memory                                                  */
+struct SGMRESResidentArgs {
+  PetscInt           n, chunk, stride, k, i0, m;
+  size_t             smem_bytes;
+  PetscReal          keep;
+  const PetscScalar *wr;
+  PetscScalar       *slots;
+  ChunkControl      *ctl;
+  PetscScalar       *V[SGMRES_RESIDENT_RESTART + 1];
+  PetscScalar       *Z[SGMRES_RESIDENT_RESTART + 2];
+};
+
 /*
-   SGMRESChunk - Backend::sgmres_chunk on the device: one cooperative kernel for the k steps when
-   args->persistent, the restart is at most FUSED_SGMRES_PERSISTENT_RESTART, the matrix has at most
-   FUSED_SGMRES_PERSISTENT_ROWS rows and the device can, else the 3k kernels of SGMRESChunkSteps()
+   SGMRESChunkResidentKernel - the chunk of SGMRESChunkKernel on at most FUSED_RESIDENT_CHUNK_BLOCKS
+   blocks of R * RESIDENT_THREADS rows (one block, or one cluster: CLUSTER; see LoadResident).  Warp
+   w of a block owns the block's rows [32 R w, 32 R (w + 1)), its lane l the rows 32 R w + l + 32 q,
+   q < R, in every phase; a thread keeps z_i and w = Op z_i of its rows in registers.  The block's
+   shared memory holds wr.*z_i (which the sparse product gathers, other blocks' rows through
+   distributed shared memory), z_i and w, the matrix rows when they fit (at its end) and as many basis
+   vectors v_1, v_2, ... as fit in the rest; later ones are read from global memory, own rows only.
+   Step i: w = A (wr.*z_i); lane d of each warp sums value d of the step over the warp's rows - the
+   multi-dot <v_{d+1},w> (d < i-1), <z_i,w>, <w,w>, and <z_i,z_i> (d = i+1) - and the warps' and
+   blocks' sums are added in a fixed order (the same bits in every block); thread 0 of each block runs
+   SGMRESChunkStep() (a stop ends the chunk in every block alike); the update v_i = (w - sum_j R_{j,i}
+   v_j)/h, z_{i+1} = z_i - eta v_i of the thread's rows, also written to global memory; a barrier
+   (wr.*z_{i+1} complete).
+*/
+template <class Rows, bool CLUSTER, int R> __global__ void __launch_bounds__(RESIDENT_THREADS, 1) SGMRESChunkResidentKernel(const __grid_constant__ SGMRESResidentArgs a, const __grid_constant__ Rows A)
+{
+  constexpr PetscInt            ROWS = R * RESIDENT_THREADS, WARP_ROWS = 32 * R;
+  constexpr int                 ROWS_PER_PASS = RESIDENT_THREADS / Rows::LANES;
+  extern __shared__ PetscScalar resident_vecs[];
+  __shared__ PetscScalar        prev[SGMRESChunkSlot(SGMRES_RESIDENT_RESTART)], cur[32], warp_sums[RESIDENT_WARPS][32], block_sums[2][32], coef[2];
+  __shared__ int                stop;
+  const int                     lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const PetscInt                begin = (PetscInt)blockIdx.x * ROWS, nloc = PetscMin(a.n - begin, ROWS), row0 = warp * WARP_ROWS;
+  const PetscInt                wrows = PetscMax((PetscInt)0, PetscMin(nloc - row0, WARP_ROWS)); /* the warp's rows */
+  const PetscInt                m = a.m, nd = SGMRESChunkSlot(m), stride = a.stride;
+  PetscScalar *const zw = resident_vecs, *const ws = zw + a.chunk, *const zs = a.wr ? ws + stride : zw, *const basis = ws + (a.wr ? 2 : 1) * stride;
+  const size_t                      fixed = (size_t)(basis - resident_vecs) * sizeof(PetscScalar), matrix = (ResidentRowsBytes(A.A, begin, nloc) + sizeof(PetscScalar) - 1) / sizeof(PetscScalar) * sizeof(PetscScalar);
+  const bool                        matrix_fits = fixed + matrix <= a.smem_bytes;
+  const PetscInt                    nshared     = (PetscInt)PetscMin((size_t)m, (a.smem_bytes - fixed - (matrix_fits ? matrix : 0)) / (stride * sizeof(PetscScalar))); /* basis vectors in shared memory */
+  const LoadResident<CLUSTER, ROWS> load_z      = {SharedAddress(zw)};
+  const ChunkControl                ctl         = *a.ctl;
+  PetscScalar                       z[R], w[R], wr[R], res2 = a.slots[m + 2];
+  PetscInt                          j;
+  Rows                              rows = A;
+
+  if (ctl.stopped >= 0) return;
+  ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs) + (matrix_fits ? a.smem_bytes - matrix : 0), matrix_fits ? matrix : 0, rows.A);
+#pragma unroll
+  for (int q = 0; q < R; ++q) {
+    const PetscInt r = row0 + lane + 32 * q;
+    z[q] = w[q] = 0;
+    wr[q]       = 1;
+    if (r < nloc) {
+      z[q]  = a.Z[a.i0 + 1][begin + r];
+      wr[q] = a.wr ? a.wr[begin + r] : 1;
+      zs[r] = z[q];
+      zw[r] = wr[q] * z[q];
+      for (PetscInt v = 1; v <= PetscMin(a.i0, nshared); ++v) basis[(v - 1) * stride + r] = a.V[v][begin + r];
+    }
+  }
+  if (threadIdx.x == 0) prev[m + 1] = a.slots[m + 1];
+  ResidentSync<CLUSTER>(); /* the matrix rows, wr.*z of every block */
+  for (j = 1; j <= a.k; ++j) {
+    const PetscInt i = a.i0 + j;
+
+    if constexpr (Rows::LANES == 1) {
+#pragma unroll
+      for (int q = 0; q < R; ++q) {
+        const PetscInt r = row0 + lane + 32 * q;
+        if (r < nloc) ws[r] = w[q] = rows.Part(r, 0, nullptr, zw, load_z);
+      }
+      __syncwarp();
+    } else {
+      for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
+        const PetscInt row = first + threadIdx.x / Rows::LANES;
+        PetscScalar    sum = 0;
+
+        if (row < nloc) sum = rows.Part(row, threadIdx.x % Rows::LANES, nullptr, zw, load_z);
+        sum = RowSum<Rows::LANES>(sum);
+        if (threadIdx.x % Rows::LANES == 0 && row < nloc) ws[row] = sum;
+      }
+      __syncthreads();
+#pragma unroll
+      for (int q = 0; q < R; ++q) {
+        const PetscInt r = row0 + lane + 32 * q;
+        if (r < nloc) w[q] = ws[r];
+      }
+    }
+    { /* lane d: value d of the step over the warp's rows, in four chains */
+      const PetscScalar *x = nullptr, *y = ws + row0;
+      PetscScalar        s[4] = {0, 0, 0, 0};
+
+      if (lane < i - 1)
+        x = lane < nshared ? basis + lane * stride + row0 : a.V[lane + 1] + begin + row0;
+      else if (lane == i - 1)
+        x = zs + row0;
+      else if (lane == i)
+        x = ws + row0;
+      else if (lane == i + 1)
+        x = y = zs + row0;
+      if (x) {
+#pragma unroll
+        for (int q = 0; q < WARP_ROWS; ++q) /* every load issued at once: some come from L2 */
+          if (q < wrows) s[q % 4] += x[q] * y[q];
+      }
+      warp_sums[warp][lane] = (s[0] + s[1]) + (s[2] + s[3]);
+    }
+    __syncthreads();
+    if (warp == 0) {
+      PetscScalar v = 0;
+#pragma unroll
+      for (int u = 0; u < RESIDENT_WARPS; ++u) v += warp_sums[u][lane];
+      if constexpr (CLUSTER) {
+        cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+
+        block_sums[j % 2][lane] = v;
+        cluster.barrier_arrive();
+        cluster.barrier_wait();
+        v = 0;
+        for (unsigned int b = 0; b < gridDim.x; ++b) v += *cluster.map_shared_rank(&block_sums[j % 2][lane], b);
+      }
+      cur[lane] = v;
+      if (blockIdx.x == 0 && lane <= i) a.slots[j * nd + lane] = v;
+      __syncwarp();
+      if (lane == 0) {
+        PetscScalar h = 1, eta = 0;
+        PetscReal   res = 0;
+
+        if (j > 1) prev[m + 1] = cur[i + 1]; /* <z_i,z_i> */
+        prev[m + 2] = res2;
+        stop        = SGMRESChunkStep(ctl, j, i, m, a.keep, prev, cur, &h, &eta, &res);
+        coef[0]     = 1 / h;
+        coef[1]     = eta;
+        res2        = res * res;
+        if (blockIdx.x == 0) {
+          if (j > 1) a.slots[(j - 1) * nd + m + 1] = prev[m + 1];
+          if (stop >= 0) {
+            a.ctl->stopped = j - 1;
+            a.ctl->stage   = stop;
+          } else
+            a.slots[j * nd + m + 2] = res2;
+        }
+      }
+    } else if constexpr (CLUSTER) {
+      cooperative_groups::this_cluster().barrier_arrive();
+      cooperative_groups::this_cluster().barrier_wait();
+    }
+    __syncthreads();
+    if (stop >= 0) break;
+    const PetscScalar scale = coef[0], eta = coef[1];
+    const PetscInt    vs = PetscMin(i - 1, nshared);
+#pragma unroll
+    for (int q = 0; q < R; ++q) {
+      const PetscInt r = row0 + lane + 32 * q;
+      if (r < nloc) {
+        PetscScalar wk = w[q];
+
+#pragma unroll 8
+        for (PetscInt v = 0; v < vs; ++v) wk -= cur[v] * basis[v * stride + r];
+#pragma unroll 8
+        for (PetscInt v = vs; v < i - 1; ++v) wk -= cur[v] * a.V[v + 1][begin + r];
+        wk *= scale;
+        if (i <= nshared) basis[(i - 1) * stride + r] = wk;
+        a.V[i][begin + r] = wk;
+        z[q] -= eta * wk;
+        a.Z[i + 1][begin + r] = z[q];
+        zs[r]                 = z[q];
+        if (a.wr) zw[r] = wr[q] * z[q];
+      }
+    }
+    ResidentSync<CLUSTER>(); /* wr.*z_{i+1} complete */
+  }
+  if (j > a.k) { /* <z_{i0+k+1}, z_{i0+k+1}> */
+    PetscScalar acc[1] = {0}, sum[1];
+#pragma unroll
+    for (int q = 0; q < R; ++q) acc[0] += z[q] * z[q];
+    ResidentSums<CLUSTER>(acc, sum, 0);
+    if (blockIdx.x == 0 && threadIdx.x == 0) a.slots[a.k * nd + m + 1] = sum[0];
+  }
+  if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
+}
+
+/* Launches the resident kernel with R rows per thread when the restart and the matrix fit it and the
+   device can hold its blocks as one cluster; *launched says whether it did                       */
+template <class Rows, int R> static PetscErrorCode LaunchSGMRESChunkResident(const SGMRESChunkArgs *args, const Rows &rows, bool *launched)
+{
+  constexpr PetscInt ROWS     = R * RESIDENT_THREADS;
+  const PetscInt     n        = rows.A.nrows;
+  const PetscInt     nblocks  = (n + ROWS - 1) / ROWS;
+  SGMRESResidentArgs a        = {};
+  void              *params[] = {(void *)&a, (void *)&rows};
+  const void        *kernel   = nblocks > 1 ? (const void *)SGMRESChunkResidentKernel<Rows, true, R> : (const void *)SGMRESChunkResidentKernel<Rows, false, R>;
+  cudaFuncAttributes attr;
+  int                device, optin;
+  size_t             matrix_bytes, room;
+
+  PetscFunctionBegin;
+  *launched = false;
+  if (args->m > SGMRES_RESIDENT_RESTART || n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || args->nnz < 0 || args->nnz > FUSED_BLOCK_CHUNK_NNZ * ROWS / FUSED_BLOCK_CHUNK_ROWS * nblocks) PetscFunctionReturn(PETSC_SUCCESS);
+  FusedKSPCallCUDA(cudaGetDevice(&device));
+  FusedKSPCallCUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  FusedKSPCallCUDA(cudaFuncGetAttributes(&attr, kernel));
+  room     = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
+  a.n      = n;
+  a.chunk  = PetscMin(n, ROWS);
+  a.stride = a.chunk % 2 ? a.chunk : a.chunk + 1;
+  {
+    const size_t fixed = (size_t)(a.chunk + (args->wr ? 2 : 1) * a.stride) * sizeof(PetscScalar), matrix = ResidentMatrixBytes(rows.A);
+
+    if (room < fixed) PetscFunctionReturn(PETSC_SUCCESS);
+    a.smem_bytes = (matrix >= room ? room : PetscMin(room, fixed + (size_t)args->m * a.stride * sizeof(PetscScalar) + matrix)) / sizeof(PetscScalar) * sizeof(PetscScalar);
+  }
+  a.k     = args->k;
+  a.i0    = args->i0;
+  a.m     = args->m;
+  a.keep  = args->keep;
+  a.wr    = args->wr;
+  a.slots = args->slots;
+  a.ctl   = args->ctl;
+  for (PetscInt v = 1; v <= args->i0 + args->k; ++v) a.V[v] = args->V[v];
+  for (PetscInt v = 1; v <= args->i0 + args->k + 1; ++v) a.Z[v] = args->Z[v];
+  PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, a.smem_bytes, 0, &matrix_bytes, launched));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The start of a chunk that starts the solve, after <b,b> went to slot0[m+2]: SGMRESChunkStart()
+   (block 0) and z = b * (1 / rho)                                                                */
+__global__ void SGMRESStartKernel(PetscInt n, PetscInt m, const PetscScalar *b, PetscScalar *z, PetscScalar *slot0, ChunkControl *ctl)
+{
+  const PetscScalar bb  = slot0[m + 2];
+  const PetscReal   rho = sqrt(bb < 0 ? -bb : bb);
+
+  if (blockIdx.x == 0 && threadIdx.x == 0) SGMRESChunkStart(ctl, slot0, m);
+  if (rho != 0)
+    for (PetscInt64 i = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (PetscInt64)gridDim.x * blockDim.x) z[i] = b[i] * (1 / rho); /* as VecScale() by 1 / rho */
+}
+
+/* The start of the solve (args->b): <b,b> to slot 0 (Backend::dots, as fusedsgmres's own start sums
+   it), then SGMRESStartKernel                                                                    */
+static PetscErrorCode StartSGMRESChunk(const SGMRESChunkArgs *args)
+{
+  const PetscInt  n    = args->csr ? args->csr->nrows : args->sell->nrows;
+  const Partition part = PartitionRange(n);
+  const DotSpec   self;
+  cudaStream_t    stream;
+
+  PetscFunctionBegin;
+  PetscCall(ReduceTargetSet(args->slots + args->m + 2, nullptr));
+  PetscCall(Dots(n, nullptr, args->b, 1, &self, nullptr));
+  PetscCall(GetStream(&stream));
+  SGMRESStartKernel<<<PetscMax(part.nblocks, 1), BLOCK_SIZE, 0, stream>>>(n, args->m, args->b, args->Z[1], args->slots, args->ctl);
+  FusedKSPCallCUDA(cudaGetLastError());
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SGMRESChunk - Backend::sgmres_chunk on the device: one kernel for the k steps when
+   args->persistent - the resident kernel (one block or one cluster) when the restart is at most
+   SGMRES_RESIDENT_RESTART and the matrix fits it, else a cooperative kernel when the restart is at
+   most FUSED_SGMRES_PERSISTENT_RESTART, the matrix has at most FUSED_SGMRES_PERSISTENT_ROWS rows and
+   the device can - otherwise the 3k kernels of SGMRESChunkSteps(); a chunk that starts the solve
+   (args->b) runs StartSGMRESChunk() first
 */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
 {
@@ -278,10 +548,17 @@ PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
   PetscFunctionBegin;
   PetscCheck(args->i0 >= 0 && args->k >= 0 && args->i0 + args->k <= args->m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, args->i0 + 1, args->i0 + args->k,
              args->m);
+  PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
+  if (args->b) PetscCall(StartSGMRESChunk(args));
   if (args->persistent && args->k > 0 && args->m <= FUSED_SGMRES_PERSISTENT_RESTART && (args->csr ? args->csr->nrows : args->sell->nrows) <= FUSED_SGMRES_PERSISTENT_ROWS) {
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       PetscFunctionBegin;
-      PetscCall(LaunchSGMRESChunk(args, rows, &launched));
+      using Rows = decltype(rows);
+      if (rows.A.nrows <= FUSED_RESIDENT_CHUNK_BLOCKS * RESIDENT_THREADS)
+        PetscCall(LaunchSGMRESChunkResident<Rows, 1>(args, rows, &launched));
+      else
+        PetscCall(LaunchSGMRESChunkResident<Rows, 2>(args, rows, &launched));
+      if (!launched) PetscCall(LaunchSGMRESChunk(args, rows, &launched));
       PetscFunctionReturn(PETSC_SUCCESS);
     }));
   }
