@@ -347,9 +347,10 @@ struct Backend {
      backend runs it.  With args->persistent, m <= FUSED_SGMRES_PERSISTENT_RESTART and at most
      FUSED_SGMRES_PERSISTENT_ROWS rows the CUDA backend runs it as ONE persistent kernel with two grid
      barriers per step (after the multi-dot's partials, after the update), keeping each block's rows
-     of the basis in shared memory when they fit; the only difference is that a stopped kernel
-     computes no more V[i], where the steps still run the products of the steps after the stop (their
-     results are not used).                                                                         */
+     of the basis in shared memory when they fit - for m <= 30 and at most 16K rows the resident
+     kernel of one block or one cluster; the only difference is that a stopped kernel computes no
+     more V[i], where the steps still run the products of the steps after the stop (their results are
+     not used).  With args->b the chunk first computes the solve's start (see SGMRESChunkArgs).     */
   PetscErrorCode (*sgmres_chunk)(const SGMRESChunkArgs *args);
 
   /* Captured chunks.  graph_begin() starts recording the operations queued next instead of running

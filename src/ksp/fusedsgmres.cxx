@@ -612,7 +612,7 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
 .  -ksp_fusedsgmres_cgs2 - one reorthogonalization pass (see `KSPFusedSGMRESSetCGS2()` for when to use it)
 .  -ksp_fused_check_interval <k> - steps between host checks inside a restart cycle (default on the GPU: one chunk per cycle, see `KSPFusedSetCheckInterval()`)
 .  -ksp_fused_graph <bool> - record a whole-cycle chunk as a CUDA graph and replay it
--  -ksp_fused_persistent <bool> - run a chunk as one persistent kernel on the CUDA backend (restart <= 128, `PCNONE` or `PCJACOBI`; see `KSPFusedSetUsePersistent()`)
+-  -ksp_fused_persistent <bool> - run a chunk as one persistent kernel on the CUDA backend (restart <= 128, `PCNONE` or `PCJACOBI`; up to restart 30 and 16K rows a resident kernel of one thread block or one cluster; see `KSPFusedSetUsePersistent()`)
 
    Level: beginner
 
@@ -620,7 +620,11 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
    Only right preconditioning (the residual norm is the true, unpreconditioned one).  A cycle ends
    early when the estimated residual meets the tolerance; the true residual is then computed and
    decides, and it is recomputed at every restart.  At max_it the solve stops after the cycle's
-   update with `KSP_DIVERGED_ITS` and the estimated residual, as `KSPGMRES` does.  Each inner step makes one blocking
+   update with `KSP_DIVERGED_ITS` and the estimated residual, as `KSPGMRES` does.  With chunks
+   (`PCNONE` or `PCJACOBI`), a zero initial guess and `KSPConvergedDefault()` or `KSPConvergedSkip()`,
+   the first chunk also computes the start of the solve on the backend (||b|| and z_1 = b/||b||, no
+   host round trip); iteration 0 is then monitored and tested after that chunk, with the other
+   iterations it ran.  Each inner step makes one blocking
    `MPI_Allreduce()` of its multi-dot (two with CGS2): the update of the new basis vector needs
    its projections, so there is no independent work to overlap with an `MPI_Iallreduce()`.
 

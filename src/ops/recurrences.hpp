@@ -71,6 +71,9 @@ FUSED_HD inline RecurrenceStatus BCGSOmegaBeta(PetscScalar Ass, PetscScalar AsAs
 FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *R, PetscScalar dww, PetscReal keep, PetscScalar *h2)
 {
   PetscScalar s2 = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll 8
+#endif
   for (PetscInt j = 0; j < k; ++j) s2 += R[j] * R[j];
   if (NotFinite(dww) || NotFinite(s2)) return RecurrenceStatus::NANORINF;
   *h2 = dww - s2;

@@ -386,9 +386,10 @@ template <class Rows, bool CLUSTER, int R> __global__ void __launch_bounds__(RES
     }
     __syncthreads();
     if (warp == 0) {
-      PetscScalar v = 0;
+      PetscScalar part[4] = {0, 0, 0, 0}, v;
 #pragma unroll
-      for (int u = 0; u < RESIDENT_WARPS; ++u) v += warp_sums[u][lane];
+      for (int u = 0; u < RESIDENT_WARPS; ++u) part[u % 4] += warp_sums[u][lane];
+      v = (part[0] + part[1]) + (part[2] + part[3]);
       if constexpr (CLUSTER) {
         cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
 
