@@ -210,6 +210,21 @@ template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE,
         a.partials, 1, [&](PetscInt) { return m + 1 + a.k % 2; }, [&](PetscInt) -> PetscScalar & { return a.slots[a.k * nd + m + 1]; });
 }
 
+/* The kernel arguments a chunk kernel takes from args as they are: the steps, the scalars and the
+   cycle's vectors V[1..i0+k], Z[1..i0+k+1] (a.V, a.Z hold at least that many)                     */
+template <class KernelArgs> static void SetStepArgs(const SGMRESChunkArgs *args, KernelArgs &a)
+{
+  a.k     = args->k;
+  a.i0    = args->i0;
+  a.m     = args->m;
+  a.keep  = args->keep;
+  a.wr    = args->wr;
+  a.slots = args->slots;
+  a.ctl   = args->ctl;
+  for (PetscInt v = 1; v <= args->i0 + args->k; ++v) a.V[v] = args->V[v];
+  for (PetscInt v = 1; v <= args->i0 + args->k + 1; ++v) a.Z[v] = args->Z[v];
+}
+
 /* The grid of the kernel with the blocks' rows in shared memory: at most MAX_CLUSTER blocks (one
    cluster, which meets at the cluster's hardware barrier) while that leaves each thread
    at most one row, else the grid of PartitionRows()                                                */
@@ -251,15 +266,7 @@ template <class Rows> static PetscErrorCode LaunchSGMRESChunk(const SGMRESChunkA
   if (!*launched) PetscFunctionReturn(PETSC_SUCCESS);
   a.n     = rows.A.nrows;
   a.chunk = part.chunk;
-  a.k     = args->k;
-  a.i0    = args->i0;
-  a.m     = args->m;
-  a.keep  = args->keep;
-  a.wr    = args->wr;
-  a.slots = args->slots;
-  a.ctl   = args->ctl;
-  for (PetscInt v = 1; v <= args->i0 + args->k; ++v) a.V[v] = args->V[v];
-  for (PetscInt v = args->i0 + 1; v <= args->i0 + args->k + 1; ++v) a.Z[v] = args->Z[v];
+  SetStepArgs(args, a);
   params[0] = (void *)&a;
   params[1] = (void *)&rows;
   PetscCall(LaunchResident(kernel, part, params, smem));
@@ -490,15 +497,7 @@ template <class Rows, int R> static PetscErrorCode LaunchSGMRESChunkResident(con
     if (room < fixed) PetscFunctionReturn(PETSC_SUCCESS);
     a.smem_bytes = (matrix >= room ? room : PetscMin(room, fixed + (size_t)args->m * a.stride * sizeof(PetscScalar) + matrix)) / sizeof(PetscScalar) * sizeof(PetscScalar);
   }
-  a.k     = args->k;
-  a.i0    = args->i0;
-  a.m     = args->m;
-  a.keep  = args->keep;
-  a.wr    = args->wr;
-  a.slots = args->slots;
-  a.ctl   = args->ctl;
-  for (PetscInt v = 1; v <= args->i0 + args->k; ++v) a.V[v] = args->V[v];
-  for (PetscInt v = 1; v <= args->i0 + args->k + 1; ++v) a.Z[v] = args->Z[v];
+  SetStepArgs(args, a);
   PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, a.smem_bytes, 0, &matrix_bytes, launched));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
