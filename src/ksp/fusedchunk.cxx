@@ -392,7 +392,8 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   rnorm0 = ||r_0||, or from a nonzero guess the norm of b of the norm type, which the chunk computes too);
   the host then replays iteration 0 (monitors, history, test) before the chunk's other iterations.  A solve
   then costs one launch and one wait per chunk and nothing before the first.  `KSPFUSEDBCGS` starts from a
-  nonzero initial guess on the host.
+  nonzero initial guess on the host.  `KSPFUSEDSGMRES` (a zero initial guess) lets its first chunk compute
+  ||b|| and z_1 = b / ||b|| the same way; its later restart cycles start from the true residual on the host.
 
   The kernels stop by themselves at the first iteration where a coefficient fails (breakdown, an
   indefinite matrix or preconditioner, NaN or Inf) or where `KSPConvergedDefault()` would stop, so with

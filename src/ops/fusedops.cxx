@@ -752,7 +752,6 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
 
   PetscFunctionBegin;
   PetscCheck(i0 >= 0 && k >= 0 && i0 + k <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, i0 + 1, i0 + k, m);
-  PetscCheck(!b || i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, i0 + 1);
   PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));

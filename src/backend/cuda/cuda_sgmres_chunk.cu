@@ -281,10 +281,10 @@ static_assert(SGMRES_RESIDENT_RESTART + 2 <= 32, "a step's values fit one warp")
 /* The resident kernel's scalars and vectors (see SGMRESChunkKernelArgs).  chunk: the rows of the
    product's input wr.*z in each block's shared memory; stride: the distance of the block's other
    vectors there (odd, so that the lanes of a warp reading entry q of 32 vectors hit distinct banks);
-   smem_bytes: each block's dynamic shared memory                                                  */
+   room: each block's dynamic shared memory after those vectors, for the basis and the matrix rows */
 struct SGMRESResidentArgs {
   PetscInt           n, chunk, stride, k, i0, m;
-  size_t             smem_bytes;
+  size_t             room;
   PetscReal          keep;
   const PetscScalar *wr;
   PetscScalar       *slots;
@@ -320,9 +320,9 @@ template <class Rows, bool CLUSTER, int R> __global__ void __launch_bounds__(RES
   const PetscInt                wrows = PetscMax((PetscInt)0, PetscMin(nloc - row0, WARP_ROWS)); /* the warp's rows */
   const PetscInt                m = a.m, nd = SGMRESChunkSlot(m), stride = a.stride;
   PetscScalar *const zw = resident_vecs, *const ws = zw + a.chunk, *const zs = a.wr ? ws + stride : zw, *const basis = ws + (a.wr ? 2 : 1) * stride;
-  const size_t                      fixed = (size_t)(basis - resident_vecs) * sizeof(PetscScalar), matrix = (ResidentRowsBytes(A.A, begin, nloc) + sizeof(PetscScalar) - 1) / sizeof(PetscScalar) * sizeof(PetscScalar);
-  const bool                        matrix_fits = fixed + matrix <= a.smem_bytes;
-  const PetscInt                    nshared     = (PetscInt)PetscMin((size_t)m, (a.smem_bytes - fixed - (matrix_fits ? matrix : 0)) / (stride * sizeof(PetscScalar))); /* basis vectors in shared memory */
+  const size_t                      matrix      = (ResidentRowsBytes(A.A, begin, nloc) + sizeof(PetscScalar) - 1) / sizeof(PetscScalar) * sizeof(PetscScalar);
+  const bool                        matrix_fits = matrix <= a.room;
+  const PetscInt                    nshared     = (PetscInt)PetscMin((size_t)m, (a.room - (matrix_fits ? matrix : 0)) / (stride * sizeof(PetscScalar))); /* basis vectors in shared memory */
   const LoadResident<CLUSTER, ROWS> load_z      = {SharedAddress(zw)};
   const ChunkControl                ctl         = *a.ctl;
   PetscScalar                       z[R], w[R], wr[R], res2 = a.slots[m + 2];
@@ -330,7 +330,7 @@ template <class Rows, bool CLUSTER, int R> __global__ void __launch_bounds__(RES
   Rows                              rows = A;
 
   if (ctl.stopped >= 0) return;
-  ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs) + (matrix_fits ? a.smem_bytes - matrix : 0), matrix_fits ? matrix : 0, rows.A);
+  ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(basis) + (matrix_fits ? a.room - matrix : 0), matrix_fits ? matrix : 0, rows.A);
 #pragma unroll
   for (int q = 0; q < R; ++q) {
     const PetscInt r = row0 + lane + 32 * q;
@@ -477,28 +477,19 @@ template <class Rows, int R> static PetscErrorCode LaunchSGMRESChunkResident(con
   SGMRESResidentArgs a        = {};
   void              *params[] = {(void *)&a, (void *)&rows};
   const void        *kernel   = nblocks > 1 ? (const void *)SGMRESChunkResidentKernel<Rows, true, R> : (const void *)SGMRESChunkResidentKernel<Rows, false, R>;
-  cudaFuncAttributes attr;
-  int                device, optin;
-  size_t             matrix_bytes, room;
 
   PetscFunctionBegin;
   *launched = false;
   if (args->m > SGMRES_RESIDENT_RESTART || n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || args->nnz < 0 || args->nnz > FUSED_BLOCK_CHUNK_NNZ * ROWS / FUSED_BLOCK_CHUNK_ROWS * nblocks) PetscFunctionReturn(PETSC_SUCCESS);
-  FusedKSPCallCUDA(cudaGetDevice(&device));
-  FusedKSPCallCUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  FusedKSPCallCUDA(cudaFuncGetAttributes(&attr, kernel));
-  room     = (size_t)optin > attr.sharedSizeBytes ? (size_t)optin - attr.sharedSizeBytes : 0;
   a.n      = n;
   a.chunk  = PetscMin(n, ROWS);
   a.stride = a.chunk % 2 ? a.chunk : a.chunk + 1;
-  {
-    const size_t fixed = (size_t)(a.chunk + (args->wr ? 2 : 1) * a.stride) * sizeof(PetscScalar), matrix = ResidentMatrixBytes(rows.A);
-
-    if (room < fixed) PetscFunctionReturn(PETSC_SUCCESS);
-    a.smem_bytes = (matrix >= room ? room : PetscMin(room, fixed + (size_t)args->m * a.stride * sizeof(PetscScalar) + matrix)) / sizeof(PetscScalar) * sizeof(PetscScalar);
-  }
   SetStepArgs(args, a);
-  PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, a.smem_bytes, 0, &matrix_bytes, launched));
+  { /* wr.*z, w and (with wr) z, then as much room as the device gives for the basis and the matrix rows */
+    const size_t fixed = (size_t)(a.chunk + (args->wr ? 2 : 1) * a.stride) * sizeof(PetscScalar), matrix = ResidentMatrixBytes(rows.A), basis = (size_t)args->m * a.stride * sizeof(PetscScalar);
+
+    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, params, fixed, matrix > SIZE_MAX - basis ? SIZE_MAX : basis + matrix, &a.room, launched));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
