@@ -66,15 +66,23 @@ FUSED_HD inline RecurrenceStatus BCGSOmegaBeta(PetscScalar Ass, PetscScalar AsAs
    projections R[j] = <v_{j+1}, w> (j < k) and dww = <w,w>: h^2 = <w,w> - sum_j R[j]^2.
    Returns BREAKDOWN when h^2 kept less than `keep` of <w,w> (cancellation: the caller computes the
    norm explicitly), NANORINF on NaN/Inf (in dww or any R[j]: the sum of squares is then NaN or Inf,
-   as it is when a square overflows).  The sum runs without branches: on the device every step of
-   a chunk waits for it.                                                                        */
+   as it is when a square overflows).  The sum runs without branches, in four chains (j mod 4,
+   added as (0 + 1) + (2 + 3)): on the device every step of a chunk waits for it.                  */
 FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *R, PetscScalar dww, PetscReal keep, PetscScalar *h2)
 {
-  PetscScalar s2 = 0;
-#if defined(__CUDA_ARCH__)
-#pragma unroll 8
-#endif
-  for (PetscInt j = 0; j < k; ++j) s2 += R[j] * R[j];
+  PetscScalar s[4] = {0, 0, 0, 0};
+  PetscInt    j    = 0;
+
+  for (; j + 4 <= k; j += 4) {
+    s[0] += R[j] * R[j];
+    s[1] += R[j + 1] * R[j + 1];
+    s[2] += R[j + 2] * R[j + 2];
+    s[3] += R[j + 3] * R[j + 3];
+  }
+  if (j < k) s[0] += R[j] * R[j];
+  if (j + 1 < k) s[1] += R[j + 1] * R[j + 1];
+  if (j + 2 < k) s[2] += R[j + 2] * R[j + 2];
+  const PetscScalar s2 = (s[0] + s[1]) + (s[2] + s[3]);
   if (NotFinite(dww) || NotFinite(s2)) return RecurrenceStatus::NANORINF;
   *h2 = dww - s2;
   if (!(*h2 > keep * dww)) return RecurrenceStatus::BREAKDOWN;
@@ -202,24 +210,40 @@ FUSED_HD constexpr PetscInt SGMRESChunkSlot(PetscInt m)
   return m + 3;
 }
 
-/* Step i (chunk iteration j) of a cycle: -1 when it goes on, with h = ||w - sum_j R_{j,i} v_j||,
-   eta = <z_i,w>/h and the residual estimate res of step i (the RB-SGMRES formula of the solver);
-   0 when the estimate of the step before stops the chunk (ChunkNormSqStops); 1 when the column of
-   R fails (NaN/Inf, cancellation beyond keep, or h = 0: a lucky breakdown), which the host handles. */
-FUSED_HD inline int SGMRESChunkStep(const ChunkControl &c, PetscInt j, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *prev, const PetscScalar *cur, PetscScalar *h, PetscScalar *eta, PetscReal *res)
+/* The column of step i of a cycle once the estimate entering it did not stop (SGMRESChunkStep()):
+   -1 when the step goes on, with h = ||w - sum_j R_{j,i} v_j|| and eta = <z_i,w>/h; 1 when the
+   column of R fails (NaN/Inf, cancellation beyond keep, or h = 0: a lucky breakdown), which the
+   host handles                                                                                  */
+FUSED_HD inline int SGMRESChunkColumn(PetscInt i, PetscReal keep, const PetscScalar *cur, PetscScalar *h, PetscScalar *eta)
 {
   PetscScalar h2;
 
-  if (ChunkNormSqStops(c, j - 1, prev[m + 2])) return 0;
   if (SGMRESColumn(i - 1, cur, cur[i], keep, &h2) != RecurrenceStatus::OK || NotFinite(cur[i - 1]) || !(h2 > 0)) return 1;
-  *h                     = sqrt(h2);
-  *eta                   = cur[i - 1] / *h;
+  *h   = sqrt(h2);
+  *eta = cur[i - 1] / *h;
+  return -1;
+}
+
+/* The residual estimate of step i of a cycle from its eta (the RB-SGMRES formula of the solver):
+   ||r_{i-1}|| = rho ||z_i|| (<z_i,z_i> at prev[m+1]), times sqrt(1 - c^2), c = |rho eta| / ||r_{i-1}|| */
+FUSED_HD inline PetscReal SGMRESChunkEstimate(const ChunkControl &c, PetscInt i, PetscInt m, const PetscScalar *prev, PetscScalar eta)
+{
   const PetscReal before = i > 1 ? c.rho * sqrt(prev[m + 1] < 0 ? -prev[m + 1] : prev[m + 1]) : c.rho;
-  const PetscReal ratio  = before > 0 ? (c.rho * *eta < 0 ? -c.rho * *eta : c.rho * *eta) / before : 1;
+  const PetscReal ratio  = before > 0 ? (c.rho * eta < 0 ? -c.rho * eta : c.rho * eta) / before : 1;
   const PetscReal cosine = ratio < 1 ? ratio : 1;
   const PetscReal sinesq = (1 - cosine) * (1 + cosine);
-  *res                   = before * sqrt(sinesq > 0 ? sinesq : 0);
-  return -1;
+  return before * sqrt(sinesq > 0 ? sinesq : 0);
+}
+
+/* Step i (chunk iteration j) of a cycle: 0 when the estimate of the step before stops the chunk
+   (ChunkNormSqStops), else SGMRESChunkColumn() and, when the step goes on, its estimate res
+   (SGMRESChunkEstimate())                                                                       */
+FUSED_HD inline int SGMRESChunkStep(const ChunkControl &c, PetscInt j, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *prev, const PetscScalar *cur, PetscScalar *h, PetscScalar *eta, PetscReal *res)
+{
+  if (ChunkNormSqStops(c, j - 1, prev[m + 2])) return 0;
+  const int column = SGMRESChunkColumn(i, keep, cur, h, eta);
+  if (column < 0) *res = SGMRESChunkEstimate(c, i, m, prev, *eta);
+  return column;
 }
 
 /* A chunk that starts a simpler GMRES solve from a zero initial guess (r_0 = b, z_1 = b / rho): from

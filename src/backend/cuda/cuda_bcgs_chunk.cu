@@ -384,7 +384,7 @@ template <class Rows> static PetscErrorCode LaunchBCGSChunkResident(const BCGSCh
     void               *params[] = {(void *)&a, (void *)&rows};
     const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true> : (const void *)BCGSChunkResidentKernel<Rows, false>;
 
-    PetscCall(LaunchResidentChunk(kernel, nblocks, params, 6 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
+    PetscCall(LaunchResidentChunk(kernel, nblocks, RESIDENT_THREADS, params, 6 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -251,7 +251,7 @@ template <class Rows> static PetscErrorCode LaunchCGChunkResident(const CGChunkA
     void             *params[] = {(void *)&a, (void *)&rows};
     const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true> : (const void *)CGChunkResidentKernel<Rows, false>;
 
-    PetscCall(LaunchResidentChunk(kernel, nblocks, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
+    PetscCall(LaunchResidentChunk(kernel, nblocks, RESIDENT_THREADS, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

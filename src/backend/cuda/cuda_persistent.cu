@@ -84,7 +84,7 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched)
+PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, int threads, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched)
 {
   cudaStream_t       stream;
   cudaFuncAttributes attr;
@@ -103,11 +103,11 @@ PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **param
   FusedKSPCallCUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(vector_bytes + *matrix_bytes)));
   PetscCall(GetStream(&stream));
   if (nblocks == 1) {
-    FusedKSPCallCUDA(cudaLaunchKernel(kernel, 1, RESIDENT_THREADS, params, vector_bytes + *matrix_bytes, stream));
+    FusedKSPCallCUDA(cudaLaunchKernel(kernel, 1, threads, params, vector_bytes + *matrix_bytes, stream));
     counters.launches++;
     *launched = true;
   } else
-    PetscCall(LaunchCluster(kernel, nblocks, RESIDENT_THREADS, params, vector_bytes + *matrix_bytes, stream, launched));
+    PetscCall(LaunchCluster(kernel, nblocks, threads, params, vector_bytes + *matrix_bytes, stream, launched));
   if (*launched) NotePersistentLaunch();
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -126,6 +126,45 @@ __device__ __forceinline__ unsigned int SharedAddress(const PetscScalar *v)
   return (unsigned int)__cvta_generic_to_shared(v);
 }
 
+/* A cluster's mailbox: each block stores values into slots of every block's shared memory
+   (st.async), and a block waits until a round's values from all blocks are in its own slots, which
+   one mbarrier in its shared memory counts in bytes (one local arrival per round, with the bytes
+   expected).  Rounds alternate the barrier's phase parity.  A block must not store a round's values
+   before every block finished reading that slot's previous round (a cluster barrier between them). */
+struct ClusterMailbox {
+  unsigned int bar; /* 32-bit shared address of the block's mbarrier */
+
+  /* one thread, before a cluster barrier that precedes every store */
+  __device__ __forceinline__ void Init() const
+  {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  /* v into the slot at `slot` (this block's address of it) of the cluster's block `rank` */
+  __device__ __forceinline__ void Store(const PetscScalar *slot, PetscScalar v, unsigned int rank) const
+  {
+    unsigned int to, at;
+
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(to) : "r"(SharedAddress(slot)), "r"(rank));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(bar), "r"(rank));
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(to), "l"(__double_as_longlong(v)), "r"(at) : "memory");
+  }
+  /* one thread per round: this block's arrival, expecting `bytes` of stores */
+  __device__ __forceinline__ void Expect(unsigned int bytes) const
+  {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+  }
+  /* until the round of phase parity `parity` is complete: its stores are visible to the caller */
+  __device__ __forceinline__ void Wait(unsigned int parity) const
+  {
+    unsigned int done;
+
+    do {
+      asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}" : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+  }
+};
+
 /* The barrier of a resident kernel: the writes of every block's threads before it (shared and
    global memory) are visible to every block after it                                              */
 template <bool CLUSTER> __device__ inline void ResidentSync()
@@ -159,11 +198,11 @@ __device__ inline void ResidentMatrixRows(const CSRView &A, PetscInt begin, Pets
     PetscScalar   *vals   = reinterpret_cast<PetscScalar *>(smem);
     PetscInt      *colidx = reinterpret_cast<PetscInt *>(vals + count), *rowptr = colidx + count;
 
-    for (PetscInt k = threadIdx.x; k < count; k += RESIDENT_THREADS) {
+    for (PetscInt k = threadIdx.x; k < count; k += blockDim.x) {
       vals[k]   = A.vals[base + k];
       colidx[k] = A.colidx[base + k];
     }
-    for (PetscInt r = threadIdx.x; r <= nloc; r += RESIDENT_THREADS) rowptr[r] = A.rowptr[begin + r] - base;
+    for (PetscInt r = threadIdx.x; r <= nloc; r += blockDim.x) rowptr[r] = A.rowptr[begin + r] - base;
     local.rowptr = rowptr;
     local.colidx = colidx;
     local.vals   = vals;
@@ -181,11 +220,11 @@ __device__ inline void ResidentMatrixRows(const SELLView &A, PetscInt begin, Pet
     PetscScalar     *vals     = reinterpret_cast<PetscScalar *>(sliceptr + (s1 - s0 + 1));
     PetscInt        *colidx   = reinterpret_cast<PetscInt *>(vals + count);
 
-    for (PetscInt64 k = threadIdx.x; k < count; k += RESIDENT_THREADS) {
+    for (PetscInt64 k = threadIdx.x; k < count; k += blockDim.x) {
       vals[k]   = A.vals[base + k];
       colidx[k] = A.colidx[base + k];
     }
-    for (PetscInt s = threadIdx.x; s <= s1 - s0; s += RESIDENT_THREADS) sliceptr[s] = A.sliceptr[s0 + s] - base;
+    for (PetscInt s = threadIdx.x; s <= s1 - s0; s += blockDim.x) sliceptr[s] = A.sliceptr[s0 + s] - base;
     local.sliceptr = sliceptr;
     local.colidx   = colidx;
     local.vals     = vals;
@@ -206,7 +245,7 @@ __device__ inline ChunkControl DeviceStartLimits(ChunkControl c, const ChunkCont
   return ChunkStartLimits(c, normsq0);
 }
 
-/* sums[d] = the sum over the resident kernel's blocks of acc[d], d < ND <= RESIDENT_WARPS, in every
+/* sums[d] = the sum over the resident kernel's blocks (of at most RESIDENT_THREADS threads) of acc[d], d < ND <= the block's warps, in every
    thread of every block with the same bits: each warp's sums to shared memory, warp d adding the
    warps' sums of d, then (CLUSTER) each block's sums to shared memory, the cluster's barrier, and
    warp d adding the blocks' sums of d in rank order.  Calls alternate `parity`, so a block's next
@@ -226,7 +265,7 @@ template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar 
   }
   __syncthreads();
   if (warp < ND) {
-    PetscScalar v = lane < RESIDENT_WARPS ? warp_sums[warp][lane] : 0;
+    PetscScalar v = lane < (int)(blockDim.x / 32) ? warp_sums[warp][lane] : 0;
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
     if (lane == 0) (CLUSTER ? block_sums[parity][warp] : total[warp]) = v;
@@ -342,12 +381,12 @@ PetscErrorCode PrepareResident(const void *kernel, PetscInt n, int lanes, size_t
 constexpr int  MAX_CLUSTER = FUSED_RESIDENT_CHUNK_BLOCKS; /* the largest cluster Hopper allows (non-portable) */
 PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **params, size_t smem_bytes = 0);
 
-/* Launches a resident chunk kernel on `nblocks` <= FUSED_RESIDENT_CHUNK_BLOCKS blocks with
+/* Launches a resident chunk kernel on `nblocks` <= FUSED_RESIDENT_CHUNK_BLOCKS blocks of `threads` threads with
    vector_bytes of dynamic shared memory for its vectors and, for the block's matrix rows, as much
    again as the device allows up to matrix_need (ResidentMatrixBytes())
    (*matrix_bytes): one block, or one cluster of them when the device can schedule it;
    *launched = false, with nothing queued, when it cannot                                         */
-PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched);
+PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, int threads, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched);
 
 /* The blocks of the resident chunk kernel for a matrix of n rows and `entries` stored entries (-1:
    unknown): one per FUSED_BLOCK_CHUNK_ROWS rows; 0 when the matrix does not fit it (more than
