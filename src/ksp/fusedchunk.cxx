@@ -548,7 +548,9 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   most 16384 rows run in ONE thread block per 1024 rows instead, the blocks forming one thread block
   cluster (vectors in registers and shared memory, each block's matrix rows in its shared memory, the
   cluster's hardware barrier instead of the grid barrier, other blocks' entries read from their
-  shared memory).
+  shared memory); `KSPFUSEDSGMRES` chunks with a restart of at most 30 likewise, on the most blocks of
+  at least 128 threads (one block per 128, 256, 512 or 1024 rows), each step's sums reaching every
+  block through asynchronous stores into its shared memory.
   An iteration then costs no kernel launch: on small and medium systems, where
   launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two (CG),
   four (BiCGStab) or three (simpler GMRES) kernels per iteration, each computing its coefficients on
