@@ -1426,9 +1426,9 @@ PetscErrorCode TestSGMRESChunkMatrix(Tester &t, PetscInt n)
       for (bool persistent : {true, false}) PetscCall(TestSGMRESChunk(t, A, threads, true, persistent, ChunkEnd::FULL, 120));
     /* restart 30, the longest cycle of the resident kernel (32 reduced values per step), and 31, the shortest
        it leaves to the cluster kernel, on CSR and SELL-P 1: clusters of 8 and 16 blocks of 4 warps, 12 of
-       8, 9 of 16, and 16 blocks of 16 warps with 2 rows per thread (one block, n <= 128: the default
-       restart; 30 steps on 33 rows amplify rounding beyond the tolerance)                             */
-    if (threads <= 1 && (n == 1000 || n == 2000 || n == 3000 || n == 4099 || n == 15361))
+       8, 9 of 16, 14 of 24, and 16 blocks of 16 warps with 2 rows per thread (one block, n <= 128: the
+       default restart; 30 steps on 33 rows amplify rounding beyond the tolerance)                     */
+    if (threads <= 1 && (n == 1000 || n == 2000 || n == 3000 || n == 4099 || n == 10007 || n == 15361))
       for (PetscInt restart : {30, 31})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP}) PetscCall(TestSGMRESChunk(t, A, threads, true, true, end, restart));
     /* the start of the solve in the first chunk */
@@ -1518,13 +1518,16 @@ PetscErrorCode RunAll(Tester &t)
   /* resident kernels: 1000 one block, 2000, 3000 and 4099 clusters of 2, 3 and 5, 15361 a cluster of 16
      (above the portable 8) with a partial last block; grid kernels: 2000 a cluster of 8 with SELL-P 1,
      3000 a cluster of 12 (above the portable 8) with SELL-P 1, 65537 a cooperative grid, 1000003 more
-     rows than resident threads; simpler GMRES on a cluster of 16 blocks at 1000 (CSR)              */
+     rows than resident threads; simpler GMRES's resident kernel (restart 30): 1000 and 2000 clusters
+     of 8 and 16 blocks of 128 rows, 3000 12 blocks of 256, 4099 9 of 512, 10007 14 of 768, 15361 16
+     of 1024 (2 rows per thread)                                                                   */
   for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)3000, (PetscInt)4099, (PetscInt)15361, (PetscInt)65537, (PetscInt)1000003}) {
     if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));
     PetscCall(TestSGMRESChunkMatrix(t, n));
   }
+  if (10007 <= t.max_size) PetscCall(TestSGMRESChunkMatrix(t, 10007));
   if (4 * FUSED_BLOCK_CHUNK_ROWS <= t.max_size) PetscCall(TestResidentMatrixInGlobal(t));
   for (PetscInt n : SIZES) {
     if (n > t.max_size) continue;

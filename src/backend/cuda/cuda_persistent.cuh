@@ -245,7 +245,7 @@ __device__ inline ChunkControl DeviceStartLimits(ChunkControl c, const ChunkCont
   return ChunkStartLimits(c, normsq0);
 }
 
-/* sums[d] = the sum over the resident kernel's blocks (of at most RESIDENT_THREADS threads) of acc[d], d < ND <= the block's warps, in every
+/* sums[d] = the sum over the resident kernel's blocks (of at most 1024 threads) of acc[d], d < ND <= the block's warps, in every
    thread of every block with the same bits: each warp's sums to shared memory, warp d adding the
    warps' sums of d, then (CLUSTER) each block's sums to shared memory, the cluster's barrier, and
    warp d adding the blocks' sums of d in rank order.  Calls alternate `parity`, so a block's next
@@ -254,7 +254,7 @@ __device__ inline ChunkControl DeviceStartLimits(ChunkControl c, const ChunkCont
 template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND], int parity)
 {
   static_assert(ND <= RESIDENT_WARPS, "one warp per sum");
-  __shared__ PetscScalar warp_sums[ND][RESIDENT_WARPS], block_sums[2][ND], total[ND];
+  __shared__ PetscScalar warp_sums[ND][32], block_sums[2][ND], total[ND]; /* blocks of up to 32 warps */
   const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
 #pragma unroll

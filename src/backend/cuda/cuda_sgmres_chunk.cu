@@ -569,6 +569,8 @@ PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
         PetscCall(LaunchSGMRESChunkResident<Rows, 256, 1>(args, rows, &launched));
       else if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * RESIDENT_THREADS)
         PetscCall(LaunchSGMRESChunkResident<Rows, RESIDENT_THREADS, 1>(args, rows, &launched));
+      else if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 768)
+        PetscCall(LaunchSGMRESChunkResident<Rows, 768, 1>(args, rows, &launched));
       else
         PetscCall(LaunchSGMRESChunkResident<Rows, RESIDENT_THREADS, 2>(args, rows, &launched));
       if (!launched) PetscCall(LaunchSGMRESChunk(args, rows, &launched));
