@@ -549,7 +549,7 @@ PetscErrorCode KSPFusedGetChunkCounts(KSP ksp, PetscInt *chunks, PetscInt *recor
   cluster (vectors in registers and shared memory, each block's matrix rows in its shared memory, the
   cluster's hardware barrier instead of the grid barrier, other blocks' entries read from their
   shared memory); `KSPFUSEDSGMRES` chunks with a restart of at most 30 likewise, on the most blocks of
-  at least 128 threads (one block per 128, 256, 512 or 1024 rows), each step's sums reaching every
+  at least 128 threads (one block per 128, 256, 512, 768 or 1024 rows), each step's sums reaching every
   block through asynchronous stores into its shared memory.
   An iteration then costs no kernel launch: on small and medium systems, where
   launch latency dominates, that is the fastest form.  With `PETSC_FALSE` the chunk runs as two (CG),
