@@ -207,7 +207,9 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
 */
 PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *selfdot)
 {
-  const Partition part = selfdot ? PartitionRange(n) : PartitionRows(n, 1); /* no reduction: one entry per thread (one block of 2048 entries took 8x longer) */
+  /* without a reduction one entry per thread: a reduction's single block up to 2048 entries made the
+     update after a 2K-row fusedsgmres cycle (30 vectors) 6x slower than at 4K rows */
+  const Partition part = selfdot ? PartitionRange(n) : PartitionRows(n, 1);
   Reduction       red;
   cudaStream_t    stream;
 

@@ -245,10 +245,10 @@ __device__ inline ChunkControl DeviceStartLimits(ChunkControl c, const ChunkCont
   return ChunkStartLimits(c, normsq0);
 }
 
-/* sums[d] = the sum over the resident kernel's blocks (of at most 1024 threads) of acc[d], d < ND <= the block's warps, in every
-   thread of every block with the same bits: each warp's sums to shared memory, warp d adding the
-   warps' sums of d, then (CLUSTER) each block's sums to shared memory, the cluster's barrier, and
-   warp d adding the blocks' sums of d in rank order.  Calls alternate `parity`, so a block's next
+/* sums[d] = the sum over the resident kernel's blocks (of at most 32 warps) of acc[d], d < ND <= the
+   block's warps, in every thread of every block with the same bits: each warp's sums to shared
+   memory, warp d adding the warps' sums of d, then (CLUSTER) each block's sums to shared memory, the
+   cluster's barrier, and warp d adding the blocks' sums of d in rank order.  Calls alternate `parity`, so a block's next
    sums never overwrite those a slower block still reads; a block must not exit before the
    cluster's barrier that follows its last call (ResidentSync()).                              */
 template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND], int parity)
