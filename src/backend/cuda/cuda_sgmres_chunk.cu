@@ -295,12 +295,13 @@ struct SGMRESResidentArgs {
 
 /*
    SGMRESChunkResidentKernel - the chunk of SGMRESChunkKernel on at most FUSED_RESIDENT_CHUNK_BLOCKS
-   blocks of THREADS threads and R * THREADS rows (one block, or one cluster: CLUSTER; see LoadResident).  Warp
-   w of a block owns the block's rows [32 R w, 32 R (w + 1)), its lane l the rows 32 R w + l + 32 q,
-   q < R, in every phase; a thread keeps z_i and w = Op z_i of its rows in registers.  The block's
-   shared memory holds wr.*z_i (which the sparse product gathers, other blocks' rows through
-   distributed shared memory), z_i and w, the matrix rows when they fit (at its end) and as many basis
-   vectors v_1, v_2, ... as fit in the rest; later ones are read from global memory, own rows only.
+   blocks of THREADS threads and R * THREADS rows (one block, or one cluster: CLUSTER; see
+   LoadResident).  Warp w of a block owns the block's rows [32 R w, 32 R (w + 1)), its lane l the
+   rows 32 R w + l + 32 q, q < R, in every phase; a thread keeps z_i and w = Op z_i of its rows in
+   registers.  The block's shared memory holds wr.*z_i (which the sparse product gathers, other
+   blocks' rows through distributed shared memory), z_i and w, the matrix rows when they fit (at its
+   end) and as many basis vectors v_1, v_2, ... as fit in the rest; later ones are read from global
+   memory, own rows only.
    Step i: w = A (wr.*z_i); lane d of each warp sums value d of the step over the warp's rows - the
    multi-dot <v_{d+1},w> (d < i-1), <z_i,w>, <w,w>, and <z_i,z_i> (d = i+1); warp 0 adds the warps'
    sums and stores them into every block's inbox (ClusterMailbox: no cluster barrier), then adds the
@@ -308,9 +309,10 @@ struct SGMRESResidentArgs {
    SGMRESChunkStep() - the test of the previous estimate while the sums arrive, the column (a stop
    ends the chunk in every block alike), the estimate while the block waits at the step's last
    barrier; the update v_i = (w - sum_j R_{j,i} v_j)/h, z_{i+1} = z_i - eta v_i of the thread's rows,
-   also written to global memory; a barrier (wr.*z_{i+1} complete).  At 1K rows, blocks of 4 warps gave 5.15 us per
-   step (solve time on an H200) against 6.64 with 16 warps in the same build: fewer rows per SM
-   shorten the multi-dot and the update, which wait on shared memory.
+   also written to global memory; a barrier (wr.*z_{i+1} complete).
+   At 1K rows, blocks of 4 warps gave 5.15 us per step (solve time on an H200) against 6.64 with 16
+   warps in the same build: fewer rows per SM shorten the multi-dot and the update, which wait on
+   shared memory.
 */
 template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch_bounds__(THREADS, 1) SGMRESChunkResidentKernel(const __grid_constant__ SGMRESResidentArgs a, const __grid_constant__ Rows A)
 {
