@@ -1004,8 +1004,9 @@ void GenerateSPDMatrix(PetscInt n, Matrix &A, PetscReal skew = 1, PetscReal shif
 }
 
 /* A symmetric, diagonally dominant matrix whose first FUSED_BLOCK_CHUNK_ROWS rows have 21 entries (band
-   10) and the others 3 (tridiagonal): its average fits the resident kernels, but the first block's
-   rows do not fit in shared memory, so that block reads the matrix from global memory            */
+   10) and the others 3 (tridiagonal): with more than 12288 rows (blocks of FUSED_BLOCK_CHUNK_ROWS) its
+   average fits the resident kernels, but the first block's rows do not fit in shared memory, so that
+   block reads the matrix from global memory                                                       */
 void GenerateSkewedSPDMatrix(PetscInt n, Matrix &A)
 {
   const PetscInt wide = FUSED_BLOCK_CHUNK_ROWS, band = 10;
@@ -1484,13 +1485,14 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
 }
 
 /* The resident cg_chunk and bcgs_chunk kernels when one block's matrix rows do not fit in its shared
-   memory (GenerateSkewedSPDMatrix: a cluster of 4 blocks, the first reading global memory)        */
+   memory (GenerateSkewedSPDMatrix: a cluster of 16 blocks of FUSED_BLOCK_CHUNK_ROWS rows, the first
+   reading global memory)                                                                          */
 PetscErrorCode TestResidentMatrixInGlobal(Tester &t)
 {
   Matrix A;
 
   PetscFunctionBegin;
-  GenerateSkewedSPDMatrix(4 * FUSED_BLOCK_CHUNK_ROWS - 96, A);
+  GenerateSkewedSPDMatrix(FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS - 96, A);
   PetscCall(UploadMatrix(t, A));
   for (int threads : {0, 1}) {
     if (threads) PetscCall(UploadSELL(t, A, threads));
@@ -1515,20 +1517,19 @@ PetscErrorCode RunAll(Tester &t)
   PetscCall(TestMemory(t));
   for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099})
     if (n <= t.max_size) PetscCall(TestBatch(t, n));
-  /* resident kernels: 1000 one block, 2000, 3000 and 4099 clusters of 2, 3 and 5, 15361 a cluster of 16
-     (above the portable 8) with a partial last block; grid kernels: 2000 a cluster of 8 with SELL-P 1,
-     3000 a cluster of 12 (above the portable 8) with SELL-P 1, 65537 a cooperative grid, 1000003 more
-     rows than resident threads; simpler GMRES's resident kernel (restart 30): 1000 and 2000 clusters
-     of 8 and 16 blocks of 128 rows, 3000 12 blocks of 256, 4099 9 of 512, 10007 14 of 768, 15361 16
-     of 1024 (2 rows per thread)                                                                   */
-  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)3000, (PetscInt)4099, (PetscInt)15361, (PetscInt)65537, (PetscInt)1000003}) {
+  /* resident kernels (DispatchResidentBlocks()): CG and BiCGStab on 31 and 33 rows one block of 256
+     threads, 1000, 2000 and 3000 clusters of 4, 8 and 12 blocks of 256, 4099 9 of 512, 10007 14 of
+     768, 15361 16 of 512 threads with 2 rows each (above the portable 8, a partial last block);
+     simpler GMRES (restart 30) on 1000 and 2000 clusters of 8 and 16 blocks of 128 rows, then as CG;
+     grid kernels: 2000 a cluster of 8 with SELL-P 1, 3000 a cluster of 12 (above the portable 8) with
+     SELL-P 1, 65537 a cooperative grid, 1000003 more rows than resident threads                    */
+  for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)3000, (PetscInt)4099, (PetscInt)10007, (PetscInt)15361, (PetscInt)65537, (PetscInt)1000003}) {
     if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));
     PetscCall(TestSGMRESChunkMatrix(t, n));
   }
-  if (10007 <= t.max_size) PetscCall(TestSGMRESChunkMatrix(t, 10007));
-  if (4 * FUSED_BLOCK_CHUNK_ROWS <= t.max_size) PetscCall(TestResidentMatrixInGlobal(t));
+  if (FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS <= t.max_size) PetscCall(TestResidentMatrixInGlobal(t));
   for (PetscInt n : SIZES) {
     if (n > t.max_size) continue;
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));

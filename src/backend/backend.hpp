@@ -40,14 +40,15 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
    k = 30: 34 us per iteration against 44 at 2.6e5 rows, 140 against 126 at 1e6)                    */
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
 
-/* The rows and (on average) entries of one thread block of the resident cg_chunk and bcgs_chunk
-   kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory and its rows
-   of the matrix in shared memory.  Up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one thread
-   block cluster, which meets at the cluster's hardware barrier and reads the other blocks' vector
-   entries from their shared memory; 16 is the largest cluster Hopper allows (non-portable).  H200,
-   poisson2d, 300-iteration solves, us per iteration: fusedcg 2.73 at 1K rows (one block), 3.83 at
-   16K (a cluster of 16), against 5.83 for the cooperative grid kernel at 16K; fusedbcgs 4.78 and
-   7.49 (12.1 on the grid at 1K, 13.2 at 16K, in an earlier build)                               */
+/* The most rows and (on average, per FUSED_BLOCK_CHUNK_ROWS rows) entries of one thread block of the
+   resident chunk kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory
+   and its rows of the matrix in shared memory.  Up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one
+   thread block cluster, which meets at the cluster's hardware barrier and reads the other blocks'
+   vector entries from their shared memory; 16 is the largest cluster Hopper allows (non-portable).
+   Up to 12288 rows the blocks are smaller (cuda_persistent.cuh,
+   DispatchResidentBlocks()).  H200, poisson2d, 30-iteration solves, us per iteration: fusedcg 2.6-3.2
+   from 1K to 8K rows, 4.2 at 16K (a cluster of 16 blocks of 1024 rows), against 5.83 for the
+   cooperative grid kernel at 16K (300-iteration solves); fusedbcgs 4.8-5.9 and 7.5.              */
 constexpr PetscInt   FUSED_BLOCK_CHUNK_ROWS      = 1024;
 constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ       = 8192;
 constexpr int        FUSED_RESIDENT_CHUNK_BLOCKS = 16;
@@ -322,8 +323,8 @@ struct Backend {
      <q, w.*q> (<q,q> without w) to slot j + CG_PQ, skipped once ctl->stopped >= 0 - the operations
      CGChunkSteps() issues, which is how the host backend runs it.  With args->persistent the CUDA
      backend runs the chunk as ONE kernel: the resident kernel (one thread block, or one cluster of up
-     to FUSED_RESIDENT_CHUNK_BLOCKS, per FUSED_BLOCK_CHUNK_ROWS rows and FUSED_BLOCK_CHUNK_NNZ entries
-     of args->nnz) when the matrix fits it and the device can hold the cluster, else a persistent
+     to FUSED_RESIDENT_CHUNK_BLOCKS, of at most FUSED_BLOCK_CHUNK_ROWS rows each; FUSED_BLOCK_CHUNK_NNZ
+     entries of args->nnz per FUSED_BLOCK_CHUNK_ROWS rows) when the matrix fits it and the device can hold the cluster, else a persistent
      grid (cooperative, or one thread block cluster) whose blocks meet at two grid barriers per
      iteration (no launch per step; the scalars never leave the device), on a grid that fits the
      device at once; otherwise, and for an empty matrix, it issues CGChunkSteps().                 */

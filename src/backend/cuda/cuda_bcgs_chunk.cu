@@ -209,10 +209,10 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKer
 
 /* The load policy of As = Op s in the resident kernel: entry c of s from r and Ap in the shared
    memory of the block that owns row c (rs and aps: this block's copies, with their loads)        */
-template <bool CLUSTER> struct LoadResidentS {
+template <bool CLUSTER, PetscInt ROWS> struct LoadResidentS {
   PetscScalar                            alpha;
   const PetscScalar                     *rs, *aps;
-  LoadResident<CLUSTER>                  load_r, load_ap;
+  LoadResident<CLUSTER, ROWS>            load_r, load_ap;
   __device__ __forceinline__ PetscScalar operator()(const PetscScalar *, PetscInt64 c) const
   {
     return BCGSEntryS(alpha, load_r(rs, c), load_ap(aps, c));
@@ -221,7 +221,8 @@ template <bool CLUSTER> struct LoadResidentS {
 
 /*
    BCGSChunkResidentKernel - the chunk of BCGSChunkKernel on at most FUSED_RESIDENT_CHUNK_BLOCKS blocks
-   of FUSED_BLOCK_CHUNK_ROWS rows (one block, or one cluster: CLUSTER; see LoadResident): each thread
+   of THREADS threads and R * THREADS rows (one block, or one cluster: CLUSTER; see LoadResident and
+   DispatchResidentBlocks()): each thread
    keeps x, r, p, s and r* of its rows in registers; the block's matrix rows, p, r, Ap, As, r* and
    the left Jacobi weights live in shared memory, the products gathering p, and s from r and Ap
    (LoadResidentS: no barrier waits for s), other blocks' rows through distributed shared memory.  The same phases, sums, slots and stops as
@@ -229,20 +230,21 @@ template <bool CLUSTER> struct LoadResidentS {
    ResidentSync() after C); the update's <r,r*>, <r,r> are summed with the next <Ap,r*>.  The vectors
    are written back when the kernel ends.  a.chunk: the length of each block's vectors in shared memory.
 */
-template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_THREADS, 1) BCGSChunkResidentKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch_bounds__(THREADS, 1) BCGSChunkResidentKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = RESIDENT_THREADS / Rows::LANES;
+  constexpr PetscInt            ROWS          = R * THREADS;
+  constexpr int                 ROWS_PER_PASS = THREADS / Rows::LANES;
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const rsm = resident_vecs + a.chunk, *const aps = resident_vecs + 2 * a.chunk, *const ass = resident_vecs + 3 * a.chunk;
   PetscScalar *const rst = resident_vecs + 4 * a.chunk, *const wls = resident_vecs + 5 * a.chunk;
-  const PetscInt              begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
-  const int                   lane  = threadIdx.x % Rows::LANES;
-  ChunkControl                ctl   = *a.ctl;
-  const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
-  PetscScalar                 x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
-  PetscInt                    j;
-  Rows                        rows   = A;
-  const LoadResident<CLUSTER> load_p = {SharedAddress(ps)}, load_r = {SharedAddress(rsm)}, load_ap = {SharedAddress(aps)};
+  const PetscInt                    begin = (PetscInt)blockIdx.x * ROWS, nloc = PetscMin(a.n - begin, ROWS);
+  const int                         lane  = threadIdx.x % Rows::LANES;
+  ChunkControl                      ctl   = *a.ctl;
+  const bool                        store = blockIdx.x == 0 && threadIdx.x == 0;
+  PetscScalar                       x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
+  PetscInt                          j;
+  Rows                              rows   = A;
+  const LoadResident<CLUSTER, ROWS> load_p = {SharedAddress(ps)}, load_r = {SharedAddress(rsm)}, load_ap = {SharedAddress(aps)};
 
   if (ctl.stopped >= 0) return;
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 6 * a.chunk), a.matrix_bytes, rows.A);
@@ -250,7 +252,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
+    const PetscInt i = threadIdx.x + t * THREADS;
     if (i < nloc) {
       wls[i] = a.wl ? a.wl[begin + i] : 1;
       if (a.b) { /* the start, as an update with the terms of <r,r*>, <r,r> */
@@ -295,11 +297,11 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
       if (!BCGSChunkAfterA(ctl, a.ctl, j, sums, store, slot, prev, cur, &alpha)) break;
     }
     { /* B: s = r - alpha Ap with <s,s>; As = Op s with <As,s>, <As,As>, <As,r*> */
-      const LoadResidentS<CLUSTER> load   = {alpha, rsm, aps, load_r, load_ap};
-      PetscScalar                  acc[4] = {0, 0, 0, 0}, sums[4];
+      const LoadResidentS<CLUSTER, ROWS> load   = {alpha, rsm, aps, load_r, load_ap};
+      PetscScalar                        acc[4] = {0, 0, 0, 0}, sums[4];
 #pragma unroll
       for (int t = 0; t < R; ++t) {
-        const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
+        const PetscInt i = threadIdx.x + t * THREADS;
         if (i < nloc) {
           s[t] = BCGSEntryS(alpha, r[t], aps[i]);
           acc[0] += s[t] * s[t];
@@ -327,7 +329,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
     upd[0] = upd[1] = 0;
 #pragma unroll
     for (int t = 0; t < R; ++t) {
-      const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
+      const PetscInt i = threadIdx.x + t * THREADS;
       if (i < nloc) {
         const PetscScalar pi = p[t], si = s[t];
         const PetscScalar dx = alpha * pi + omega * si;
@@ -356,7 +358,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
+    const PetscInt i = threadIdx.x + t * THREADS;
     if (i < nloc) {
       a.x[begin + i]  = x[t];
       a.r[begin + i]  = r[t];
@@ -369,22 +371,23 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   }
 }
 
-/* Launches the resident kernel when the matrix fits it (see FUSED_BLOCK_CHUNK_ROWS) and the device can
-   hold its blocks as one cluster; *launched says whether it did                                    */
-template <class Rows> static PetscErrorCode LaunchBCGSChunkResident(const BCGSChunkArgs *args, const Rows &rows, bool *launched)
+/* Launches the resident kernel of THREADS threads and R * THREADS rows per block when the matrix fits
+   it and the device can hold its blocks as one cluster; *launched says whether it did           */
+template <class Rows, int THREADS, int R> static PetscErrorCode LaunchBCGSChunkResident(const BCGSChunkArgs *args, const Rows &rows, bool *launched)
 {
-  const PetscInt n       = rows.A.nrows;
-  const int      nblocks = ResidentChunkBlocks(n, args->nnz);
+  constexpr PetscInt ROWS    = R * THREADS;
+  const PetscInt     n       = rows.A.nrows;
+  const int          nblocks = ResidentChunkBlocks(n, args->nnz, ROWS);
 
   PetscFunctionBegin;
   *launched = false;
   if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    BCGSChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
+    BCGSChunkKernelArgs a        = {n, PetscMin(n, ROWS), args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
     void               *params[] = {(void *)&a, (void *)&rows};
-    const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true> : (const void *)BCGSChunkResidentKernel<Rows, false>;
+    const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true, THREADS, R> : (const void *)BCGSChunkResidentKernel<Rows, false, THREADS, R>;
 
-    PetscCall(LaunchResidentChunk(kernel, nblocks, RESIDENT_THREADS, params, 6 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
+    PetscCall(LaunchResidentChunk(kernel, nblocks, THREADS, params, 6 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -411,7 +414,7 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
       Partition           part;
 
       PetscFunctionBegin;
-      PetscCall(LaunchBCGSChunkResident(args, rows, &launched));
+      PetscCall(DispatchResidentBlocks<256>(rows.A.nrows, [&](auto threads, auto r) { return LaunchBCGSChunkResident<Rows, decltype(threads)::value, decltype(r)::value>(args, rows, &launched); }));
       if (launched) PetscFunctionReturn(PETSC_SUCCESS);
       PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 7, &part, &a.partials));
       if (part.nblocks) {

@@ -120,28 +120,30 @@ template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) CGChunkKerne
 
 /*
    CGChunkResidentKernel - the chunk of CGChunkKernel on at most FUSED_RESIDENT_CHUNK_BLOCKS blocks of
-   FUSED_BLOCK_CHUNK_ROWS rows (one block, or one cluster: CLUSTER; see LoadResident): each thread
-   keeps x, r, p (and the Jacobi weights) of its rows in registers; the block's matrix rows, p, q and
-   the weights live in shared memory, where the sparse product gathers p (other blocks' rows through
-   distributed shared memory) and the update reads q.  The same iteration as CGChunkKernel: coefficients and stop test from the previous
-   sums, update, barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()),
-   slot j, and iteration 0 of a chunk that starts the solve (r = b - A x with a.guess, else x = 0 and
-   r = b; p = q = 0 entering it; the norm of b first when a.bnorm asks for it).
+   THREADS threads and R * THREADS rows (one block, or one cluster: CLUSTER; see LoadResident and
+   DispatchResidentBlocks()): each thread keeps x, r, p (and the Jacobi weights) of its rows in
+   registers; the block's matrix rows, p, q and the weights live in shared memory, where the sparse
+   product gathers p (other blocks' rows through distributed shared memory) and the update reads q.
+   The same iteration as CGChunkKernel: coefficients and stop test from the previous sums, update,
+   barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()), slot j, and
+   iteration 0 of a chunk that starts the solve (r = b - A x with a.guess, else x = 0 and r = b;
+   p = q = 0 entering it; the norm of b first when a.bnorm asks for it).
    x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's vectors
    in shared memory.
 */
-template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_THREADS, 1) CGChunkResidentKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch_bounds__(THREADS, 1) CGChunkResidentKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int                 R = BLOCK_CHUNK_ROWS_PER_THREAD, ROWS_PER_PASS = RESIDENT_THREADS / Rows::LANES;
+  constexpr PetscInt            ROWS          = R * THREADS;
+  constexpr int                 ROWS_PER_PASS = THREADS / Rows::LANES;
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const qs = resident_vecs + a.chunk, *const ws = resident_vecs + 2 * a.chunk;
-  const PetscInt              begin = (PetscInt)blockIdx.x * FUSED_BLOCK_CHUNK_ROWS, nloc = PetscMin(a.n - begin, FUSED_BLOCK_CHUNK_ROWS);
-  const int                   lane  = threadIdx.x % Rows::LANES;
-  ChunkControl                ctl   = *a.ctl;
-  const bool                  store = blockIdx.x == 0 && threadIdx.x == 0;
-  PetscScalar                 x[R], r[R], p[R], w[R], prev[CG_NSLOT], bnorm[1] = {0};
-  Rows                        rows   = A;
-  const LoadResident<CLUSTER> load_p = {SharedAddress(ps)};
+  const PetscInt                    begin = (PetscInt)blockIdx.x * ROWS, nloc = PetscMin(a.n - begin, ROWS);
+  const int                         lane  = threadIdx.x % Rows::LANES;
+  ChunkControl                      ctl   = *a.ctl;
+  const bool                        store = blockIdx.x == 0 && threadIdx.x == 0;
+  PetscScalar                       x[R], r[R], p[R], w[R], prev[CG_NSLOT], bnorm[1] = {0};
+  Rows                              rows   = A;
+  const LoadResident<CLUSTER, ROWS> load_p = {SharedAddress(ps)};
 
   if (ctl.stopped >= 0) return;
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 3 * a.chunk), a.matrix_bytes, rows.A);
@@ -161,7 +163,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   }
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
+    const PetscInt i = threadIdx.x + t * THREADS;
     if (i < nloc) {
       x[t]  = a.b && !a.guess ? 0 : a.x[begin + i];
       r[t]  = a.b ? (a.guess ? qs[i] : a.b[begin + i]) : a.r[begin + i];
@@ -190,7 +192,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
     }
 #pragma unroll
     for (int t = 0; t < R; ++t) {
-      const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
+      const PetscInt i = threadIdx.x + t * THREADS;
       if (i < nloc) {
         const PetscScalar ri = r[t] - alpha * qs[i], zi = a.w ? w[t] * ri : ri;
         x[t] += alpha * p[t];
@@ -226,7 +228,7 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
 #pragma unroll
   for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * RESIDENT_THREADS;
+    const PetscInt i = threadIdx.x + t * THREADS;
     if (i < nloc) {
       a.x[begin + i] = x[t];
       a.r[begin + i] = r[t];
@@ -236,22 +238,23 @@ template <class Rows, bool CLUSTER> __global__ void __launch_bounds__(RESIDENT_T
   }
 }
 
-/* Launches the resident kernel when the matrix fits it (see FUSED_BLOCK_CHUNK_ROWS) and the device can
-   hold its blocks as one cluster; *launched says whether it did                                    */
-template <class Rows> static PetscErrorCode LaunchCGChunkResident(const CGChunkArgs *args, const Rows &rows, bool *launched)
+/* Launches the resident kernel of THREADS threads and R * THREADS rows per block when the matrix fits
+   it and the device can hold its blocks as one cluster; *launched says whether it did           */
+template <class Rows, int THREADS, int R> static PetscErrorCode LaunchCGChunkResident(const CGChunkArgs *args, const Rows &rows, bool *launched)
 {
-  const PetscInt n       = rows.A.nrows;
-  const int      nblocks = ResidentChunkBlocks(n, args->nnz);
+  constexpr PetscInt ROWS    = R * THREADS;
+  const PetscInt     n       = rows.A.nrows;
+  const int          nblocks = ResidentChunkBlocks(n, args->nnz, ROWS);
 
   PetscFunctionBegin;
   *launched = false;
   if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    CGChunkKernelArgs a        = {n, PetscMin(n, FUSED_BLOCK_CHUNK_ROWS), args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl, args->guess, args->bnorm};
+    CGChunkKernelArgs a        = {n, PetscMin(n, ROWS), args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl, args->guess, args->bnorm};
     void             *params[] = {(void *)&a, (void *)&rows};
-    const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true> : (const void *)CGChunkResidentKernel<Rows, false>;
+    const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true, THREADS, R> : (const void *)CGChunkResidentKernel<Rows, false, THREADS, R>;
 
-    PetscCall(LaunchResidentChunk(kernel, nblocks, RESIDENT_THREADS, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
+    PetscCall(LaunchResidentChunk(kernel, nblocks, THREADS, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -276,7 +279,7 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
       Partition         part;
 
       PetscFunctionBegin;
-      PetscCall(LaunchCGChunkResident(args, rows, &launched));
+      PetscCall(DispatchResidentBlocks<256>(rows.A.nrows, [&](auto threads, auto r) { return LaunchCGChunkResident<Rows, decltype(threads)::value, decltype(r)::value>(args, rows, &launched); }));
       if (launched) PetscFunctionReturn(PETSC_SUCCESS);
       PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 2 * CG_NSLOT + 1, &part, &a.partials));
       if (part.nblocks) {

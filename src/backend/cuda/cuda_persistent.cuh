@@ -12,6 +12,7 @@
 
 #include "backend/cuda/cuda_rows.cuh"
 #include <cooperative_groups.h>
+#include <type_traits>
 
 namespace fusedksp
 {
@@ -80,19 +81,18 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
   for (int d = 0; d < ND; ++d) sums[d] = total[d];
 }
 
-/* Resident chunk kernels (CG, BiCGStab, at most FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS
-   rows): one thread block, or one thread block cluster, whose block b owns the FUSED_BLOCK_CHUNK_ROWS
-   rows from b * FUSED_BLOCK_CHUNK_ROWS; thread t of a block owns the block's rows t, t + RESIDENT_THREADS, ...
-   and keeps them in registers.  The block's rows of the matrix (ResidentMatrixRows()) and of every
-   vector the iteration reads live in its shared memory, each block holding its rows of a vector at
-   the same offset, and the sparse products read other blocks' entries through distributed shared
-   memory: an iteration reads no global memory.  (With the matrix in global memory a cluster of 2
-   blocks was 1.9x slower per iteration on the H200, its loads waiting on L1TEX after every cluster
-   barrier, whose acquire semantics appear to drop the SM's L1 lines.)                             */
-constexpr int RESIDENT_THREADS            = 512; /* threads per block: more warps to hide the latency of a block's serial chains */
-constexpr int RESIDENT_WARPS              = RESIDENT_THREADS / 32;
-constexpr int BLOCK_CHUNK_ROWS_PER_THREAD = FUSED_BLOCK_CHUNK_ROWS / RESIDENT_THREADS;
-static_assert(FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0 && (FUSED_BLOCK_CHUNK_ROWS & (FUSED_BLOCK_CHUNK_ROWS - 1)) == 0, "the rows of a resident block are a power of two and whole SELL-P slices");
+/* Resident chunk kernels (CG, BiCGStab, simpler GMRES; at most FUSED_RESIDENT_CHUNK_BLOCKS blocks of at
+   most FUSED_BLOCK_CHUNK_ROWS rows): one thread block, or one thread block cluster, of THREADS threads
+   and R * THREADS rows per block (DispatchResidentBlocks()); block b owns the rows from b R THREADS.
+   A thread keeps its rows of the iteration's vectors in registers.  The block's rows of the matrix
+   (ResidentMatrixRows()) and of every vector the iteration reads live in its shared memory, each
+   block holding its rows of a vector at the same offset, and the sparse products read other blocks'
+   entries through distributed shared memory: an iteration reads no global memory.  (With the matrix
+   in global memory a cluster of 2 blocks was 1.9x slower per iteration on the H200, its loads
+   waiting on L1TEX after every cluster barrier, whose acquire semantics appear to drop the SM's L1
+   lines.)                                                                                         */
+constexpr int RESIDENT_THREADS = 512; /* the threads of a block of FUSED_BLOCK_CHUNK_ROWS rows (2 rows each) */
+static_assert(FUSED_BLOCK_CHUNK_ROWS == 2 * RESIDENT_THREADS && FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0, "the largest resident block: 2 rows per thread, whole SELL-P slices");
 
 /* Entry `offset` of the vector at 32-bit shared address `base` in the shared memory of the cluster's
    block `rank` (this block's included): mapa + ld.shared::cluster, no generic addressing        */
@@ -109,7 +109,7 @@ __device__ __forceinline__ PetscScalar LoadClusterShared(unsigned int base, unsi
 /* The load policy of a resident kernel's products: entry c of the vector whose block rows (ROWS per
    block) start at `own` in every block's shared memory (CLUSTER: from the block that owns row c,
    through distributed shared memory; `base`, own's 32-bit shared address, set by the kernel)     */
-template <bool CLUSTER, PetscInt ROWS = FUSED_BLOCK_CHUNK_ROWS> struct LoadResident {
+template <bool CLUSTER, PetscInt ROWS> struct LoadResident {
   unsigned int                           base = 0;
   __device__ __forceinline__ PetscScalar operator()(const PetscScalar *own, PetscInt64 c) const
   {
@@ -245,17 +245,17 @@ __device__ inline ChunkControl DeviceStartLimits(ChunkControl c, const ChunkCont
   return ChunkStartLimits(c, normsq0);
 }
 
-/* sums[d] = the sum over the resident kernel's blocks (of at most 32 warps) of acc[d], d < ND <= the
-   block's warps, in every thread of every block with the same bits: each warp's sums to shared
-   memory, warp d adding the warps' sums of d, then (CLUSTER) each block's sums to shared memory, the
-   cluster's barrier, and warp d adding the blocks' sums of d in rank order.  Calls alternate `parity`, so a block's next
-   sums never overwrite those a slower block still reads; a block must not exit before the
-   cluster's barrier that follows its last call (ResidentSync()).                              */
+/* sums[d] = the sum over the resident kernel's blocks (of 4 to 32 warps) of acc[d], d < ND <= 32, in
+   every thread of every block with the same bits: each warp's sums to shared memory, warp d % warps
+   adding the warps' sums of d, then (CLUSTER) each block's sums to shared memory, the cluster's
+   barrier, and the same warp adding the blocks' sums of d in rank order.  Calls alternate `parity`,
+   so a block's next sums never overwrite those a slower block still reads; a block must not exit
+   before the cluster's barrier that follows its last call (ResidentSync()).                       */
 template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar (&acc)[ND], PetscScalar (&sums)[ND], int parity)
 {
-  static_assert(ND <= RESIDENT_WARPS, "one warp per sum");
+  static_assert(ND <= 32, "at most 32 sums");
   __shared__ PetscScalar warp_sums[ND][32], block_sums[2][ND], total[ND]; /* blocks of up to 32 warps */
-  const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int              lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (int)(blockDim.x / 32);
 
 #pragma unroll
   for (int d = 0; d < ND; ++d) {
@@ -264,19 +264,19 @@ template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar 
     if (lane == 0) warp_sums[d][warp] = acc[d];
   }
   __syncthreads();
-  if (warp < ND) {
-    PetscScalar v = lane < (int)(blockDim.x / 32) ? warp_sums[warp][lane] : 0;
+  for (int d = warp; d < ND; d += warps) {
+    PetscScalar v = lane < warps ? warp_sums[d][lane] : 0;
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-    if (lane == 0) (CLUSTER ? block_sums[parity][warp] : total[warp]) = v;
+    if (lane == 0) (CLUSTER ? block_sums[parity][d] : total[d]) = v;
   }
   if constexpr (CLUSTER) {
     cooperative_groups::this_cluster().sync();
-    if (warp < ND) {
-      PetscScalar v = lane < (int)gridDim.x ? *cooperative_groups::this_cluster().map_shared_rank(&block_sums[parity][warp], lane) : 0;
+    for (int d = warp; d < ND; d += warps) {
+      PetscScalar v = lane < (int)gridDim.x ? *cooperative_groups::this_cluster().map_shared_rank(&block_sums[parity][d], lane) : 0;
 #pragma unroll
       for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-      if (lane == 0) total[warp] = v;
+      if (lane == 0) total[d] = v;
     }
   }
   __syncthreads();
@@ -388,14 +388,45 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
    *launched = false, with nothing queued, when it cannot                                         */
 PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, int threads, void **params, size_t vector_bytes, size_t matrix_need, size_t *matrix_bytes, bool *launched);
 
-/* The blocks of the resident chunk kernel for a matrix of n rows and `entries` stored entries (-1:
-   unknown): one per FUSED_BLOCK_CHUNK_ROWS rows; 0 when the matrix does not fit it (more than
-   FUSED_RESIDENT_CHUNK_BLOCKS blocks, or more than FUSED_BLOCK_CHUNK_NNZ entries per block)      */
-inline int ResidentChunkBlocks(PetscInt n, PetscInt64 entries)
+/* The blocks of a resident chunk kernel of `rows` rows per block for a matrix of n rows and `entries`
+   stored entries (-1: unknown): 0 when the matrix does not fit it (more than
+   FUSED_RESIDENT_CHUNK_BLOCKS blocks, or more than FUSED_BLOCK_CHUNK_NNZ entries per
+   FUSED_BLOCK_CHUNK_ROWS rows of the blocks)                                                     */
+inline int ResidentChunkBlocks(PetscInt n, PetscInt64 entries, PetscInt rows)
 {
-  const PetscInt nblocks = (n + FUSED_BLOCK_CHUNK_ROWS - 1) / FUSED_BLOCK_CHUNK_ROWS;
+  const PetscInt nblocks = (n + rows - 1) / rows;
 
-  return n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || entries < 0 || entries > FUSED_BLOCK_CHUNK_NNZ * nblocks ? 0 : (int)nblocks;
+  return n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || entries < 0 || entries > FUSED_BLOCK_CHUNK_NNZ * rows / FUSED_BLOCK_CHUNK_ROWS * nblocks ? 0 : (int)nblocks;
+}
+
+/* Calls launch(THREADS, R) (std::integral_constant's) with the blocks of a resident chunk kernel for n
+   rows: the most blocks, up to a cluster of FUSED_RESIDENT_CHUNK_BLOCKS, of at least MIN_THREADS
+   threads (128 or 256) - 128, 256, 512 or 768 threads of one row each, above 12288 rows 512 threads
+   of two.  Fewer rows per SM shorten the phases that wait on shared memory and on the block's serial
+   chains.  H200, poisson2d, us per iteration: fusedsgmres 5.15 at 1K on blocks of 128 threads, 5.42
+   on 256, 6.64 on 512; fusedcg 2.59 at 2K on 8 blocks of 256, 3.14 on 16 of 128, 3.69 on 2 of 1024
+   rows; fusedbcgs 5.07, 5.10 and 7.36.                                                            */
+template <int MIN_THREADS, class Launch> PetscErrorCode DispatchResidentBlocks(PetscInt n, Launch &&launch)
+{
+  using std::integral_constant;
+  static_assert(MIN_THREADS == 128 || MIN_THREADS == 256, "blocks of 4 or 8 warps at least");
+
+  PetscFunctionBegin;
+  if constexpr (MIN_THREADS == 128) {
+    if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 128) {
+      PetscCall(launch(integral_constant<int, 128>{}, integral_constant<int, 1>{}));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+  }
+  if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 256)
+    PetscCall(launch(integral_constant<int, 256>{}, integral_constant<int, 1>{}));
+  else if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 512)
+    PetscCall(launch(integral_constant<int, 512>{}, integral_constant<int, 1>{}));
+  else if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 768)
+    PetscCall(launch(integral_constant<int, 768>{}, integral_constant<int, 1>{}));
+  else
+    PetscCall(launch(integral_constant<int, RESIDENT_THREADS>{}, integral_constant<int, 2>{}));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The shared memory ResidentMatrixRows() needs at most for any block of A: what the whole matrix takes

@@ -563,18 +563,8 @@ PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
   if (args->persistent && args->k > 0 && args->m <= FUSED_SGMRES_PERSISTENT_RESTART && (args->csr ? args->csr->nrows : args->sell->nrows) <= FUSED_SGMRES_PERSISTENT_ROWS) {
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       PetscFunctionBegin;
-      using Rows       = decltype(rows);
-      const PetscInt n = rows.A.nrows; /* the most blocks (a cluster of up to 16) of at least 4 warps */
-      if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 128)
-        PetscCall(LaunchSGMRESChunkResident<Rows, 128, 1>(args, rows, &launched));
-      else if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 256)
-        PetscCall(LaunchSGMRESChunkResident<Rows, 256, 1>(args, rows, &launched));
-      else if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * RESIDENT_THREADS)
-        PetscCall(LaunchSGMRESChunkResident<Rows, RESIDENT_THREADS, 1>(args, rows, &launched));
-      else if (n <= FUSED_RESIDENT_CHUNK_BLOCKS * 768)
-        PetscCall(LaunchSGMRESChunkResident<Rows, 768, 1>(args, rows, &launched));
-      else
-        PetscCall(LaunchSGMRESChunkResident<Rows, RESIDENT_THREADS, 2>(args, rows, &launched));
+      using Rows = decltype(rows);
+      PetscCall(DispatchResidentBlocks<128>(rows.A.nrows, [&](auto threads, auto r) { return LaunchSGMRESChunkResident<Rows, decltype(threads)::value, decltype(r)::value>(args, rows, &launched); }));
       if (!launched) PetscCall(LaunchSGMRESChunk(args, rows, &launched));
       PetscFunctionReturn(PETSC_SUCCESS);
     }));
