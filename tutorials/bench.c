@@ -2,7 +2,7 @@ static char help[] = "Benchmark driver (seed 000's protocol): time per iteration
 versus problem size, on FusedKSP's types and on PETSc's native CUDA types.\n\
 For every problem, size, type set and solver: the operator is built once (not timed), the KSP is set up, one\n\
 warm-up solve runs, then -reps timed solves of exactly -its iterations (rtol = atol = 0, KSPConvergedSkip;\n\
-GMRES restart = -its).  Time per iteration = median solve time / iterations.  Prints a table and writes a CSV.\n\
+GMRES restart = -its unless -restart).  Time per iteration = median solve time / iterations.  Prints a table and writes a CSV.\n\
 Options:\n\
   -problems <poisson2d,fem2d,elasticity3d,convdiff3d>  problems of tutorials/problems.h (also laplace3d, randdd, skew, indefinite)\n\
   -sizes <1e3,1e4,1e5,1e6,1e7,1.6e7>  target numbers of unknowns; grid n per problem: 2D n = sqrt(N), 3D n = cbrt(N),\n\
@@ -15,6 +15,8 @@ Options:\n\
                               native: aijcusparse + cuda (PETSc's own GPU types; skipped when PETSc has no CUDA or no GPU).\n\
                               The fused solvers run on the fused types, the classical ones on both\n\
   -its <30>                   iterations per solve\n\
+  -restart <its>              GMRES restart (default -its: one cycle per solve; fusedsgmres's resident kernel takes at\n\
+                              most 30); with -its a multiple of it, each solve runs -its / -restart cycles\n\
   -reps <10>                  timed solves per row (the median is reported)\n\
   -row_time <5>               seconds of timed solves per row: when the first timed solve times -reps exceeds this, the row\n\
                               runs fewer (at least 1); when fewer than 3 fit, the same solver and types are skipped at the\n\
@@ -49,7 +51,7 @@ Example (GPU machine): ./bench -csv bench.csv | tee bench.log; python3 tutorials
        bcgs         2 SpMV + 25 words: 2 dots 4, 2 axpbypcz 8, 2 waxpy 6, dotnorm2 2, norm 1, 2 PC copies 4 (jacobi: +2)
        pipebcgs     2 SpMV + 60 words: 5 axpbypcz 20, 5 waxpy 15, 2 aypx 6, 5 dots 9 (<y,y> reads y once), norm 1,
                                        2 PC copies 4, ...  as in PETSc's pipebcgs.c              (jacobi: +2)
-       fusedsgmres  1 SpMV + m + 3 words, the average over the m = -its steps i = 1..m of a cycle: multi-dot reads
+       fusedsgmres  1 SpMV + m + 3 words, the average over the m = -restart steps i = 1..m of a cycle: multi-dot reads
                                        v_0..v_{i-1} and w (i + 1), update reads v_1..v_{i-1} and w, writes w (i + 1)
                                        (jacobi: +1)
        gmres        1 SpMV + m + 9 words: PC copy 2; step it = 0..m-1: VecMDot it + 2, VecMAXPY it + 3, norm 1,
@@ -90,7 +92,7 @@ typedef struct {
   PetscBool   persistent;   /* ... and KSPFusedSetUsePersistent() */
   PetscBool   fused;        /* a FusedKSP solver: fused types only */
   PetscBool   cgfamily;     /* SPD problems only */
-  PetscBool   gmres;        /* restart = -its */
+  PetscBool   gmres;        /* GMRES: restart = -restart */
   PetscInt    spmvs;        /* SpMVs per iteration */
   PetscInt    words;        /* vector reads + writes per iteration (pc none), in N-vectors */
   PetscInt    words_m;      /* ... plus words_m * restart */
@@ -121,7 +123,7 @@ static const MatType     TypeSetMat[]   = {MATAIJFUSED, MATAIJCUSPARSE};
 
 /* Everything a row needs besides the solver */
 typedef struct {
-  PetscInt       its, reps, floor_reps;
+  PetscInt       its, restart, reps, floor_reps;
   PetscScalar    x0; /* the initial guess of every solve: 0, or 1 (-guess nonzero) */
   PetscReal      row_time;
   PetscBool      have_floor;
@@ -364,7 +366,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(KSPSetTolerances(ksp, 0.0, 0.0, PETSC_CURRENT, bench->its));
   PetscCall(KSPSetConvergenceTest(ksp, KSPConvergedSkip, NULL, NULL));
   PetscCall(KSPSetInitialGuessNonzero(ksp, bench->x0 != 0.0 ? PETSC_TRUE : PETSC_FALSE));
-  if (s->gmres) PetscCall(KSPGMRESSetRestart(ksp, bench->its));
+  if (s->gmres) PetscCall(KSPGMRESSetRestart(ksp, bench->restart));
   PetscCall(KSPSetUp(ksp));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));
 
@@ -383,7 +385,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCheck(its > 0, PETSC_COMM_WORLD, PETSC_ERR_NOT_CONVERGED, "%s on %s ran no iteration (reason %s)", s->name, problem, KSPConvergedReasons[reason]);
   us_median = 1.0e6 * (reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2])) / its;
   us_min    = 1.0e6 * times[0] / its;
-  bytes     = ModelBytes(s, N, nnz, bench->its, jacobi);
+  bytes     = ModelBytes(s, N, nnz, bench->restart, jacobi);
   GBs       = bytes / (us_median * 1.0e3);
   if (bench->have_floor) { /* rows with chunks of iterations against the graph floor */
     const PetscReal floor = s->interval > 1 ? bench->graph_floor_median : bench->floor_median;
@@ -530,6 +532,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsStringArray("-solvers", "KSP types to time", "bench", solver_names, &nsolvers, &set_solvers));
   PetscCall(PetscOptionsStringArray("-types", "Type sets: fused (aijfused + fused), native (aijcusparse + cuda)", "bench", type_names, &ntypes, &set_types));
   PetscCall(PetscOptionsInt("-its", "Iterations per solve", "bench", bench.its, &bench.its, NULL));
+  bench.restart = bench.its;
+  PetscCall(PetscOptionsInt("-restart", "GMRES restart (default: -its)", "bench", bench.restart, &bench.restart, NULL));
   PetscCall(PetscOptionsInt("-reps", "Timed solves per row", "bench", bench.reps, &bench.reps, NULL));
   PetscCall(PetscOptionsReal("-row_time", "Seconds of timed solves per row before the row runs fewer", "bench", bench.row_time, &bench.row_time, NULL));
   PetscCall(PetscOptionsInt("-floor_reps", "Repetitions of the device floor measurement", "bench", bench.floor_reps, &bench.floor_reps, NULL));
@@ -563,7 +567,7 @@ int main(int argc, char **argv)
     for (nsolvers = 0; nsolvers < (PetscInt)PETSC_STATIC_ARRAY_LENGTH(default_solvers); nsolvers++) PetscCall(PetscStrallocpy(default_solvers[nsolvers], &solver_names[nsolvers]));
   if (!set_types)
     for (ntypes = 0; ntypes < (PetscInt)PETSC_STATIC_ARRAY_LENGTH(default_types); ntypes++) PetscCall(PetscStrallocpy(default_types[ntypes], &type_names[ntypes]));
-  PetscCheck(bench.its >= 1 && bench.reps >= 1 && bench.floor_reps >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-its, -reps and -floor_reps must be at least 1");
+  PetscCheck(bench.its >= 1 && bench.restart >= 1 && bench.reps >= 1 && bench.floor_reps >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-its, -restart, -reps and -floor_reps must be at least 1");
   PetscCheck(bench.row_time > 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-row_time must be positive, got %g", (double)bench.row_time);
   for (PetscInt k = 0; k < nsizes; k++) PetscCheck(sizes[k] >= 1, PETSC_COMM_WORLD, PETSC_ERR_ARG_OUTOFRANGE, "-sizes: %g is not a number of unknowns", (double)sizes[k]);
   for (PetscInt k = 0; k < nproblems; k++) {
@@ -595,8 +599,8 @@ int main(int argc, char **argv)
   PetscCheck(strftime(bench.date, sizeof(bench.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now)), PETSC_COMM_SELF, PETSC_ERR_SYS, "strftime failed");
   PetscCall(PetscFOpen(PETSC_COMM_WORLD, csvname, "w", &bench.csv));
   PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs\n"));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %" PetscInt_FMT " iterations per solve, median of %" PetscInt_FMT " solves, fence: %s, initial guess: %s, CSV: %s\n", bench.date, bench.gpu, backend,
-                        bench.its, bench.reps, fence_product ? "product" : "sync", bench.x0 != 0.0 ? "nonzero" : "zero", csvname));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %" PetscInt_FMT " iterations per solve, GMRES restart %" PetscInt_FMT ", median of %" PetscInt_FMT " solves, fence: %s, initial guess: %s, CSV: %s\n",
+                        bench.date, bench.gpu, backend, bench.its, bench.restart, bench.reps, fence_product ? "product" : "sync", bench.x0 != 0.0 ? "nonzero" : "zero", csvname));
   if (bench.have_floor) {
     PetscCall(FusedKSPMeasureDeviceFloor(bench.floor_reps, &bench.floor_min, &bench.floor_median, &bench.bandwidth));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# floor (2 empty kernels + 1 KB copy + sync): median %.2f us, min %.2f us; device-to-device copy: %.0f GB/s\n", (double)bench.floor_median, (double)bench.floor_min, (double)bench.bandwidth));
