@@ -492,14 +492,14 @@ template <class Rows, int THREADS, int R> static PetscErrorCode LaunchSGMRESChun
 {
   constexpr PetscInt ROWS     = R * THREADS;
   const PetscInt     n        = rows.A.nrows;
-  const PetscInt     nblocks  = (n + ROWS - 1) / ROWS;
+  const int          nblocks  = ResidentChunkBlocks(n, args->nnz, ROWS);
   SGMRESResidentArgs a        = {};
   void              *params[] = {(void *)&a, (void *)&rows};
   const void        *kernel   = nblocks > 1 ? (const void *)SGMRESChunkResidentKernel<Rows, true, THREADS, R> : (const void *)SGMRESChunkResidentKernel<Rows, false, THREADS, R>;
 
   PetscFunctionBegin;
   *launched = false;
-  if (args->m > SGMRES_RESIDENT_RESTART || n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || args->nnz < 0 || args->nnz > FUSED_BLOCK_CHUNK_NNZ * ROWS / FUSED_BLOCK_CHUNK_ROWS * nblocks) PetscFunctionReturn(PETSC_SUCCESS);
+  if (args->m > SGMRES_RESIDENT_RESTART || !nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   a.n      = n;
   a.chunk  = PetscMin(n, ROWS);
   a.stride = a.chunk % 2 ? a.chunk : a.chunk + 1;
@@ -507,7 +507,7 @@ template <class Rows, int THREADS, int R> static PetscErrorCode LaunchSGMRESChun
   { /* wr.*z, w and (with wr) z, then as much room as the device gives for the basis and the matrix rows */
     const size_t fixed = (size_t)(a.chunk + (args->wr ? 2 : 1) * a.stride) * sizeof(PetscScalar), matrix = ResidentMatrixBytes(rows.A), basis = (size_t)args->m * a.stride * sizeof(PetscScalar);
 
-    PetscCall(LaunchResidentChunk(kernel, (int)nblocks, THREADS, params, fixed, matrix > SIZE_MAX - basis ? SIZE_MAX : basis + matrix, &a.room, launched));
+    PetscCall(LaunchResidentChunk(kernel, nblocks, THREADS, params, fixed, matrix > SIZE_MAX - basis ? SIZE_MAX : basis + matrix, &a.room, launched));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
