@@ -18,7 +18,8 @@ int main(int argc, char **argv)
   KSPType     type;
   const char *backend;
   PetscBool   cg, bcgs, sgmres, host;
-  PetscReal   launches, copies, want_launches, want_copies, slack;
+  PetscInt    k;
+  PetscReal   launches, copies, want_launches, want_copies, slack, slack_copies;
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -85,11 +86,8 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsGetBool(NULL, NULL, "-ksp_fusedbcgs_one_reduction", &one, NULL));
     want_copies = bcgs && !one ? 2 : 1;
   }
-  if (cg || bcgs || sgmres) { /* chunks of k iterations: one copy per chunk */
-    PetscInt k;
-    PetscCall(KSPFusedGetCheckInterval(ksp, &k));
-    if (k > 1) want_copies = 1.0 / k;
-  }
+  PetscCall(KSPFusedGetCheckInterval(ksp, &k));
+  if (k > 1) want_copies = 1.0 / k; /* chunks of k iterations: one copy per chunk */
   if (cg || bcgs || sgmres) {
     PetscInt chunks, records, replays;
     PetscCall(KSPFusedGetChunkCounts(ksp, &chunks, &records, &replays));
@@ -99,11 +97,13 @@ int main(int argc, char **argv)
   }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on the %s backend: %.3f fused kernels and %.3f device->host copies per iteration (design: %g and %g)\n", type, backend, (double)launches, (double)copies, (double)want_launches, (double)want_copies));
   /* fusedsgmres: the second solve has one more restart cycle (true residual, its norm, scaling, solution update:
-     up to 10 kernels and 2 copies), spread over `its` iterations */
-  slack = sgmres ? 10.0 / its : 1.0 / its;
+     up to 10 kernels and 2 copies), spread over `its` iterations; with chunks of a whole cycle the norm and the
+     scaling run in the cycle's chunk, so the cycle costs exactly its chunk's copy */
+  slack        = sgmres ? 10.0 / its : 1.0 / its;
+  slack_copies = sgmres && k == its ? 0.0 : slack;
   PetscCheck(launches >= want_launches && launches <= want_launches + slack, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f fused kernels per iteration, expected %g", type, (double)launches, (double)want_launches);
   PetscCall(PetscStrcmp(backend, "host", &host));
-  if (!host) PetscCheck(copies >= want_copies && copies <= want_copies + slack, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f device->host copies per iteration, expected %g", type, (double)copies, (double)want_copies);
+  if (!host) PetscCheck(copies >= want_copies && copies <= want_copies + slack_copies + 1e-12, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f device->host copies per iteration, expected %g", type, (double)copies, (double)want_copies);
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PASS test_counts %s\n", type));
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&b));

@@ -216,20 +216,19 @@ PetscErrorCode KSPFusedChunkReserve(Chunker *c, PetscInt ndots, PetscInt k)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering)
+/* The host copy of the control block for a chunk from iteration first_it (start: ChunkControl::start) */
+static void ChunkControlFill(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, PetscInt start)
 {
   ChunkControl *ctl = ChunkHostControl(c);
 
-  PetscFunctionBegin;
-  PetscCheck(entering || (first_it == 0 && KSPFusedChunkMayStart(ksp, c, PETSC_TRUE)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "A chunk can compute the start of a solve only as its first chunk, with a test the backend applies");
   /* KSPConvergedDefault() set ksp->ttol and ksp->rnorm0 at iteration 0 (a chunk that computes it: from its norm, ChunkStartLimits());
      other tests: only NaN/Inf and coefficient failures stop the kernels */
-  ctl->start      = entering ? 0 : 1;
+  ctl->start      = start;
   ctl->rtol       = ksp->rtol;
   ctl->abstol     = ksp->abstol;
   ctl->divtol     = ksp->divtol;
-  ctl->ttol       = ksp->converged == KSPConvergedDefault && entering ? ksp->ttol : -1;
-  ctl->divlimit   = ksp->converged == KSPConvergedDefault && entering ? ksp->divtol * ksp->rnorm0 : PETSC_INFINITY;
+  ctl->ttol       = ksp->converged == KSPConvergedDefault && start != 1 ? ksp->ttol : -1;
+  ctl->divlimit   = ksp->converged == KSPConvergedDefault && start != 1 ? ksp->divtol * ksp->rnorm0 : PETSC_INFINITY;
   ctl->normdot    = ksp->converged == KSPConvergedDefault ? normdot : -1;
   ctl->first_it   = first_it;
   ctl->min_it     = ksp->min_it;
@@ -239,13 +238,28 @@ PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscI
   ctl->bnorm      = CHUNK_BNORM_NONE;
   ctl->mininitial = 0;
   ctl->bnormsq    = 0;
-  if (!entering && ksp->converged == KSPConvergedDefault && !ksp->guess_zero && ksp->normtype != KSP_NORM_NONE) { /* KSPConvergedDefault() at iteration 0 with a nonzero guess */
+  if (start == 1 && ksp->converged == KSPConvergedDefault && !ksp->guess_zero && ksp->normtype != KSP_NORM_NONE) { /* KSPConvergedDefault() at iteration 0 with a nonzero guess */
     const KSPConvergedDefaultCtx *cctx = static_cast<const KSPConvergedDefaultCtx *>(ksp->cnvP);
 
     if (!cctx->initialrtol) ctl->bnorm = ksp->normtype == KSP_NORM_UNPRECONDITIONED || ksp->pc_side == PC_RIGHT ? CHUNK_BNORM_B : (ksp->normtype == KSP_NORM_PRECONDITIONED ? CHUNK_BNORM_MB : CHUNK_BNORM_BMB);
     ctl->mininitial = cctx->mininitialrtol ? 1 : 0;
   }
+}
+
+PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering)
+{
+  PetscFunctionBegin;
+  PetscCheck(entering || (first_it == 0 && KSPFusedChunkMayStart(ksp, c, PETSC_TRUE)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "A chunk can compute the start of a solve only as its first chunk, with a test the backend applies");
+  ChunkControlFill(ksp, c, first_it, normdot, entering ? 0 : 1);
   if (entering) std::memcpy(ChunkHostSlot(c, 0), entering, c->ndots * sizeof(PetscScalar));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkRestart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot)
+{
+  PetscFunctionBegin;
+  PetscCheck(first_it > 0 && KSPFusedChunkMayStart(ksp, c, PETSC_TRUE), PETSC_COMM_SELF, PETSC_ERR_PLIB, "A chunk can compute a restart only after iteration 0, with a test the backend applies");
+  ChunkControlFill(ksp, c, first_it, normdot, 2);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

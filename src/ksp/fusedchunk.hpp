@@ -87,6 +87,11 @@ PetscScalar  *ChunkHostSlot(Chunker *c, PetscInt j);
    says which norm of b they take, which the chunk's body passes to its backend operation).     */
 PetscErrorCode KSPFusedChunkStart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot, const PetscScalar *entering);
 
+/* As KSPFusedChunkStart() with entering = NULL, for a chunk that computes a restart's residual norm as
+   its iteration first_it > 0 (fusedsgmres: ChunkControl::start = 2) and tests it with the limits of
+   the solve's iteration 0, which KSPConvergedDefault() set (KSPFusedChunkMayStart() must hold).  */
+PetscErrorCode KSPFusedChunkRestart(KSP ksp, Chunker *c, PetscInt first_it, PetscInt normdot);
+
 /* Whether a solve may let its first chunk compute the start (KSPFusedChunkStart() with entering =
    NULL): chunks (k > 1), a zero initial guess (or any, `guess`: the solver's chunk can start from
    one), at least one iteration, and a convergence test the backend applies as the host does

@@ -207,16 +207,47 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The test of a cycle's start with its true residual norm rho: iteration 0 (monitors, history, test) or
+   the restart after `its` iterations (the KSP's test and ksp->rnorm only; `estimate`: the estimate it
+   replaces); *stop when the solve ends there (a reason, max_it, or rho = 0)                        */
+static PetscErrorCode SGMRESCycleTest(KSP ksp, PetscInt its, PetscReal estimate, PetscReal rho, PetscBool *stop)
+{
+  PetscFunctionBegin;
+  if (its == 0)
+    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
+  else {
+    PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
+    ksp->rnorm = rho;
+    if (ksp->normtype != KSP_NORM_NONE) {
+      if (PetscIsInfOrNanReal(rho))
+        ksp->reason = KSP_DIVERGED_NANORINF;
+      else
+        PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
+    }
+  }
+  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
+  *stop = ksp->reason || rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* How SGMRESChunkedCycle() enters its cycle: with z_1 and rho set (SGMRESCycleStart()), or its first
+   chunk computing the start of the solve from a zero initial guess, or a restart from the true
+   residual in ksp->work[VEC_T]                                                                    */
+enum class CycleEntry { ENTERED, SOLVE_START, RESTART };
+
 /*
    SGMRESChunkedCycle - the steps of a restart cycle (*rho: its residual norm), k at a time with the
    scalars on the backend; the host replays each chunk's steps (R, xi, estimates, monitors, test).
-   start: the first chunk starts the solve from a zero initial guess (Z[1] = b / ||b||, *rho = ||b||
-   on return) and the host replays iteration 0 after it.  On return *i is the first step left to the
-   per-step path: restart + 1 when the cycle is complete or the solve stopped (also when rho = 0), or
-   a step whose column of R needs the host (cancellation, lucky breakdown, NaN).  *its, *k and *res
-   are updated as the per-step path does.
+   entry SOLVE_START: the first chunk starts the solve from a zero initial guess (Z[1] = b / ||b||,
+   *rho = ||b|| on return) and the host replays iteration 0 after it; RESTART: the first chunk
+   starts the cycle from the true residual r in ksp->work[VEC_T] (Z[1] = r / ||r||, *rho = ||r||), the
+   norm the host then tests as the restart's (SGMRESCycleTest(), `estimate`: the one it replaces) -
+   one host wait per cycle instead of two.  On return *i is the first step left to the per-step
+   path: restart + 1 when the cycle is complete or the solve stopped (also when rho = 0), or a step
+   whose column of R needs the host (cancellation, lucky breakdown, NaN).  *its, *k and *res are
+   updated as the per-step path does.
 */
-PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscBool start, PetscReal *rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
+PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry entry, PetscReal estimate, PetscReal *rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
 {
   Chunker                  *c = &g->chunk;
   const PetscInt            m = g->restart, nd = SGMRESChunkSlot(m);
@@ -229,7 +260,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscBool 
   entering[m + 2] = *rho * *rho;
   while (*i <= m && *its < ksp->max_it && !ksp->reason) {
     const PetscInt i0   = *i - 1;
-    SGMRESChunk    body = {ksp, g, A, i0, PetscMin(PetscMin(c->k, m - i0), ksp->max_it - *its), start ? ksp->vec_rhs : nullptr};
+    SGMRESChunk    body = {ksp, g, A, i0, PetscMin(PetscMin(c->k, m - i0), ksp->max_it - *its), entry == CycleEntry::SOLVE_START ? ksp->vec_rhs : (entry == CycleEntry::RESTART ? ksp->work[VEC_T] : nullptr)};
     PetscInt       j, performed;
     ChunkControl   host;
 
@@ -238,21 +269,28 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscBool 
     for (PetscInt v = 1; v <= m + 1; ++v) PetscCall(OpsChunkKey(A, {v <= m ? g->V[v] : nullptr, g->Z[v]}, &key));
     key.push_back(reinterpret_cast<const void *>((uintptr_t)(i0 * 4 + (PetscInt)g->mode)));
     ChunkHostControl(c)->rho = *rho;
-    PetscCall(KSPFusedChunkStart(ksp, c, *its, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering.data()));
+    if (entry == CycleEntry::RESTART)
+      PetscCall(KSPFusedChunkRestart(ksp, c, *its, ksp->normtype == KSP_NORM_NONE ? -1 : 0));
+    else
+      PetscCall(KSPFusedChunkStart(ksp, c, *its, ksp->normtype == KSP_NORM_NONE ? -1 : 0, entry == CycleEntry::SOLVE_START ? nullptr : entering.data()));
     PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, key, SGMRESChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->work[VEC_WORK]}));
-    if (start) PetscCall(OpsMarkWritten({g->Z[1]}));
+    if (entry != CycleEntry::ENTERED) PetscCall(OpsMarkWritten({g->Z[1]}));
     for (PetscInt v = i0 + 1; v <= i0 + body.k; ++v) PetscCall(OpsMarkWritten({g->V[v], g->Z[v + 1]}));
     performed    = ChunkPerformed(c, body.k);
     host         = *ChunkHostControl(c);
-    host.normdot = -1; /* the host applies the KSP's own test below */
-    if (start) {       /* iteration 0, from the norm of b the chunk computed */
-      start        = PETSC_FALSE;
+    host.normdot = -1;                  /* the host applies the KSP's own test below */
+    if (entry != CycleEntry::ENTERED) { /* iteration 0 or the restart, from the norm the chunk computed */
+      PetscBool stop;
+
+      if (entry == CycleEntry::RESTART) g->reductions.count++; /* as SGMRESCycleStart() counts its norm */
       *rho         = host.rho;
+      *res         = *rho;
       g->cycle_rho = *rho;
       g->zz        = 1;
-      PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : *rho));
-      if (ksp->reason || *rho == 0) {
+      PetscCall(SGMRESCycleTest(ksp, entry == CycleEntry::SOLVE_START ? 0 : *its, estimate, *rho, &stop));
+      entry = CycleEntry::ENTERED;
+      if (stop) {
         *i = m + 1;
         break;
       }
@@ -314,8 +352,8 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
 }
 
 /* The start of a restart cycle on the host: the true residual r = b - A x (right preconditioning:
-   unpreconditioned), rho = ||r||, its test (iteration 0, or the restart's), z_1 = r / rho; *stop when
-   the solve ends here (a reason, max_it, or rho = 0)                                            */
+   unpreconditioned), rho = ||r||, its test (SGMRESCycleTest()), z_1 = r / rho; *stop when the solve
+   ends here                                                                                       */
 PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
 {
   const OpDot self = {DotKind::DOT_SELF, nullptr};
@@ -327,20 +365,7 @@ PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its
   PetscCall(OpsDots(nullptr, g->Z[1], 1, &self, &rr));
   PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->reductions));
   *rho = PetscSqrtReal(PetscAbsScalar(rr));
-  if (its == 0)
-    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : *rho));
-  else {
-    PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)*rho));
-    ksp->rnorm = *rho;
-    if (ksp->normtype != KSP_NORM_NONE) {
-      if (PetscIsInfOrNanReal(*rho))
-        ksp->reason = KSP_DIVERGED_NANORINF;
-      else
-        PetscCall((*ksp->converged)(ksp, its, *rho, &ksp->reason, ksp->cnvP));
-    }
-  }
-  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
-  *stop = ksp->reason || *rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(SGMRESCycleTest(ksp, its, estimate, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecScale(g->Z[1], 1.0 / *rho));
   g->zz        = 1;
@@ -385,9 +410,14 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     PetscInt  k = 0, i = 1;
 
     if (its == 0 && ksp->guess_zero && g->chunk.k > 1 && g->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &g->chunk, PETSC_FALSE)) { /* the first chunk starts the solve */
-      PetscCall(SGMRESChunkedCycle(ksp, g, A, PETSC_TRUE, &rho, &i, &its, &k, &res));
+      PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::SOLVE_START, estimate, &rho, &i, &its, &k, &res));
       rho0 = rho;
-      if (k == 0 && (ksp->reason || rho == 0)) break; /* stopped at iteration 0 */
+      if (k == 0 && (ksp->reason || rho == 0)) break;                                                                          /* stopped at iteration 0 */
+    } else if (its > 0 && g->chunk.k > 1 && g->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &g->chunk, PETSC_TRUE)) { /* the chunk starts the restart */
+      PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, ksp->work[VEC_T]));
+      PetscCall(VecAYPX(ksp->work[VEC_T], -1.0, ksp->vec_rhs));
+      PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::RESTART, estimate, &rho, &i, &its, &k, &res));
+      if (k == 0 && (ksp->reason || rho == 0)) break; /* stopped at the restart */
     } else {
       PetscBool stop = PETSC_FALSE;
 
@@ -395,7 +425,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       if (its == 0) rho0 = rho;
       if (stop) break;
       res = rho;
-      if (g->chunk.k > 1) PetscCall(SGMRESChunkedCycle(ksp, g, A, PETSC_FALSE, &rho, &i, &its, &k, &res));
+      if (g->chunk.k > 1) PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::ENTERED, estimate, &rho, &i, &its, &k, &res));
     }
     for (; i <= g->restart && its < ksp->max_it && !ksp->reason; ++i) {
       PetscBool        lucky;
@@ -624,7 +654,9 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
    (`PCNONE` or `PCJACOBI`), a zero initial guess and `KSPConvergedDefault()` or `KSPConvergedSkip()`,
    the first chunk also computes the start of the solve on the backend (||b|| and z_1 = b/||b||, no
    host round trip); iteration 0 is then monitored and tested after that chunk, with the other
-   iterations it ran.  Each inner step makes one blocking
+   iterations it ran.  Likewise the first chunk of every later cycle computes the restart: r = b - A x
+   queued before it, ||r|| and z_1 = r/||r|| inside it, tested as the restart's true residual after
+   it - one host wait per cycle.  Each inner step makes one blocking
    `MPI_Allreduce()` of its multi-dot (two with CGS2): the update of the new basis vector needs
    its projections, so there is no independent work to overlap with an `MPI_Iallreduce()`.
 

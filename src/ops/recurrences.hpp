@@ -103,7 +103,8 @@ struct ChunkControl {
   PetscInt  stage;                /* where chunk iteration stopped + 1 stopped: 0 at its start, 1 before its update */
   PetscReal rho;                  /* fusedsgmres: the residual norm that started the restart cycle               */
   PetscInt  start;                /* 1: the chunk computes the solve's start as its iteration 0 and sets ttol and
-                                     divlimit from its norm (ChunkStartLimits())                                */
+                                     divlimit from its norm (ChunkStartLimits()); 2 (fusedsgmres): it computes a
+                                     restart's residual norm as its iteration 0, tested with the limits given   */
   PetscReal rtol, abstol, divtol; /* the KSP's tolerances, for ChunkStartLimits()                           */
   PetscInt  bnorm;                /* a start from a nonzero initial guess under KSPConvergedDefault(): the norm
                                      of b its limits take (ChunkBNorm); CHUNK_BNORM_NONE: the initial residual's */
@@ -115,14 +116,14 @@ struct ChunkControl {
    ||b|| (unpreconditioned norm), ||M^{-1} b|| (preconditioned) or sqrt(<b, M^{-1} b>) (natural)  */
 enum ChunkBNorm { CHUNK_BNORM_NONE = -1, CHUNK_BNORM_B, CHUNK_BNORM_MB, CHUNK_BNORM_BMB };
 
-/* The control of a chunk that computed the solve's start (c.start, normsq0: the squared norm of its
-   iteration 0) with the limits KSPConvergedDefault() sets at iteration 0: ttol = max(rtol rnorm0,
+/* The control of a chunk that computed the solve's start (c.start = 1, normsq0: the squared norm of
+   its iteration 0) with the limits KSPConvergedDefault() sets at iteration 0: ttol = max(rtol rnorm0,
    abstol), divlimit = divtol rnorm0, rnorm0 the initial norm, or with a nonzero initial guess the norm
    of b (c.bnormsq; the initial norm when b = 0; the smaller of the two with c.mininitial).  Other
-   chunks: c as it is.                                                                            */
+   chunks (a restart's included): c as it is.                                                     */
 FUSED_HD inline ChunkControl ChunkStartLimits(ChunkControl c, PetscScalar normsq0)
 {
-  if (c.start && c.normdot >= 0) {
+  if (c.start == 1 && c.normdot >= 0) {
     const PetscReal rnorm  = sqrt(normsq0 < 0 ? -normsq0 : normsq0);
     PetscReal       rnorm0 = rnorm;
     if (c.bnorm != CHUNK_BNORM_NONE) {
@@ -246,10 +247,11 @@ FUSED_HD inline int SGMRESChunkStep(const ChunkControl &c, PetscInt j, PetscInt 
   return column;
 }
 
-/* A chunk that starts a simpler GMRES solve from a zero initial guess (r_0 = b, z_1 = b / rho): from
-   slot0[m+2] = <b,b>, sets <z_1,z_1> = 1 at slot0[m+1] and ctl's rho = ||b|| and the limits of
-   ChunkStartLimits(); rho = 0 sets ctl->stopped = 0 (nothing to iterate: the host ends the solve,
-   as it does when it starts the cycle itself).  Returns rho.                                    */
+/* A chunk that starts a simpler GMRES solve from a zero initial guess (r_0 = b, z_1 = b / rho), or a
+   restart cycle from its true residual b (ctl->start = 2): from slot0[m+2] = <b,b>, sets <z_1,z_1> = 1
+   at slot0[m+1] and ctl's rho = ||b|| and the limits of ChunkStartLimits(); rho = 0 sets
+   ctl->stopped = 0 (nothing to iterate: the host ends the solve, as it does when it starts the cycle
+   itself).  Returns rho.                                                                         */
 FUSED_HD inline PetscReal SGMRESChunkStart(ChunkControl *ctl, PetscScalar *slot0, PetscInt m)
 {
   const PetscScalar bb  = slot0[m + 2];
