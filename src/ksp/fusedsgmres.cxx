@@ -409,11 +409,14 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     PetscReal rho = 0, res = 0;
     PetscInt  k = 0, i = 1;
 
-    if (its == 0 && ksp->guess_zero && g->chunk.k > 1 && g->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &g->chunk, PETSC_FALSE)) { /* the first chunk starts the solve */
+    /* the cycle's first chunk computes its start (the solve's from a zero initial guess, or the restart's) */
+    const PetscBool chunk_starts = g->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &g->chunk, its > 0 ? PETSC_TRUE : PETSC_FALSE) ? PETSC_TRUE : PETSC_FALSE;
+
+    if (chunk_starts && its == 0) {
       PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::SOLVE_START, estimate, &rho, &i, &its, &k, &res));
       rho0 = rho;
-      if (k == 0 && (ksp->reason || rho == 0)) break;                                                                          /* stopped at iteration 0 */
-    } else if (its > 0 && g->chunk.k > 1 && g->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &g->chunk, PETSC_TRUE)) { /* the chunk starts the restart */
+      if (k == 0 && (ksp->reason || rho == 0)) break; /* stopped at iteration 0 */
+    } else if (chunk_starts) {
       PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, ksp->work[VEC_T]));
       PetscCall(VecAYPX(ksp->work[VEC_T], -1.0, ksp->vec_rhs));
       PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::RESTART, estimate, &rho, &i, &its, &k, &res));
