@@ -27,6 +27,39 @@ __device__ __forceinline__ void StoreRelease(unsigned int *p, unsigned int v)
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
+/* The calling thread (when `arrive`) adds its arrival to the counter and waits until it reaches target */
+__device__ void CounterBarrier(bool arrive, unsigned int *counter, unsigned target)
+{
+  if (!arrive) return;
+  AddRelease(counter, 1);
+  while (LoadAcquire(counter) < target)
+    ;
+}
+
+/* Round r of an exchange among `count` publishers: publisher `me` (when `publish`) stores 32 values
+   and its flag; warp 0 of every block waits for all flags and sums the values; returns a sum      */
+__device__ double Exchange(bool publish, unsigned count, unsigned me, int r, unsigned int *flags, double *vals, double *sums)
+{
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+
+  if (warp == 0) {
+    double v = 0;
+    if (publish) {
+      __stcg(vals + ((size_t)(r % 2) * count + me) * 32 + lane, (double)(r + lane));
+      __syncwarp();
+      if (lane == 0) StoreRelease(flags + me, r);
+    }
+    for (unsigned b = lane; b < count; b += 32)
+      while (LoadAcquire(flags + b) < (unsigned)r)
+        ;
+    __syncwarp();
+    for (unsigned b = 0; b < count; ++b) v += __ldcg(vals + ((size_t)(r % 2) * count + b) * 32 + lane);
+    sums[lane] = v;
+  }
+  __syncthreads();
+  return sums[warp % 32];
+}
+
 enum Mode { CLUSTER_SYNC, HIER_BARRIER, FLAT_BARRIER, FLAT_EXCHANGE, GRID_SYNC, HIER_EXCHANGE, GRID_SYNC_IN_CLUSTERS, CLUSTER_AROUND_GRID_SYNC, NMODES };
 const char *names[] = {"cluster.sync (one cluster)", "cluster.sync + leader's atomic and spin + cluster.sync",      "every block's atomic and spin (flat)", "every block publishes 32 doubles + flag, polls all (flat)",
                        "grid.sync, no clusters",     "cluster.sync + leader publishes 32 doubles + flag, all poll", "grid.sync in a cluster launch",        "cluster arrive + grid.sync + cluster wait"};
@@ -34,79 +67,40 @@ const char *names[] = {"cluster.sync (one cluster)", "cluster.sync + leader's at
 __global__ void Rounds(int mode, int rounds, unsigned int *counter, unsigned int *flags, double *vals, double *out)
 {
   __shared__ double sums[32];
-  const int         lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned    G   = gridDim.x;
+  cg::cluster_group cl  = cg::this_cluster(); /* one block without a cluster dimension */
   double            acc = 0;
 
   for (int r = 1; r <= rounds; ++r) {
     switch (mode) {
     case CLUSTER_SYNC:
-      cg::this_cluster().sync();
+      cl.sync();
       break;
-    case HIER_BARRIER: {
-      cg::cluster_group cl = cg::this_cluster();
+    case HIER_BARRIER:
       cl.sync();
-      if (cl.block_rank() == 0 && threadIdx.x == 0) {
-        AddRelease(counter, 1);
-        while (LoadAcquire(counter) < (unsigned)r * (G / cl.num_blocks()))
-          ;
-      }
+      CounterBarrier(cl.block_rank() == 0 && threadIdx.x == 0, counter, (unsigned)r * (G / cl.num_blocks()));
       cl.sync();
-    } break;
+      break;
     case FLAT_BARRIER:
       __syncthreads();
-      if (threadIdx.x == 0) {
-        AddRelease(counter, 1);
-        while (LoadAcquire(counter) < (unsigned)r * G)
-          ;
-      }
+      CounterBarrier(threadIdx.x == 0, counter, (unsigned)r * G);
       __syncthreads();
       break;
     case FLAT_EXCHANGE:
-      if (warp == 0) {
-        double v = 0;
-        __stcg(vals + ((size_t)(r % 2) * G + blockIdx.x) * 32 + lane, (double)(r + lane));
-        __syncwarp();
-        if (lane == 0) StoreRelease(flags + blockIdx.x, r);
-        for (unsigned b = lane; b < G; b += 32)
-          while (LoadAcquire(flags + b) < (unsigned)r)
-            ;
-        __syncwarp();
-        for (unsigned b = 0; b < G; ++b) v += __ldcg(vals + ((size_t)(r % 2) * G + b) * 32 + lane);
-        sums[lane] = v;
-      }
-      __syncthreads();
-      acc += sums[warp % 32];
+      acc += Exchange(true, G, blockIdx.x, r, flags, vals, sums);
       break;
     case GRID_SYNC:
     case GRID_SYNC_IN_CLUSTERS:
       cg::this_grid().sync();
       break;
-    case HIER_EXCHANGE: {
-      cg::cluster_group cl = cg::this_cluster();
-      const unsigned    C = G / cl.num_blocks(), c = blockIdx.x / cl.num_blocks();
+    case HIER_EXCHANGE:
       cl.sync();
-      if (warp == 0) {
-        double v = 0;
-        if (cl.block_rank() == 0) {
-          __stcg(vals + ((size_t)(r % 2) * C + c) * 32 + lane, (double)(r + lane));
-          __syncwarp();
-          if (lane == 0) StoreRelease(flags + c, r);
-        }
-        for (unsigned b = lane; b < C; b += 32)
-          while (LoadAcquire(flags + b) < (unsigned)r)
-            ;
-        __syncwarp();
-        for (unsigned b = 0; b < C; ++b) v += __ldcg(vals + ((size_t)(r % 2) * C + b) * 32 + lane);
-        sums[lane] = v;
-      }
-      __syncthreads();
-      acc += sums[warp % 32];
-    } break;
+      acc += Exchange(cl.block_rank() == 0, G / cl.num_blocks(), blockIdx.x / cl.num_blocks(), r, flags, vals, sums);
+      break;
     case CLUSTER_AROUND_GRID_SYNC:
-      cg::this_cluster().barrier_arrive();
+      cl.barrier_arrive();
       cg::this_grid().sync();
-      cg::this_cluster().barrier_wait();
+      cl.barrier_wait();
       break;
     }
   }
