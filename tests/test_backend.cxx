@@ -1522,13 +1522,16 @@ PetscErrorCode RunAll(Tester &t)
      768, 15361 16 of 512 threads with 2 rows each (above the portable 8, a partial last block);
      simpler GMRES (restart 30) on 1000 and 2000 clusters of 8 and 16 blocks of 128 rows, then as CG;
      grid kernels: 2000 a cluster of 8 with SELL-P 1, 3000 a cluster of 12 (above the portable 8) with
-     SELL-P 1, 65537 a cooperative grid, 1000003 more rows than resident threads                    */
+     SELL-P 1, 65537 a cooperative grid, 1000003 more rows than resident threads (CG: the grid kernel
+     compiled for more blocks per SM, CG_GRID_OCCUPANCY_ROWS)                    */
   for (PetscInt n : {(PetscInt)31, (PetscInt)33, (PetscInt)1000, (PetscInt)2000, (PetscInt)3000, (PetscInt)4099, (PetscInt)10007, (PetscInt)15361, (PetscInt)65537, (PetscInt)1000003}) {
     if (n > t.max_size) continue;
     PetscCall(TestCGChunkMatrix(t, n));
     PetscCall(TestBCGSChunkMatrix(t, n));
     PetscCall(TestSGMRESChunkMatrix(t, n));
   }
+  /* the BiCGStab grid kernel compiled for more blocks per SM (at least BCGS_GRID_OCCUPANCY_ROWS = 2^17 rows, CUDA) */
+  if (200003 <= t.max_size) PetscCall(TestBCGSChunkMatrix(t, 200003));
   if (FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS <= t.max_size) PetscCall(TestResidentMatrixInGlobal(t));
   for (PetscInt n : SIZES) {
     if (n > t.max_size) continue;

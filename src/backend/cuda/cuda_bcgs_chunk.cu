@@ -79,6 +79,14 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
   return false;
 }
 
+/* The grid kernel for matrices of at least BCGS_GRID_OCCUPANCY_ROWS rows is compiled for 3 blocks per
+   SM (80 registers, 44 bytes spilled), smaller ones without a bound (110 registers: 2 blocks).  H200,
+   poisson2d, k = 30, us per iteration, no bound -> 3 -> 4 blocks: 510K rows 90.3 -> 81.6 -> 72.9, 260K
+   32.4 -> 27.6 -> 31.2, 130K 23.9 -> 24.9 -> 26.9, 65K 16.1 -> 16.7 -> 17.0 (tutorials/results,
+   2026-11-22).                                                                                     */
+constexpr PetscInt BCGS_GRID_OCCUPANCY_ROWS = 1 << 17;
+constexpr int      BCGS_GRID_BLOCKS_PER_SM  = 3;
+
 /*
    BCGSChunkKernel - chunk iterations 1..k of fusedbcgs (the two-reduction form of its chunks), each:
      A  Ap = Op p on the block's rows, its terms of <Ap,r*>; grid barrier; every block sums <Ap,r*>
@@ -95,8 +103,9 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
    computes the same scalars from the same sums, so all take the same branches.  The partial sets
    need no second copy: each is read between the barrier after its writes and the next barrier,
    and written again only after that one.
+   Compiled for MIN_BLOCKS blocks per SM (0: no bound; see BCGS_GRID_OCCUPANCY_ROWS).
 */
-template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE) BCGSChunkKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS) BCGSChunkKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int      ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   const int          lane          = threadIdx.x % Rows::LANES;
@@ -409,7 +418,7 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
   if (args->persistent && args->k > 0 && n <= FUSED_BCGS_PERSISTENT_ROWS) {
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       using Rows                 = decltype(rows);
-      const void         *kernel = (const void *)BCGSChunkKernel<Rows>;
+      const void         *kernel = rows.A.nrows >= BCGS_GRID_OCCUPANCY_ROWS ? (const void *)BCGSChunkKernel<Rows, BCGS_GRID_BLOCKS_PER_SM> : (const void *)BCGSChunkKernel<Rows, 0>;
       BCGSChunkKernelArgs a;
       Partition           part;
 

@@ -29,12 +29,13 @@ struct CGChunkKernelArgs {
   PetscInt           bnorm; /* with b: the norm of b of the start's limits (ChunkBNorm)  */
 };
 
-/* The blocks per SM the grid kernel is compiled for: 40 registers, some spilled, against 48 registers
-   and 5 blocks without the bound.  H200, poisson2d, k = 30, us per iteration without the bound -> 6
-   blocks (-> 8): 16M rows 713.9 -> 642.9, 4M 194.7 -> 178.6 (189.2), 1M 53.9 -> 53.5 (64.3), 260K
-   17.5 -> 17.9, 65K 9.5 -> 9.8 (11.2) (tutorials/results, 2026-11-22).  The steps' update kernels
-   lost 1-6% with the same bound.                                                                   */
-constexpr int CG_GRID_BLOCKS_PER_SM = 6;
+/* The grid kernel for matrices of at least CG_GRID_OCCUPANCY_ROWS rows is compiled for 6 blocks per SM
+   (40 registers, some spilled), smaller ones without a bound (48 registers, 5 blocks).  H200,
+   poisson2d, k = 30, us per iteration, no bound -> 6 blocks (-> 8): 16M rows 713.5 -> 643.3, 4M 194
+   -> 178 (189), 1M 53.9 -> 53.6 (64.3), 260K 17.7 -> 17.7 (33.4), 65K 9.6 -> 9.8 (11.2)
+   (tutorials/results, 2026-11-22).  The steps' update kernels lost 1-6% with the same bound.     */
+constexpr PetscInt CG_GRID_OCCUPANCY_ROWS = 1 << 19;
+constexpr int      CG_GRID_BLOCKS_PER_SM  = 6;
 
 /*
    CGChunkKernel - chunk iterations 1..k of fusedcg, each: alpha and beta from the sums of the
@@ -47,9 +48,9 @@ constexpr int CG_GRID_BLOCKS_PER_SM = 6;
    (ChunkStartLimits()).
    Block b owns rows [b chunk, (b+1) chunk) in both phases, so x, r and q are only read by the block
    that wrote them; p is read by every block.
-   Compiled for CG_GRID_BLOCKS_PER_SM blocks per SM: from DRAM it waits on the loads in flight.
+   Compiled for MIN_BLOCKS blocks per SM (0: no bound; see CG_GRID_OCCUPANCY_ROWS).
 */
-template <class Rows> __global__ void __launch_bounds__(BLOCK_SIZE, CG_GRID_BLOCKS_PER_SM) CGChunkKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS) CGChunkKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int    ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   const int        lane          = threadIdx.x % Rows::LANES;
@@ -282,7 +283,7 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
   if (args->persistent && args->k > 0) {
     PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
       using Rows               = decltype(rows);
-      const void       *kernel = (const void *)CGChunkKernel<Rows>;
+      const void       *kernel = rows.A.nrows >= CG_GRID_OCCUPANCY_ROWS ? (const void *)CGChunkKernel<Rows, CG_GRID_BLOCKS_PER_SM> : (const void *)CGChunkKernel<Rows, 0>;
       CGChunkKernelArgs a;
       Partition         part;
 
