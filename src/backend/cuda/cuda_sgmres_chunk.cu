@@ -130,6 +130,12 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
   }
 }
 
+/* The blocks per SM SGMRESChunkKernel is compiled for: 64 registers without spills, against 94-100 and 2
+   blocks before.  H200, poisson2d, restart 30, us per step, 2 -> 3 -> 4 blocks: 510K rows 135.2 ->
+   109.4 -> 100.8, 260K 63.2 -> 52.5 -> 51.7, 130K 27.7 -> 26.9 -> 26.5, 65K 13.7 -> 12.9 -> 13.2
+   (tutorials/results, 2026-11-22).                                                                 */
+constexpr int SGMRES_GRID_BLOCKS_PER_SM = 4;
+
 /*
    SGMRESChunkKernel - steps i = i0+1 .. i0+k of a restart cycle, each: w = v_i = Op z_i on the
    block's rows (z_i read from L2: other blocks wrote it); the block's partials of the multi-dot; a
@@ -140,7 +146,7 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
    (z_{i+1} complete).  Block b owns rows [b chunk, (b+1) chunk) in every phase, so only z is read
    across blocks.  SHARED: the block's rows of the vectors are also kept in shared memory (OwnRows).
 */
-template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE, 2) SGMRESChunkKernel(const __grid_constant__ SGMRESChunkKernelArgs a, const __grid_constant__ Rows A)
+template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE, SGMRES_GRID_BLOCKS_PER_SM) SGMRESChunkKernel(const __grid_constant__ SGMRESChunkKernelArgs a, const __grid_constant__ Rows A)
 {
   constexpr int                 ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   extern __shared__ PetscScalar own_rows[];
