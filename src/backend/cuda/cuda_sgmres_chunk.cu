@@ -130,8 +130,8 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
   }
 }
 
-/* The blocks per SM SGMRESChunkKernel is compiled for: 64 registers without spills, against 94-100 and 2
-   blocks before.  H200, poisson2d, restart 30, us per step, 2 -> 3 -> 4 blocks: 510K rows 135.2 ->
+/* The blocks per SM SGMRESChunkKernel is compiled for: 64 registers without spills, against 94-100
+   registers for 2 blocks.  H200, poisson2d, restart 30, us per step, 2 -> 3 -> 4 blocks: 510K rows 135.2 ->
    109.4 -> 100.8, 260K 63.2 -> 52.5 -> 51.7, 130K 27.7 -> 26.9 -> 26.5, 65K 13.7 -> 12.9 -> 13.2
    (tutorials/results, 2026-11-22).                                                                 */
 constexpr int SGMRES_GRID_BLOCKS_PER_SM = 4;
