@@ -7,10 +7,11 @@
    the host backend, device memory for the CUDA backend).
 
    Every dot product is computed the way the device does it: the index range is cut into
-   ReduceChunks() contiguous chunks (one per thread block on the device), each chunk yields one
-   partial sum, and the partials are then summed (the "second stage": in chunk order on the host
-   backend, by the last thread block of the kernel on the CUDA backend, which then copies only the
-   sums).  The backends agree to rounding.  Sparse products cut their rows into chunks of whole
+   ReduceChunks() contiguous chunks (one per thread block on the device, where their number is also
+   at most the blocks the GPU holds at once), each chunk yields one partial sum, and the partials
+   are then summed (the "second stage": in chunk order on the host backend, by the last thread block
+   of the kernel on the CUDA backend, which then copies only the sums).  The backends agree to
+   rounding.  Sparse products cut their rows into chunks of whole
    "passes" of a thread block, so their chunks may differ from ReduceChunks().  The result returned
    in dots[] is the LOCAL (this MPI rank's) value; the ops layer packs the dots of one iteration
    into a single MPI_Allreduce.

@@ -96,11 +96,12 @@ __global__ void BCGSUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscS
 */
 PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar dots[1])
 {
-  const Partition part = PartitionRange(n);
-  cudaStream_t    stream;
-  Reduction       red;
+  Partition    part;
+  cudaStream_t stream;
+  Reduction    red;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)WAXPYDotKernel, n, &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
@@ -120,11 +121,12 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
                           const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *dots)
 {
-  const Partition part = PartitionRange(n);
-  cudaStream_t    stream;
-  Reduction       red;
+  Partition    part;
+  cudaStream_t stream;
+  Reduction    red;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)BCGSUpdateKernel, n, &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ndots == 2 || ndots == 3, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "bcgs_update computes 2 or 3 dot products, asked for %d", ndots);
   if (part.nblocks) {
@@ -145,11 +147,12 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
 */
 PetscErrorCode WAXPYDotChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *x, const PetscScalar *v, PetscScalar *y)
 {
-  const Partition part = PartitionRange(PetscMax(n, 1));
-  cudaStream_t    stream;
-  Reduction       red;
+  Partition    part;
+  cudaStream_t stream;
+  Reduction    red;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)WAXPYDotChainedKernel, PetscMax(n, 1), &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "waxpy_dot_chained needs a reduce target");
   PetscCall(GetStream(&stream));
@@ -164,11 +167,12 @@ PetscErrorCode WAXPYDotChained(PetscInt n, const PetscScalar *prev, const PetscS
 PetscErrorCode BCGSUpdateChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
                                  const PetscScalar *As, const PetscScalar *rstar)
 {
-  const Partition part = PartitionRange(PetscMax(n, 1));
-  cudaStream_t    stream;
-  Reduction       red;
+  Partition    part;
+  cudaStream_t stream;
+  Reduction    red;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)BCGSUpdateChainedKernel, PetscMax(n, 1), &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "bcgs_update_chained needs a reduce target");
   PetscCall(GetStream(&stream));

@@ -1,9 +1,9 @@
 /*
    CUDA backend: the BLAS-1 contract (backend/blas.hpp) on the backend's stream.
 
-   Elementwise operations are one grid-stride kernel each (at most MAX_GRID blocks of BLOCK_SIZE
-   threads), nothing when n == 0.  Dot products and norms are one kernel over the chunks of
-   PartitionRange() with both reduction stages on the device (ReduceBlocks), then ONE
+   Elementwise operations are one grid-stride kernel each (at most one wave of blocks of BLOCK_SIZE
+   threads, WaveBlocks()), nothing when n == 0.  Dot products and norms are one kernel over the chunks
+   of PartitionWave() with both reduction stages on the device (ReduceBlocks), then ONE
    device->host copy of the result (FinishReduction), exactly as the fused kernels of the
    solvers; the infinity norm reduces with a maximum instead of a sum.  maxpy and mdot are the
    Gram-Schmidt kernels of cuda_gmres.cu (MAXPYScale, MDot).
@@ -18,8 +18,6 @@ namespace cuda
 {
 namespace
 {
-
-constexpr int MAX_GRID = 4096; /* blocks of an elementwise kernel; threads stride beyond */
 
 /* op(i) for every i in [0, n) */
 template <class Op> __global__ void MapKernel(PetscInt64 n, Op op)
@@ -37,8 +35,10 @@ template <class Op> PetscErrorCode LaunchMap(PetscInt n, const Op &op)
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (n) {
-    const int nblocks = (int)PetscMin((PetscInt64)MAX_GRID, ((PetscInt64)n + BLOCK_SIZE - 1) / BLOCK_SIZE);
+    PetscInt wave;
 
+    PetscCall(WaveBlocks((const void *)MapKernel<Op>, &wave));
+    const int nblocks = (int)PetscMin((PetscInt64)wave, ((PetscInt64)n + BLOCK_SIZE - 1) / BLOCK_SIZE);
     PetscCall(GetStream(&stream));
     MapKernel<<<nblocks, BLOCK_SIZE, 0, stream>>>((PetscInt64)n, op);
     FusedKSPCheckLaunch();
@@ -174,7 +174,7 @@ struct DivideOp {
   }
 };
 
-/* Partials of sum_i term(i) over the chunks of PartitionRange(n), one per thread block */
+/* Partials of sum_i term(i) over the chunks of PartitionWave(), one per thread block */
 template <class Term> __global__ void SumKernel(PetscInt n, PetscInt chunk, Term term, const Reduction red)
 {
   const ChunkRange range  = BlockChunk(n, chunk);
@@ -187,11 +187,12 @@ template <class Term> __global__ void SumKernel(PetscInt n, PetscInt chunk, Term
 /* One SumKernel launch and one device->host copy (neither when n == 0, the sum is then 0) */
 template <class Term> PetscErrorCode LaunchSum(PetscInt n, const Term &term, PetscScalar *sum)
 {
-  const Partition part = PartitionRange(n);
-  Reduction       red;
-  cudaStream_t    stream;
+  Partition    part;
+  Reduction    red;
+  cudaStream_t stream;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)SumKernel<Term>, n, &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
@@ -373,11 +374,12 @@ PetscErrorCode Norm1(PetscInt n, const PetscScalar *x, PetscReal *val)
 /* One MaxAbsKernel launch, one device->host copy of the maximum */
 PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
-  const Partition part = PartitionRange(n);
-  Reduction       red;
-  cudaStream_t    stream;
+  Partition    part;
+  Reduction    red;
+  cudaStream_t stream;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)MaxAbsKernel, n, &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));

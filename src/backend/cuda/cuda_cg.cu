@@ -65,11 +65,12 @@ __global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscSca
 */
 PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar dots[3])
 {
-  const Partition part = PartitionRange(n);
-  cudaStream_t    stream;
-  Reduction       red;
+  Partition    part;
+  cudaStream_t stream;
+  Reduction    red;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)CGUpdateKernel, n, &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
@@ -88,11 +89,12 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
 */
 PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w)
 {
-  const Partition part = PartitionRange(PetscMax(n, 1));
-  cudaStream_t    stream;
-  Reduction       red;
+  Partition    part;
+  cudaStream_t stream;
+  Reduction    red;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)CGUpdateChainedKernel, PetscMax(n, 1), &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
   PetscCall(GetStream(&stream));

@@ -151,6 +151,28 @@ inline Partition PartitionRange(PetscInt n, PetscInt maxblocks = FUSED_REDUCE_BL
   return part;
 }
 
+/* The blocks of `kernel` (BLOCK_SIZE threads, smem_bytes of dynamic shared memory) the device holds
+   at once: one wave                                                                                */
+PetscErrorCode DeviceBlocks(const void *kernel, size_t smem_bytes, int *nblocks);
+
+/* DeviceBlocks() of `kernel` without dynamic shared memory, at most FUSED_REDUCE_BLOCKS, remembered
+   per kernel.  A kernel whose blocks each take one chunk of the rows launches at most this many:
+   at large n its blocks wait on memory latency, so a last, partial wave takes about as long as a
+   full one.  (H200, 4M rows, 2048 blocks: 2.5 waves of the BiCGStab steps' kernels, which reached
+   52-62% of the DRAM bandwidth.)                                                                 */
+PetscErrorCode WaveBlocks(const void *kernel, PetscInt *nblocks);
+
+/* PartitionRange(n) on at most WaveBlocks(kernel) blocks */
+inline PetscErrorCode PartitionWave(const void *kernel, PetscInt n, Partition *part)
+{
+  PetscInt nblocks = 0;
+
+  PetscFunctionBegin;
+  if (n > 0) PetscCall(WaveBlocks(kernel, &nblocks));
+  *part = PartitionRange(n, nblocks);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The half-open range [begin, end) of this thread block's chunk */
 struct ChunkRange {
   PetscInt64 begin, end;

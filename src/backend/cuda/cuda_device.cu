@@ -10,6 +10,7 @@
 */
 #include "backend/cuda/cuda_common.cuh"
 #include <cstring>
+#include <unordered_map>
 #include <vector>
 
 namespace fusedksp
@@ -17,6 +18,36 @@ namespace fusedksp
 namespace cuda
 {
 static CUDADeviceInfo selected; /* id -1 until CUDASelectDevice() */
+
+PetscErrorCode DeviceBlocks(const void *kernel, size_t smem_bytes, int *nblocks)
+{
+  int device, sms, per_sm = 0;
+
+  PetscFunctionBegin;
+  FusedKSPCallCUDA(cudaGetDevice(&device));
+  FusedKSPCallCUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  FusedKSPCallCUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK_SIZE, smem_bytes));
+  *nblocks = per_sm * sms;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode WaveBlocks(const void *kernel, PetscInt *nblocks)
+{
+  static std::unordered_map<const void *, PetscInt> known; /* the process's device does not change once selected */
+  const auto                                        it = known.find(kernel);
+
+  PetscFunctionBegin;
+  if (it != known.end())
+    *nblocks = it->second;
+  else {
+    int wave;
+
+    PetscCall(DeviceBlocks(kernel, 0, &wave));
+    *nblocks      = PetscMax(1, PetscMin((PetscInt)wave, FUSED_REDUCE_BLOCKS));
+    known[kernel] = *nblocks;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 } // namespace cuda
 
 /*

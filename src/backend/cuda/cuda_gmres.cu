@@ -209,11 +209,12 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
 {
   /* without a reduction one entry per thread: a reduction's single block up to 2048 entries made the
      update after a 2K-row fusedsgmres cycle (30 vectors) 6x slower than at 4K rows */
-  const Partition part = selfdot ? PartitionRange(n) : PartitionRows(n, 1);
-  Reduction       red;
-  cudaStream_t    stream;
+  Partition    part = PartitionRows(n, 1);
+  Reduction    red;
+  cudaStream_t stream;
 
   PetscFunctionBegin;
+  if (selfdot) PetscCall(PartitionWave((const void *)MAXPYScaleKernel<MAX_TABLE>, n, &part));
   PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
   PetscCheck(nv == 0 || (V && coef), PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "%" PetscInt_FMT " vectors but V or coef is NULL", nv);
   if (part.nblocks) {
@@ -244,12 +245,13 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
 */
 PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1])
 {
-  const Partition part = PartitionRange(n);
-  Reduction       red;
-  cudaStream_t    stream;
-  PetscInt        first = 0;
+  Partition    part;
+  Reduction    red;
+  cudaStream_t stream;
+  PetscInt     first = 0;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)SGMRESUpdateKernel<MAX_TABLE>, n, &part));
   PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
@@ -275,12 +277,13 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
 */
 PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
 {
-  const Partition        part  = PartitionRange(PetscMax(n, 1));
+  Partition              part;
   VectorTable<MAX_TABLE> table = {};
   cudaStream_t           stream;
   Reduction              red;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)SGMRESUpdateChainedKernel, PetscMax(n, 1), &part));
   PetscCheck(n >= 0 && i >= 1 && i <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Length %" PetscInt_FMT ", step %" PetscInt_FMT " of %" PetscInt_FMT, n, i, m);
   PetscCheck(i - 1 <= MAX_TABLE, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Chunks of simpler GMRES steps take at most %d basis vectors per update, step %" PetscInt_FMT " has %" PetscInt_FMT, MAX_TABLE, i, i - 1);
   PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "sgmres_update_chained needs a reduce target");

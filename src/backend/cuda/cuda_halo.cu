@@ -107,12 +107,13 @@ PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, 
 */
 PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const Partition part = PartitionRange(B->nrows);
-  Reduction       red;
-  DotList         list;
-  cudaStream_t    stream;
+  Partition    part;
+  Reduction    red;
+  DotList      list;
+  cudaStream_t stream;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)SpMVOffDiagDotsKernel, B->nrows, &part));
   PetscCheck(B->nrows >= 0 && B->ncols >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative matrix size %" PetscInt_FMT " x %" PetscInt_FMT, B->nrows, B->ncols);
   PetscCall(MakeDotList(B->nrows, ndots, specs, &list));
   if (part.nblocks) {

@@ -8,14 +8,13 @@ namespace cuda
 
 PetscErrorCode ResidentBlocks(const void *kernel, size_t smem_bytes, int *max_blocks)
 {
-  int device, cooperative, sms, per_sm = 0;
+  int device, cooperative;
 
   PetscFunctionBegin;
   FusedKSPCallCUDA(cudaGetDevice(&device));
   FusedKSPCallCUDA(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch, device));
-  FusedKSPCallCUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  FusedKSPCallCUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, BLOCK_SIZE, smem_bytes));
-  *max_blocks = cooperative ? per_sm * sms : 0;
+  PetscCall(DeviceBlocks(kernel, smem_bytes, max_blocks));
+  if (!cooperative) *max_blocks = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

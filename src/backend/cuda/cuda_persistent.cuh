@@ -284,19 +284,11 @@ template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar 
   for (int d = 0; d < ND; ++d) sums[d] = total[d];
 }
 
-/* The row partition of a persistent kernel: PartitionRows(), with at most max_blocks blocks (the
-   blocks the device holds at once) and then longer chunks                                          */
+/* The row partition of a persistent kernel: PartitionRows() on at most max_blocks blocks (the blocks
+   the device holds at once), so with longer chunks when more would be needed                     */
 inline Partition PartitionResident(PetscInt nrows, int lanes, int max_blocks)
 {
-  Partition part = PartitionRows(nrows, lanes);
-
-  if (part.nblocks > max_blocks) {
-    const PetscInt64 per_pass = BLOCK_SIZE / lanes;
-    const PetscInt64 passes   = (nrows + per_pass - 1) / per_pass;
-    part.chunk                = (PetscInt)(((passes + max_blocks - 1) / max_blocks) * per_pass);
-    part.nblocks              = (int)((nrows + part.chunk - 1) / part.chunk);
-  }
-  return part;
+  return PartitionRows(nrows, lanes, PetscMin((PetscInt)max_blocks, FUSED_REDUCE_BLOCKS));
 }
 
 /* The rows of a CSR or SELL-P matrix for a persistent kernel: lane `lane` of the LANES threads of a

@@ -15,20 +15,31 @@ namespace cuda
 {
 
 /* Rows per thread block of a sparse product with `lanes` threads per row: whole passes of the
-   block, at least one, at most FUSED_REDUCE_BLOCKS blocks.  With one pass per block for small
+   block, at least one, at most maxblocks blocks.  With one pass per block for small
    matrices every thread handles one row, so the kernel's latency is that of one row.            */
-inline Partition PartitionRows(PetscInt nrows, int lanes)
+inline Partition PartitionRows(PetscInt nrows, int lanes, PetscInt maxblocks = FUSED_REDUCE_BLOCKS)
 {
   const PetscInt64 per_pass = BLOCK_SIZE / lanes;
   const PetscInt64 passes   = (nrows + per_pass - 1) / per_pass;
   Partition        part;
 
   if (nrows > 0) {
-    const PetscInt64 nblocks = PetscMin(passes, (PetscInt64)FUSED_REDUCE_BLOCKS);
+    const PetscInt64 nblocks = PetscMin(passes, (PetscInt64)maxblocks);
     part.chunk               = (PetscInt)(((passes + nblocks - 1) / nblocks) * per_pass);
     part.nblocks             = (int)((nrows + part.chunk - 1) / part.chunk);
   }
   return part;
+}
+
+/* PartitionRows() on at most WaveBlocks(kernel) blocks */
+inline PetscErrorCode PartitionRowsWave(const void *kernel, PetscInt nrows, int lanes, Partition *part)
+{
+  PetscInt nblocks = 0;
+
+  PetscFunctionBegin;
+  if (nrows > 0) PetscCall(WaveBlocks(kernel, &nblocks));
+  *part = PartitionRows(nrows, lanes, nblocks);
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Adds the partial sums of the LANES threads of each row (lanes of one warp, LANES a power of

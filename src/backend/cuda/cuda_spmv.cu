@@ -91,13 +91,15 @@ static PetscErrorCode CheckProduct(PetscInt nrows, PetscInt ncols, int ndots, co
 */
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const int       lanes = CSRLanes(A);
-  const Partition part  = PartitionRows(A->nrows, lanes);
-  Reduction       red;
-  DotList         list;
-  cudaStream_t    stream;
+  const int    lanes  = CSRLanes(A);
+  const void  *kernel = lanes == 2 ? (const void *)CSRDotsKernel<2> : lanes == 4 ? (const void *)CSRDotsKernel<4> : lanes == 8 ? (const void *)CSRDotsKernel<8> : lanes == 16 ? (const void *)CSRDotsKernel<16> : (const void *)CSRDotsKernel<32>;
+  Partition    part;
+  Reduction    red;
+  DotList      list;
+  cudaStream_t stream;
 
   PetscFunctionBegin;
+  PetscCall(PartitionRowsWave(kernel, A->nrows, lanes, &part));
   PetscCall(CheckProduct(A->nrows, A->ncols, ndots, specs, &list));
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
@@ -131,14 +133,16 @@ PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScal
 */
 PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const Partition part = PartitionRows(A->nrows, A->threads);
-  Reduction       red;
-  DotList         list;
-  cudaStream_t    stream;
+  const void  *kernel = A->threads == 1 ? (const void *)SELLDotsKernel<1> : A->threads == 2 ? (const void *)SELLDotsKernel<2> : A->threads == 4 ? (const void *)SELLDotsKernel<4> : (const void *)SELLDotsKernel<8>;
+  Partition    part;
+  Reduction    red;
+  DotList      list;
+  cudaStream_t stream;
 
   PetscFunctionBegin;
   PetscCall(CheckProduct(A->nrows, A->ncols, ndots, specs, &list));
   PetscCheck(A->threads == 1 || A->threads == 2 || A->threads == 4 || A->threads == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
+  PetscCall(PartitionRowsWave(kernel, A->nrows, A->threads, &part));
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
     if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
@@ -168,12 +172,13 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
 */
 PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const Partition part = PartitionRange(ndots ? n : 0);
-  Reduction       red;
-  DotList         list;
-  cudaStream_t    stream;
+  Partition    part;
+  Reduction    red;
+  DotList      list;
+  cudaStream_t stream;
 
   PetscFunctionBegin;
+  PetscCall(PartitionWave((const void *)DotsKernel, ndots ? n : 0, &part));
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCall(MakeDotList(n, ndots, specs, &list));
   if (part.nblocks) {
