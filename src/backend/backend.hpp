@@ -38,8 +38,9 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
 
 /* The most rows bcgs_chunk runs as one persistent kernel (CUDA): above, recomputing s from r and Ap for
    the rows of As costs more memory traffic than the kernel boundaries of the steps save (H200, poisson2d,
-   k = 30: 34 us per iteration against 44 at 2.6e5 rows, 140 against 126 at 1e6)                    */
-constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 19;
+   k = 30, us per iteration, persistent against steps: 30.6 against 34.3 at 2.6e5 rows, 81.8 against
+   62.5 at 5.1e5; tutorials/results, 2026-11-22, steps on one wave of blocks)                       */
+constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 18;
 
 /* The most rows and (on average, per FUSED_BLOCK_CHUNK_ROWS rows) entries of one thread block of the
    resident chunk kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory
@@ -59,9 +60,10 @@ constexpr int        FUSED_RESIDENT_CHUNK_BLOCKS = 16;
 constexpr PetscInt FUSED_SGMRES_PERSISTENT_RESTART = 128;
 
 /* The most rows sgmres_chunk runs as one persistent kernel (CUDA): above, the steps' multi-dot kernel
-   (a grid of blocks per group of dot products) reads the basis faster than the resident grid does
-   (H200, poisson2d, restart 30: 22.7 us per step against 26.3 at 6.5e4 rows, 153.9 against 146.7 at 1e6) */
-constexpr PetscInt FUSED_SGMRES_PERSISTENT_ROWS = 1 << 19;
+   (a grid of blocks per group of dot products) reads the basis faster than the cooperative grid does
+   (H200, poisson2d, restart 30, us per step, persistent against steps: 26.9 against 28.7 at 1.3e5 rows,
+   52.5 against 47.6 at 2.6e5; tutorials/results, 2026-11-22, steps on one wave of blocks)          */
+constexpr PetscInt FUSED_SGMRES_PERSISTENT_ROWS = 1 << 17;
 
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
    for large n, one block per FUSED_MIN_CHUNK entries for mid-size n, at most maxblocks; a single
