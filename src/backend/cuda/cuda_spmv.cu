@@ -14,22 +14,20 @@ __device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const PetscScal
   AddDotTerms(dots, row, in, sum, acc);
 }
 
-/* CSR: one thread block per chunk of rows (whole passes of BLOCK_SIZE / LANES rows), LANES
+/* CSR: passes of BLOCK_SIZE / LANES rows dealt to the thread blocks in turn (NextChunk()), LANES
    threads per row (chosen on the host from the matrix's average row length): each thread sums a
    strided part of the row, the shuffles add the parts; then the block's reductions.          */
 template <int LANES>
-__global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
+__global__ void CSRDotsKernel(PetscInt nrows, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
                               const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots, const Reduction red)
 {
-  constexpr int    ROWS_PER_PASS       = BLOCK_SIZE / LANES;
-  const int        lane                = threadIdx.x % LANES;
-  const ChunkRange range               = BlockChunk(nrows, chunk);
-  PetscScalar      acc[FUSED_MAX_DOTS] = {};
+  constexpr int ROWS_PER_PASS       = BLOCK_SIZE / LANES;
+  const int     lane                = threadIdx.x % LANES;
+  PetscScalar   acc[FUSED_MAX_DOTS] = {};
 
   if (Stopped(red)) return;
-
-  for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-    const PetscInt64 row = first + threadIdx.x / LANES;
+  for (ChunkRange range = BlockChunk(nrows, ROWS_PER_PASS); range.begin < nrows; range = NextChunk(range, nrows, ROWS_PER_PASS)) {
+    const PetscInt64 row = range.begin + threadIdx.x / LANES;
     PetscScalar      sum = 0;
 
     if (row < range.end) sum = CSRRowPart<LANES>(rowptr, colidx, vals, wr, in, row, lane, LoadCached());
@@ -39,21 +37,20 @@ __global__ void CSRDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt *__
   ReduceBlocks(acc, dots.count, red);
 }
 
-/* SELL-P (see SELLView): T threads per row; thread t of row i reads the row's entries j * T + t,
-   consecutive threads reading consecutive memory; loads of successive j are independent.      */
+/* SELL-P (see SELLView): passes dealt to the blocks as in CSRDotsKernel, T threads per row; thread t
+   of row i reads the row's entries j * T + t, consecutive threads reading consecutive memory; loads
+   of successive j are independent.                                                            */
 template <int T>
-__global__ void SELLDotsKernel(PetscInt nrows, PetscInt chunk, const PetscInt64 *__restrict__ sliceptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
+__global__ void SELLDotsKernel(PetscInt nrows, const PetscInt64 *__restrict__ sliceptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
                                const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots, const Reduction red)
 {
-  constexpr int    ROWS_PER_PASS       = BLOCK_SIZE / T;
-  const int        t                   = threadIdx.x % T;
-  const ChunkRange range               = BlockChunk(nrows, chunk);
-  PetscScalar      acc[FUSED_MAX_DOTS] = {};
+  constexpr int ROWS_PER_PASS       = BLOCK_SIZE / T;
+  const int     t                   = threadIdx.x % T;
+  PetscScalar   acc[FUSED_MAX_DOTS] = {};
 
   if (Stopped(red)) return;
-
-  for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-    const PetscInt64 row = first + threadIdx.x / T;
+  for (ChunkRange range = BlockChunk(nrows, ROWS_PER_PASS); range.begin < nrows; range = NextChunk(range, nrows, ROWS_PER_PASS)) {
+    const PetscInt64 row = range.begin + threadIdx.x / T;
     PetscScalar      sum = 0;
 
     if (row < range.end) sum = SELLRowPart<T>(sliceptr, colidx, vals, wr, in, row, t, LoadCached());
@@ -106,19 +103,19 @@ PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScal
     if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
     switch (lanes) {
     case 2:
-      CSRDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      CSRDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
       break;
     case 4:
-      CSRDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      CSRDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
       break;
     case 8:
-      CSRDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      CSRDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
       break;
     case 16:
-      CSRDotsKernel<16><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      CSRDotsKernel<16><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
       break;
     default:
-      CSRDotsKernel<32><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      CSRDotsKernel<32><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
     }
     FusedKSPCheckLaunch();
     counters.launches++;
@@ -148,16 +145,16 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
     if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
     switch (A->threads) {
     case 1:
-      SELLDotsKernel<1><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      SELLDotsKernel<1><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
       break;
     case 2:
-      SELLDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      SELLDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
       break;
     case 4:
-      SELLDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      SELLDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
       break;
     default:
-      SELLDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, part.chunk, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+      SELLDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
     }
     FusedKSPCheckLaunch();
     counters.launches++;
