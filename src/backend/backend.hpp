@@ -31,7 +31,7 @@ namespace fusedksp
 {
 
 constexpr PetscInt FUSED_REDUCE_BLOCKS = 2048; // most partial sums of one dot product (first stage)
-constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  // most partial sums of each dot of a multi-dot
+constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  // most partial sums of each dot of a multi-dot (CUDA: more for few groups)
 constexpr PetscInt FUSED_MIN_CHUNK     = 256;  // fewest entries a block reduces (one per thread: short latency for small vectors)
 constexpr int      FUSED_MAX_DOTS      = 4;    // dot products fused into one SpMV
 constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one block reduces them all (no second stage)
