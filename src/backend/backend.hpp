@@ -11,8 +11,8 @@
    at most the blocks the GPU holds at once), each chunk yields one partial sum, and the partials
    are then summed (the "second stage": in chunk order on the host backend, by the last thread block
    of the kernel on the CUDA backend, which then copies only the sums).  The backends agree to
-   rounding.  Sparse products cut their rows into chunks of whole
-   "passes" of a thread block, so their chunks may differ from ReduceChunks().  The result returned
+   rounding.  Sparse products deal their rows to the thread blocks in "passes" of a block, so their
+   partial sums may differ from ReduceChunks().  The result returned
    in dots[] is the LOCAL (this MPI rank's) value; the ops layer packs the dots of one iteration
    into a single MPI_Allreduce.
 
