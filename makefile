@@ -48,6 +48,7 @@ FK_TESTS     := $(patsubst tests/%.c,$(FK_BUILD)/bin/%,$(wildcard tests/*.c)) $(
 FK_PROBLEMS  := $(FK_BUILD)/tutorials/problems.c.o
 
 .PHONY: all lib tutorials tests test test-gpu demo install info clean format
+.SECONDARY: # keep the objects of the test programs and tutorials (intermediate files otherwise), so make relinks nothing needlessly
 all: lib tutorials tests
 lib: $(FK_LIB)
 tutorials: $(FK_TUTORIALS)

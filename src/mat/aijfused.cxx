@@ -14,19 +14,52 @@
    the operations on fused vectors go through the mirror on every backend (so the host backend
    checks that code), PETSc's host operations run when a vector is not fused.  MATMPIAIJFUSED is in
    mpiaijfused.cxx.
+
+   The type's data lives in Mat->spptr, so it stays with the matrix when PETSc swaps headers
+   (MatHeaderReplace() in in-place conversions and transposes, MatHeaderMerge() in MatAXPY() with a new
+   pattern, GAMG's graph), and the operations it replaces are saved and restored as one table
+   (FUSED_SEQAIJ_OPS).  MatConvert() between MATSEQAIJ and MATSEQAIJFUSED (every reuse mode, and
+   MatSetType() of an assembled MATSEQAIJ) installs or removes that table around the same MATSEQAIJ
+   data; conversions to other types are PETSc's generic ones.  Products pick PETSc's AIJ
+   implementations (aijfused_shared.cxx) and their results take A's type, so Galerkin coarse
+   operators are fused.
 */
 #include "mat/aijfused.hpp"
 #include "mat/mirror.hpp"
 #include "vec/vecfused.hpp"
 #include "backend/blas.hpp"
 #include <petsc/private/matimpl.h>
-#include "sys/objectdata.hpp"
+#include "mat/aijfused_private.hpp"
 
 namespace fusedksp
 {
 namespace
 {
 
+/* The operations MATSEQAIJFUSED replaces in MATSEQAIJ's table: X(op, fused implementation) */
+#define FUSED_SEQAIJ_OPS(X)                                                                                                                                                                                                                              \
+  X(destroy, MatDestroy_SeqAIJFused)                                                                                                                                                                                                                     \
+  X(assemblyend, MatAssemblyEnd_SeqAIJFused)                                                                                                                                                                                                             \
+  X(mult, MatMult_SeqAIJFused)                                                                                                                                                                                                                           \
+  X(multadd, MatMultAdd_SeqAIJFused)                                                                                                                                                                                                                     \
+  X(multtranspose, MatMultTranspose_SeqAIJFused)                                                                                                                                                                                                         \
+  X(multtransposeadd, MatMultTransposeAdd_SeqAIJFused)                                                                                                                                                                                                   \
+  X(getdiagonal, MatGetDiagonal_SeqAIJFused)                                                                                                                                                                                                             \
+  X(scale, MatScale_SeqAIJFused)                                                                                                                                                                                                                         \
+  X(shift, MatShift_SeqAIJFused)                                                                                                                                                                                                                         \
+  X(view, MatView_AIJFused)                                                                                                                                                                                                                              \
+  X(setfromoptions, MatSetFromOptions_SeqAIJFused)                                                                                                                                                                                                       \
+  X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
+
+/* MATSEQAIJ's implementations of those operations, called for the host work */
+struct HostOps {
+#define FUSED_DECLARE_HOST_OP(op, fn) decltype(_MatOps::op) op = nullptr;
+  FUSED_SEQAIJ_OPS(FUSED_DECLARE_HOST_OP)
+#undef FUSED_DECLARE_HOST_OP
+};
+
+/* The data of a MATSEQAIJFUSED, in Mat->spptr (the slot PETSc leaves to AIJ subclasses): it moves with
+   the rest of the header when PETSc replaces or merges headers (MatHeaderReplace(), MatHeaderMerge()) */
 struct MatFusedData {
   const Backend          *backend        = nullptr;
   MatAIJFusedFormat       requested      = MAT_AIJFUSED_AUTO;
@@ -34,24 +67,12 @@ struct MatFusedData {
   Mirror                  mirror;
   Mirror                  transpose;        /* of A^T, built at the first MatMultTranspose() and kept */
   std::vector<PetscInt64> transpose_source; /* entry t of A^T is entry transpose_source[t] of A      */
-  PetscErrorCode (*host_destroy)(Mat)                          = nullptr;
-  PetscErrorCode (*host_assemblyend)(Mat, MatAssemblyType)     = nullptr;
-  PetscErrorCode (*host_mult)(Mat, Vec, Vec)                   = nullptr;
-  PetscErrorCode (*host_multadd)(Mat, Vec, Vec, Vec)           = nullptr;
-  PetscErrorCode (*host_multtranspose)(Mat, Vec, Vec)          = nullptr;
-  PetscErrorCode (*host_multtransposeadd)(Mat, Vec, Vec, Vec)  = nullptr;
-  PetscErrorCode (*host_getdiagonal)(Mat, Vec)                 = nullptr;
-  PetscErrorCode (*host_scale)(Mat, PetscScalar)               = nullptr;
-  PetscErrorCode (*host_shift)(Mat, PetscScalar)               = nullptr;
-  PetscErrorCode (*host_view)(Mat, PetscViewer)                = nullptr;
-  PetscErrorCode (*host_setfromoptions)(Mat, PetscOptionItems) = nullptr;
+  HostOps                 host;
 };
-
-ObjectData<MatFusedData> registry;
 
 inline MatFusedData *Data(Mat A)
 {
-  return registry.Get(A);
+  return static_cast<MatFusedData *>(A->spptr);
 }
 
 /* Brings the mirror of A up to date with A as of the object state `state` (the current one, or the
@@ -169,15 +190,27 @@ PetscErrorCode OnBackend(std::initializer_list<Vec> vecs, PetscBool *backend)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
+/* Frees the backend copies and the data of a MATSEQAIJFUSED, leaving A->spptr NULL */
+PetscErrorCode FreeData(Mat A)
 {
   MatFusedData *d = Data(A);
 
   PetscFunctionBegin;
   PetscCall(MirrorFree(d->backend, &d->mirror));
   PetscCall(MirrorFree(d->backend, &d->transpose));
-  PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
-  delete registry.Take(A);
+  delete d;
+  A->spptr = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
+{
+  PetscErrorCode (*host_destroy)(Mat) = Data(A)->host.destroy;
+
+  PetscFunctionBegin;
+  PetscCall(FreeData(A));
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr));
   PetscCall(host_destroy(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -191,7 +224,7 @@ PetscErrorCode MatAssemblyEnd_SeqAIJFused(Mat A, MatAssemblyType mode)
   PetscObjectState state;
 
   PetscFunctionBegin;
-  PetscCall(d->host_assemblyend(A, mode));
+  PetscCall(d->host.assemblyend(A, mode));
   if (mode != MAT_FINAL_ASSEMBLY) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(StateAfterOperation((PetscObject)A, &state));
   PetscCall(d->keep_transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
@@ -257,7 +290,7 @@ PetscErrorCode MatMult_SeqAIJFused(Mat A, Vec x, Vec y)
   if (device)
     PetscCall(MultDevice(A, PETSC_FALSE, x, y));
   else
-    PetscCall(Data(A)->host_mult(A, x, y));
+    PetscCall(Data(A)->host.mult(A, x, y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -270,7 +303,7 @@ PetscErrorCode MatMultAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
   if (device)
     PetscCall(MultAddDevice(A, PETSC_FALSE, x, z, y));
   else
-    PetscCall(Data(A)->host_multadd(A, x, z, y));
+    PetscCall(Data(A)->host.multadd(A, x, z, y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -284,7 +317,7 @@ PetscErrorCode MatMultTranspose_SeqAIJFused(Mat A, Vec x, Vec y)
   if (device) {
     PetscCall(MultDevice(A, PETSC_TRUE, x, y));
   } else
-    PetscCall(Data(A)->host_multtranspose(A, x, y));
+    PetscCall(Data(A)->host.multtranspose(A, x, y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -297,7 +330,7 @@ PetscErrorCode MatMultTransposeAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
   if (device) {
     PetscCall(MultAddDevice(A, PETSC_TRUE, x, z, y));
   } else
-    PetscCall(Data(A)->host_multtransposeadd(A, x, z, y));
+    PetscCall(Data(A)->host.multtransposeadd(A, x, z, y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -312,7 +345,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscFunctionBegin;
   PetscCall(OnBackend({v}, &device));
   if (!device) {
-    PetscCall(d->host_getdiagonal(A, v));
+    PetscCall(d->host.getdiagonal(A, v));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(VecGetLocalSize(v, &n));
@@ -364,7 +397,7 @@ PetscErrorCode MatScale_SeqAIJFused(Mat A, PetscScalar a)
 
   PetscFunctionBegin;
   PetscCall(MirrorCurrent(A, &current));
-  PetscCall(d->host_scale(A, a));
+  PetscCall(d->host.scale(A, a));
   if (current && MirrorUntouched(A, before)) {
     PetscCall(Blas(d)->scale(d->mirror.nvals, a, d->mirror.vals));
     PetscCall(MirrorUpdated(A));
@@ -381,7 +414,7 @@ PetscErrorCode MatShift_SeqAIJFused(Mat A, PetscScalar a)
   PetscFunctionBegin;
   PetscCall(MirrorCurrent(A, &current));
   current = (current && d->mirror.alldiag) ? PETSC_TRUE : PETSC_FALSE;
-  PetscCall(d->host_shift(A, a));
+  PetscCall(d->host.shift(A, a));
   if (current && MirrorUntouched(A, before)) {
     PetscCall(d->backend->diag_shift(PetscMin(A->rmap->n, A->cmap->n), d->mirror.diagpos, a, d->mirror.vals));
     PetscCall(MirrorUpdated(A));
@@ -410,7 +443,7 @@ PetscErrorCode MatSetFromOptions_SeqAIJFused(Mat A, PetscOptionItems PetscOption
   MatAIJFusedFormat format = d->requested;
 
   PetscFunctionBegin;
-  if (d->host_setfromoptions) PetscCall(d->host_setfromoptions(A, PetscOptionsObject));
+  if (d->host.setfromoptions) PetscCall(d->host.setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "MATSEQAIJFUSED options");
   PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the matrix on the backend", "MatAIJFusedSetFormat", MatAIJFusedFormats, (PetscEnum)format, (PetscEnum *)&format, nullptr));
   PetscCall(MatAIJFusedSetFormat_SeqAIJFused(A, format));
@@ -445,42 +478,76 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: CSR\n", backend));
     }
   }
-  PetscCall(d->host_view(A, viewer));
+  PetscCall(d->host.view(A, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatConvertToFused(Mat A, const char *name)
+PetscErrorCode MatConvert_SeqAIJFused_SeqAIJ(Mat, MatType, MatReuse, Mat *);
+PetscErrorCode MatConvert_SeqAIJ_SeqAIJFused(Mat, MatType, MatReuse, Mat *);
+
+/* Turns the MATSEQAIJ A (new, or assembled: its values stay) into a MATSEQAIJFUSED */
+PetscErrorCode MatConvertToFused(Mat A)
 {
-  MatFusedData *d = new MatFusedData;
+  MatFusedData *d;
 
   PetscFunctionBegin;
-  d->backend      = ActiveBackend();
-  d->host_destroy = A->ops->destroy;
-  d->host_mult    = A->ops->mult;
-  d->host_view    = A->ops->view;
-  registry.Set(A, d);
-  A->ops->destroy          = MatDestroy_SeqAIJFused;
-  A->ops->view             = MatView_AIJFused;
-  d->host_assemblyend      = A->ops->assemblyend;
-  d->host_multadd          = A->ops->multadd;
-  d->host_multtranspose    = A->ops->multtranspose;
-  d->host_multtransposeadd = A->ops->multtransposeadd;
-  d->host_getdiagonal      = A->ops->getdiagonal;
-  d->host_scale            = A->ops->scale;
-  d->host_shift            = A->ops->shift;
-  d->host_setfromoptions   = A->ops->setfromoptions;
-  A->ops->assemblyend      = MatAssemblyEnd_SeqAIJFused;
-  A->ops->mult             = MatMult_SeqAIJFused;
-  A->ops->multadd          = MatMultAdd_SeqAIJFused;
-  A->ops->multtranspose    = MatMultTranspose_SeqAIJFused;
-  A->ops->multtransposeadd = MatMultTransposeAdd_SeqAIJFused;
-  A->ops->getdiagonal      = MatGetDiagonal_SeqAIJFused;
-  A->ops->scale            = MatScale_SeqAIJFused;
-  A->ops->shift            = MatShift_SeqAIJFused;
-  A->ops->setfromoptions   = MatSetFromOptions_SeqAIJFused;
+  PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix MATSEQAIJFUSED in place: it is not a plain MATSEQAIJ", ((PetscObject)A)->type_name);
+  d          = new MatFusedData;
+  d->backend = ActiveBackend();
+  A->spptr   = d;
+#define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \
+  d->host.op = A->ops->op;                                                                                                                                                                                                                               \
+  A->ops->op = fn;
+  FUSED_SEQAIJ_OPS(FUSED_INSTALL_OP)
+#undef FUSED_INSTALL_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_SeqAIJFused));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, MatConvert_SeqAIJ_SeqAIJFused, MatConvert_SeqAIJFused_SeqAIJ));
   PetscCall(MatSetVecType(A, VECFUSED));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)A, name));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQAIJFUSED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Turns the MATSEQAIJFUSED A back into the MATSEQAIJ it extends (its values stay) */
+PetscErrorCode MatConvertFromFused(Mat A)
+{
+  HostOps host = Data(A)->host;
+
+  PetscFunctionBegin;
+  PetscCall(FreeData(A));
+#define FUSED_RESTORE_OP(op, fn) A->ops->op = host.op;
+  FUSED_SEQAIJ_OPS(FUSED_RESTORE_OP)
+#undef FUSED_RESTORE_OP
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr));
+  PetscCall(MatSetVecType(A, VECSTANDARD));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQAIJ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* MatConvert() from MATSEQAIJ to MATSEQAIJFUSED (found by MatConvert() on a MATSEQAIJFUSED, and by
+   MatSetType() of an assembled MATSEQAIJ): the values are kept, in place or in a duplicate       */
+PetscErrorCode MatConvert_SeqAIJ_SeqAIJFused(Mat A, MatType, MatReuse reuse, Mat *M)
+{
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
+  PetscCall(MatConvertToFused(*M));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* MatConvert() from MATSEQAIJFUSED to MATSEQAIJ (or MATAIJ) */
+PetscErrorCode MatConvert_SeqAIJFused_SeqAIJ(Mat A, MatType, MatReuse reuse, Mat *M)
+{
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
+  PetscCall(MatConvertFromFused(*M));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -489,7 +556,14 @@ PetscErrorCode MatConvertToFused(Mat A, const char *name)
 PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused)
 {
   PetscFunctionBegin;
-  *fused = (A && Data(A) && A->ops->destroy == MatDestroy_SeqAIJFused && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  *fused = (A && A->ops->destroy == MatDestroy_SeqAIJFused && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat))
+{
+  PetscFunctionBegin;
+  *f = (A && A->ops->destroy == MatDestroy_SeqAIJFused) ? Data(A)->host.productsetfromoptions : nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -514,7 +588,7 @@ PetscErrorCode MatSeqAIJFusedGetView(Mat A, const CSRView **csr, const SELLView 
 PetscErrorCode MatAIJFusedGetArraysGeneration(Mat A, PetscInt64 *generation)
 {
   PetscFunctionBegin;
-  *generation = (A && Data(A) && A->ops->destroy == MatDestroy_SeqAIJFused) ? Data(A)->mirror.generation : -1;
+  *generation = (A && A->ops->destroy == MatDestroy_SeqAIJFused) ? Data(A)->mirror.generation : -1;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -536,7 +610,10 @@ PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
    CSR or SELL-P format, so the fused solvers run "SpMV + partial dot products" in one kernel.
    `MatCreateVecs()` returns `VECFUSED` vectors; assembly and all host operations are `MATSEQAIJ`'s;
    `MatMult()`, `MatMultAdd()`, `MatMultTranspose()`, `MatMultTransposeAdd()`, `MatGetDiagonal()`,
-   `MatScale()` and `MatShift()` run on the device when the vectors are fused.
+   `MatScale()` and `MatShift()` run on the device when the vectors are fused.  Every other `MATSEQAIJ`
+   operation works unchanged (host path): `MatConvert()` to and from `MATSEQAIJ` in every reuse mode keeps
+   the values in place, products (`MatMatMult()`, `MatPtAP()`, ...) use `MATSEQAIJ`'s algorithms and
+   give a `MATSEQAIJFUSED` result.
 
    Options Database Keys:
 +  -mat_type seqaijfused - sets the matrix type in `MatSetFromOptions()`
@@ -560,7 +637,7 @@ PETSC_INTERN PetscErrorCode MatCreate_SeqAIJFused(Mat A)
 {
   PetscFunctionBegin;
   PetscCall(MatSetType(A, MATSEQAIJ));
-  PetscCall(fusedksp::MatConvertToFused(A, MATSEQAIJFUSED));
+  PetscCall(fusedksp::MatConvertToFused(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

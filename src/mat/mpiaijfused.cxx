@@ -31,7 +31,7 @@
 #include "vec/vecfused.hpp"
 #include <petsc/private/matimpl.h>
 #include <petscsf.h>
-#include "sys/objectdata.hpp"
+#include "mat/aijfused_private.hpp"
 #include <vector>
 #if defined(OPEN_MPI) && OPEN_MPI && __has_include(<mpi-ext.h>)
 #include <mpi-ext.h> /* MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support() */
@@ -64,6 +64,23 @@ struct Halo {
   std::vector<MPI_Request> requests;
 };
 
+/* The operations MATMPIAIJFUSED replaces in MATMPIAIJ's table: X(op, fused implementation) */
+#define FUSED_MPIAIJ_OPS(X)                                                                                                                                                                                                                              \
+  X(destroy, MatDestroy_MPIAIJFused)                                                                                                                                                                                                                     \
+  X(assemblyend, MatAssemblyEnd_MPIAIJFused)                                                                                                                                                                                                             \
+  X(mult, MatMult_MPIAIJFused)                                                                                                                                                                                                                           \
+  X(view, MatView_MPIAIJFused)                                                                                                                                                                                                                           \
+  X(createsubmatrix, MatCreateSubMatrix_MPIAIJFused)                                                                                                                                                                                                     \
+  X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
+
+/* MATMPIAIJ's implementations of those operations, called for the host work */
+struct HostOps {
+#define FUSED_DECLARE_HOST_OP(op, fn) decltype(_MatOps::op) op = nullptr;
+  FUSED_MPIAIJ_OPS(FUSED_DECLARE_HOST_OP)
+#undef FUSED_DECLARE_HOST_OP
+};
+
+/* The data of a MATMPIAIJFUSED, in Mat->spptr (moves with the header, see aijfused.cxx) */
 struct MatMPIFusedData {
   const Backend    *backend = nullptr;
   Mirror            diag;    /* CSR or SELL-P (-mat_aijfused_format), as a MATSEQAIJFUSED */
@@ -73,18 +90,13 @@ struct MatMPIFusedData {
   PetscBool         options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
   PetscBool         halo_current = PETSC_FALSE;                       /* the halo pattern is that of the blocks' structure */
   PetscObjectState  state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
-  PetscSF           sf                                     = nullptr; /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
-  PetscErrorCode (*host_destroy)(Mat)                      = nullptr;
-  PetscErrorCode (*host_assemblyend)(Mat, MatAssemblyType) = nullptr;
-  PetscErrorCode (*host_mult)(Mat, Vec, Vec)               = nullptr;
-  PetscErrorCode (*host_view)(Mat, PetscViewer)            = nullptr;
+  PetscSF           sf = nullptr; /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
+  HostOps           host;
 };
-
-ObjectData<MatMPIFusedData> registry;
 
 inline MatMPIFusedData *Data(Mat A)
 {
-  return registry.Get(A);
+  return static_cast<MatMPIFusedData *>(A->spptr);
 }
 
 /* What the MPI library says about device pointers (*known: whether it has a query):
@@ -404,14 +416,15 @@ PetscErrorCode MatAssemblyEnd_MPIAIJFused(Mat A, MatAssemblyType mode)
   PetscObjectState state;
 
   PetscFunctionBegin;
-  PetscCall(d->host_assemblyend(A, mode));
+  PetscCall(d->host.assemblyend(A, mode));
   if (mode != MAT_FINAL_ASSEMBLY) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(StateAfterOperation((PetscObject)A, &state));
   PetscCall(RefreshBlocks(A, d, state));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
+/* Frees the backend copies and the data of a MATMPIAIJFUSED, leaving A->spptr NULL */
+PetscErrorCode FreeData(Mat A)
 {
   MatMPIFusedData *d = Data(A);
 
@@ -420,8 +433,19 @@ PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
   PetscCall(FreeBlock(d->backend, &d->offdiag));
   PetscCall(FreeHalo(d->backend, &d->halo));
   PetscCall(PetscSFDestroy(&d->sf));
-  PetscErrorCode (*host_destroy)(Mat) = d->host_destroy;
-  delete registry.Take(A);
+  delete d;
+  A->spptr = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
+{
+  PetscErrorCode (*host_destroy)(Mat) = Data(A)->host.destroy;
+
+  PetscFunctionBegin;
+  PetscCall(FreeData(A));
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr));
   PetscCall(host_destroy(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -436,7 +460,7 @@ PetscErrorCode MatMult_MPIAIJFused(Mat A, Vec x, Vec y)
   PetscCall(VecIsFused(x, &fx));
   PetscCall(VecIsFused(y, &fy));
   if (!fx || !fy || Data(A)->backend != ActiveBackend()) {
-    PetscCall(Data(A)->host_mult(A, x, y));
+    PetscCall(Data(A)->host.mult(A, x, y));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
@@ -444,6 +468,21 @@ PetscErrorCode MatMult_MPIAIJFused(Mat A, Vec x, Vec y)
   PetscCall(MatMPIAIJFusedMultDots(A, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
   PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat, MatType, MatReuse, Mat *);
+
+/* MATMPIAIJ's submatrix, made fused: some of MATMPIAIJ's paths assemble it from its blocks, whose type
+   (MATSEQAIJ) decides the parallel type, and a submatrix is used in products (PCFIELDSPLIT, PCGASM) */
+PetscErrorCode MatCreateSubMatrix_MPIAIJFused(Mat A, IS isrow, IS iscol, MatReuse reuse, Mat *B)
+{
+  PetscBool plain;
+
+  PetscFunctionBegin;
+  PetscCall(Data(A)->host.createsubmatrix(A, isrow, iscol, reuse, B));
+  PetscCall(PetscObjectTypeCompare((PetscObject)*B, MATMPIAIJ, &plain));
+  if (plain) PetscCall(MatConvert_MPIAIJ_MPIAIJFused(*B, MATMPIAIJFUSED, MAT_INPLACE_MATRIX, B));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -479,7 +518,7 @@ PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
       PetscCall(PetscViewerASCIIPopSynchronized(viewer));
     }
   }
-  PetscCall(d->host_view(A, viewer));
+  PetscCall(d->host.view(A, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -493,25 +532,71 @@ PetscErrorCode MatAIJFusedSetFormat_MPIAIJFused(Mat A, MatAIJFusedFormat format)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Turns a freshly typed MATMPIAIJ into a MATMPIAIJFUSED */
+PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat, MatType, MatReuse, Mat *);
+PetscErrorCode MatConvert_MPIAIJFused_MPIAIJ(Mat, MatType, MatReuse, Mat *);
+
+/* Turns the MATMPIAIJ A (new, or assembled: its values stay) into a MATMPIAIJFUSED */
 PetscErrorCode MatConvertToMPIFused(Mat A)
 {
-  MatMPIFusedData *d = new MatMPIFusedData;
+  MatMPIFusedData *d;
 
   PetscFunctionBegin;
-  d->backend          = ActiveBackend();
-  d->host_destroy     = A->ops->destroy;
-  d->host_assemblyend = A->ops->assemblyend;
-  d->host_mult        = A->ops->mult;
-  d->host_view        = A->ops->view;
-  registry.Set(A, d);
-  A->ops->destroy     = MatDestroy_MPIAIJFused;
-  A->ops->assemblyend = MatAssemblyEnd_MPIAIJFused;
-  A->ops->mult        = MatMult_MPIAIJFused;
-  A->ops->view        = MatView_MPIAIJFused;
+  PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix MATMPIAIJFUSED in place: it is not a plain MATMPIAIJ", ((PetscObject)A)->type_name);
+  d          = new MatMPIFusedData;
+  d->backend = ActiveBackend();
+  A->spptr   = d;
+#define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \
+  d->host.op = A->ops->op;                                                                                                                                                                                                                               \
+  A->ops->op = fn;
+  FUSED_MPIAIJ_OPS(FUSED_INSTALL_OP)
+#undef FUSED_INSTALL_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_MPIAIJFused));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, MatConvert_MPIAIJ_MPIAIJFused, MatConvert_MPIAIJFused_MPIAIJ));
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJFUSED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Turns the MATMPIAIJFUSED A back into the MATMPIAIJ it extends (its values stay) */
+PetscErrorCode MatConvertFromMPIFused(Mat A)
+{
+  HostOps host = Data(A)->host;
+
+  PetscFunctionBegin;
+  PetscCall(FreeData(A));
+#define FUSED_RESTORE_OP(op, fn) A->ops->op = host.op;
+  FUSED_MPIAIJ_OPS(FUSED_RESTORE_OP)
+#undef FUSED_RESTORE_OP
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr));
+  PetscCall(MatSetVecType(A, VECSTANDARD));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* MatConvert() from MATMPIAIJ to MATMPIAIJFUSED (see MatConvert_SeqAIJ_SeqAIJFused()) */
+PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat A, MatType, MatReuse reuse, Mat *M)
+{
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
+  PetscCall(MatConvertToMPIFused(*M));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* MatConvert() from MATMPIAIJFUSED to MATMPIAIJ (or MATAIJ) */
+PetscErrorCode MatConvert_MPIAIJFused_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *M)
+{
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
+  PetscCall(MatConvertFromMPIFused(*M));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -520,7 +605,14 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
 PetscErrorCode MatIsMPIAIJFused(Mat A, PetscBool *fused)
 {
   PetscFunctionBegin;
-  *fused = (A && Data(A) && A->ops->destroy == MatDestroy_MPIAIJFused && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  *fused = (A && A->ops->destroy == MatDestroy_MPIAIJFused && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatMPIAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat))
+{
+  PetscFunctionBegin;
+  *f = (A && A->ops->destroy == MatDestroy_MPIAIJFused) ? Data(A)->host.productsetfromoptions : nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -536,7 +628,7 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   const Backend   *be;
 
   PetscFunctionBegin;
-  PetscCheck(d && A->ops->destroy == MatDestroy_MPIAIJFused, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
+  PetscCheck(A->ops->destroy == MatDestroy_MPIAIJFused, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
   be = d->backend;
   PetscCall(Refresh(A, d));
   PetscCall(HaloBegin(d, wr, in));

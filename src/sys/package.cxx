@@ -168,6 +168,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(MatRegister(MATAIJFUSED, MatCreate_AIJFused));
   PetscCall(MatRegister(MATSEQAIJFUSED, MatCreate_SeqAIJFused));
   PetscCall(MatRegister(MATMPIAIJFUSED, MatCreate_MPIAIJFused));
+  PetscCall(MatRegisterRootName(MATAIJFUSED, MATSEQAIJFUSED, MATMPIAIJFUSED));
   PetscCall(PetscClassIdRegister("FusedKSP", &classid));
   PetscCall(PetscLogEventRegister("FusedCGUpdate", classid, &fusedksp::events.cg_update));
   PetscCall(PetscLogEventRegister("FusedSpMVDots", classid, &fusedksp::events.spmv_dots));

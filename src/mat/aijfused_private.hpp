@@ -1,0 +1,25 @@
+/* What MATSEQAIJFUSED and MATMPIAIJFUSED share inside src/mat: conversions and products */
+#pragma once
+
+#include "sys/fusedksp_impl.hpp"
+#include <petsc/private/matimpl.h>
+
+namespace fusedksp
+{
+using MatConvertFn = PetscErrorCode (*)(Mat, MatType, MatReuse, Mat *);
+
+/* Composes on A (type `fused`, extending `base`) the functions PETSc's MatConvert() and MatProduct*()
+   look for: MatConvert_<base>_<fused>_C (to_fused), MatConvert_<fused>_<base>_C (from_fused) and
+   MatProductSetFromOptions_anytype_C; NULL functions remove them                                  */
+PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused);
+
+/* MatProductSetFromOptions() of both fused AIJ types: a product with fused operands is chosen as PETSc
+   chooses it for the AIJ types they extend; its result takes A's type, as with AIJ (so a Galerkin
+   product of a fused operator is fused)                                                           */
+PetscErrorCode MatProductSetFromOptions_AIJFused(Mat C);
+
+/* MATSEQAIJ's (MATMPIAIJ's) MatProductSetFromOptions() saved by a MATSEQAIJFUSED (MATMPIAIJFUSED) A;
+   NULL when A is not of that type                                                                 */
+PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat));
+PetscErrorCode MatMPIAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat));
+} // namespace fusedksp

@@ -1,0 +1,87 @@
+/*
+   What MATSEQAIJFUSED and MATMPIAIJFUSED share: the composed functions PETSc's MatConvert() and
+   MatProduct*() look up by type name, and the choice of a product's implementation.
+
+   PETSc finds conversions and products through functions composed under names made of the type names
+   (MatConvert_seqaij_seqaijfused_C, MatProductSetFromOptions_seqaij_seqmaij_C, ...).  A fused type
+   is its AIJ type under another name, so these lookups miss every implementation that PETSc and the
+   other types provide for AIJ; here each fused operand is looked up under the name of the type it
+   extends, and PETSc's AIJ implementation is used.
+*/
+#include "mat/aijfused_private.hpp"
+#include <string>
+
+namespace fusedksp
+{
+namespace
+{
+/* The type a product operand counts as: seqaij/mpiaij for the fused types (with MATSEQAIJ's/MATMPIAIJ's
+   MatProductSetFromOptions() in *host), its own type otherwise                                       */
+PetscErrorCode ProductOperandType(Mat M, std::string *type, PetscErrorCode (**host)(Mat))
+{
+  PetscErrorCode (*f)(Mat) = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(MatSeqAIJFusedHostProductSetFromOptions(M, &f));
+  if (f)
+    *type = MATSEQAIJ;
+  else {
+    PetscCall(MatMPIAIJFusedHostProductSetFromOptions(M, &f));
+    *type = f ? MATMPIAIJ : ((PetscObject)M)->type_name;
+  }
+  if (!f) f = M->ops->productsetfromoptions;
+  *host = f;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+} // namespace
+
+/*
+   MatAIJFusedComposeFunctions - see aijfused_private.hpp
+*/
+PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused)
+{
+  const std::string to = std::string("MatConvert_") + base + "_" + fused + "_C", from = std::string("MatConvert_") + fused + "_" + base + "_C";
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, to.c_str(), to_fused));
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, from.c_str(), from_fused));
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatProductSetFromOptions_anytype_C", to_fused ? MatProductSetFromOptions_AIJFused : nullptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MatProductSetFromOptions_AIJFused - see aijfused_private.hpp.  Operands that all count as the same AIJ
+   type: that type's MatProductSetFromOptions(); else the function MatProductSetFromOptions_<A>_<B>[_<C>]_C
+   composed on any operand, with the types they count as; else an operand's own
+   MatProductSetFromOptions_anytype_C (a MATTRANSPOSEVIRTUAL, a MATSHELL).  When none sets the symbolic
+   phase, MatProductSetFromOptions() goes on with PETSc's generic products.
+*/
+PetscErrorCode MatProductSetFromOptions_AIJFused(Mat C)
+{
+  Mat_Product *product = C->product;
+  Mat          ops[3]  = {product->A, product->B, product->type == MATPRODUCT_ABC ? product->C : nullptr};
+  std::string  types[3], name = "MatProductSetFromOptions";
+  PetscErrorCode (*host[3])(Mat) = {nullptr, nullptr, nullptr};
+  PetscErrorCode (*f)(Mat)       = nullptr;
+  PetscBool same                 = PETSC_TRUE;
+
+  PetscFunctionBegin;
+  for (int i = 0; i < 3 && ops[i]; ++i) {
+    PetscCall(ProductOperandType(ops[i], &types[i], &host[i]));
+    name += "_" + types[i];
+    if (types[i] != types[0]) same = PETSC_FALSE;
+  }
+  name += "_C";
+  if (same && (types[0] == MATSEQAIJ || types[0] == MATMPIAIJ)) {
+    PetscCall(host[0](C));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  for (int i = 0; i < 3 && ops[i] && !f; ++i) PetscCall(PetscObjectQueryFunction((PetscObject)ops[i], name.c_str(), &f));
+  if (f) PetscCall(f(C));
+  for (int i = 0; i < 3 && ops[i] && !C->ops->productsymbolic; ++i) {
+    PetscCall(PetscObjectQueryFunction((PetscObject)ops[i], "MatProductSetFromOptions_anytype_C", &f));
+    if (f && f != MatProductSetFromOptions_AIJFused) PetscCall(f(C));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+} // namespace fusedksp

@@ -1,0 +1,549 @@
+static char help[] = "Checks that PETSc's own matrix operations work on MATAIJFUSED (seq and MPI) as they do on MATAIJ: each\n\
+operation runs on a fused matrix and on the same MATAIJ one, and the results must agree (products with a random\n\
+vector, to 1e-12 relative) and have the expected type (fused where the result is used in products).  Covers\n\
+MatDuplicate, MatConvert to and from AIJ (initial, reuse, in place) and to dense/BAIJ, MatSetType() of an\n\
+assembled AIJ matrix, MatCopy, MatAXPY with every nonzero pattern, MatHeaderReplace/Merge, MatTranspose (all\n\
+reuse modes), MatProduct (AB, AtB, ABt, PtAP, RARt, ABC with AIJ operands, AB/AtB with dense, PtAP with MAIJ),\n\
+MatCreateSubMatrix(ces), MatIncreaseOverlap, MatGetDiagonalBlock, MatZeroRows(Columns), MatDiagonalScale,\n\
+MatSetValuesCOO, MatGetRowIJ, MatCreateGraph, MatView/MatLoad (binary), MatCreateMPIMatConcatenateSeqMat, and\n\
+solves with PCGAMG, PCILU/PCBJACOBI, PCASM on the fused types.\n\
+Options:\n\
+  -n <12>: the matrix is the 2D n x n 5-point operator with a nonsymmetric perturbation\n\n";
+
+#include <petscksp.h>
+#include <fusedksp.h>
+#include "check.h"
+
+#define RTOL 1e-12
+
+/* The test matrix: 2D 5-point Laplacian on n x n plus a small nonsymmetric convection term, in `type` */
+static PetscErrorCode Operator(MPI_Comm comm, PetscInt n, MatType type, Mat *A)
+{
+  PetscInt rstart, rend;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreate(comm, A));
+  PetscCall(MatSetSizes(*A, PETSC_DECIDE, PETSC_DECIDE, n * n, n * n));
+  PetscCall(MatSetType(*A, type));
+  PetscCall(MatSeqAIJSetPreallocation(*A, 5, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(*A, 5, NULL, 2, NULL));
+  PetscCall(MatGetOwnershipRange(*A, &rstart, &rend));
+  for (PetscInt row = rstart; row < rend; ++row) {
+    const PetscInt i = row / n, j = row % n;
+    PetscInt       cols[5], k     = 0;
+    PetscScalar    vals[5];
+    cols[k] = row, vals[k++] = 4.0 + 0.01 * (row % 7);
+    if (i > 0) cols[k] = row - n, vals[k++] = -1.0 - 0.1;
+    if (i < n - 1) cols[k] = row + n, vals[k++] = -1.0 + 0.1;
+    if (j > 0) cols[k] = row - 1, vals[k++] = -1.0 - 0.05;
+    if (j < n - 1) cols[k] = row + 1, vals[k++] = -1.0 + 0.05;
+    PetscCall(MatSetValues(*A, 1, &row, k, cols, vals, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A rectangular N x (N/2) interpolation-like matrix P (for PtAP, RARt^T, AB) in `type` */
+static PetscErrorCode Prolongation(MPI_Comm comm, PetscInt N, MatType type, Mat *P)
+{
+  PetscInt rstart, rend, nc = N / 2;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreate(comm, P));
+  PetscCall(MatSetSizes(*P, PETSC_DECIDE, PETSC_DECIDE, N, nc));
+  PetscCall(MatSetType(*P, type));
+  PetscCall(MatSeqAIJSetPreallocation(*P, 2, NULL));
+  PetscCall(MatMPIAIJSetPreallocation(*P, 2, NULL, 2, NULL));
+  PetscCall(MatGetOwnershipRange(*P, &rstart, &rend));
+  for (PetscInt row = rstart; row < rend; ++row) {
+    PetscInt    cols[2] = {PetscMin(row / 2, nc - 1), PetscMin(row / 2 + 1, nc - 1)};
+    PetscScalar vals[2] = {0.75, 0.25};
+    PetscCall(MatSetValues(*P, 1, &row, cols[0] == cols[1] ? 1 : 2, cols, vals, ADD_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(*P, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*P, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static const char *TypeName(Mat M)
+{
+  MatType type = NULL;
+  return MatGetType(M, &type) == PETSC_SUCCESS && type ? type : "none";
+}
+
+static PetscErrorCode IsFused(Mat M, PetscBool *fused)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)M, fused, MATSEQAIJFUSED, MATMPIAIJFUSED, ""));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether F x == R x for a random x (F's product with the vectors F creates: fused ones for a fused F), and
+   whether F is fused when `fused` says it must be (PETSC_BOOL3_UNKNOWN: either) */
+static PetscErrorCode Agree(Mat F, Mat R, PetscBool3 fused, const char *what)
+{
+  Vec       xf, yf, xr, yr;
+  PetscReal err, ref;
+  PetscBool isfused, typeok;
+  PetscInt  fm, fn, rm, rn;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetSize(F, &fm, &fn));
+  PetscCall(MatGetSize(R, &rm, &rn));
+  if (fm != rm || fn != rn) {
+    PetscCall(Check(PETSC_FALSE, "%s: sizes %" PetscInt_FMT "x%" PetscInt_FMT " and %" PetscInt_FMT "x%" PetscInt_FMT, what, fm, fn, rm, rn));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(MatCreateVecs(F, &xf, &yf));
+  PetscCall(MatCreateVecs(R, &xr, &yr));
+  PetscCall(VecSetRandom(xr, NULL));
+  PetscCall(VecShift(xr, 0.25));
+  PetscCall(VecCopy(xr, xf));
+  PetscCall(VecSet(yf, NAN));
+  PetscCall(MatMult(F, xf, yf));
+  PetscCall(MatMult(R, xr, yr));
+  PetscCall(VecNorm(yr, NORM_INFINITY, &ref));
+  PetscCall(VecAXPY(yf, -1.0, yr));
+  PetscCall(VecNorm(yf, NORM_INFINITY, &err));
+  PetscCall(IsFused(F, &isfused));
+  typeok = fused == PETSC_BOOL3_UNKNOWN || (fused == PETSC_BOOL3_TRUE) == isfused ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(Check((PetscBool)(err <= RTOL * PetscMax(ref, 1.0) && typeok), "%s (%s; product error %g)", what, TypeName(F), (double)err));
+  PetscCall(VecDestroy(&xf));
+  PetscCall(VecDestroy(&yf));
+  PetscCall(VecDestroy(&xr));
+  PetscCall(VecDestroy(&yr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
+{
+  Mat B, C, D;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &B));
+  PetscCall(Agree(B, R, PETSC_BOOL3_TRUE, "MatDuplicate"));
+  PetscCall(MatConvert(F, MATAIJ, MAT_INITIAL_MATRIX, &C));
+  PetscCall(Agree(C, R, PETSC_BOOL3_FALSE, "MatConvert fused -> aij, initial"));
+  PetscCall(MatScale(B, 2.0));
+  PetscCall(MatConvert(B, MATAIJ, MAT_REUSE_MATRIX, &C));
+  PetscCall(MatScale(C, 0.5));
+  PetscCall(Agree(C, R, PETSC_BOOL3_FALSE, "MatConvert fused -> aij, reuse"));
+  PetscCall(MatConvert(C, MATAIJFUSED, MAT_INITIAL_MATRIX, &D));
+  PetscCall(Agree(D, R, PETSC_BOOL3_TRUE, "MatConvert aij -> aijfused, initial"));
+  PetscCall(MatConvert(C, MATAIJFUSED, MAT_REUSE_MATRIX, &D));
+  PetscCall(Agree(D, R, PETSC_BOOL3_TRUE, "MatConvert aij -> aijfused, reuse"));
+  PetscCall(MatConvert(D, MATAIJ, MAT_INPLACE_MATRIX, &D));
+  PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> aij, in place"));
+  PetscCall(MatConvert(D, MATAIJFUSED, MAT_INPLACE_MATRIX, &D));
+  PetscCall(Agree(D, R, PETSC_BOOL3_TRUE, "MatConvert aij -> aijfused, in place"));
+  PetscCall(MatSetType(C, MATAIJFUSED));
+  PetscCall(Agree(C, R, PETSC_BOOL3_TRUE, "MatSetType(assembled aij, aijfused) keeps the values"));
+  PetscCall(MatDestroy(&D));
+  PetscCall(MatConvert(F, MATDENSE, MAT_INITIAL_MATRIX, &D));
+  PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> dense"));
+  PetscCall(MatConvert(D, MATAIJFUSED, MAT_INPLACE_MATRIX, &D));
+  PetscCall(Agree(D, R, PETSC_BOOL3_TRUE, "MatConvert dense -> aijfused, in place"));
+  PetscCall(MatDestroy(&D));
+  PetscCall(MatConvert(F, MATBAIJ, MAT_INITIAL_MATRIX, &D));
+  PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> baij"));
+  PetscCall(MatDestroy(&D));
+  PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &D));
+  PetscCall(MatConvert(D, MATSBAIJ, MAT_INPLACE_MATRIX, &D)); /* nonsymmetric: only the upper triangle is kept */
+  {
+    PetscBool assembled;
+    PetscCall(MatAssembled(D, &assembled));
+    PetscCall(Check(assembled, "MatConvert fused -> sbaij, in place (upper triangle)"));
+  }
+  PetscCall(MatDestroy(&D));
+  PetscCall(MatCopy(R, B, SAME_NONZERO_PATTERN));
+  PetscCall(Agree(B, R, PETSC_BOOL3_TRUE, "MatCopy aij -> fused, same pattern"));
+  PetscCall(MatScale(B, 3.0));
+  PetscCall(MatCopy(F, B, DIFFERENT_NONZERO_PATTERN));
+  PetscCall(Agree(B, R, PETSC_BOOL3_TRUE, "MatCopy fused -> fused, different pattern"));
+  /* header replacement and merge: the matrix in the handle changes, its fused data must follow it */
+  PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &D));
+  PetscCall(MatScale(B, 5.0));
+  PetscCall(MatHeaderReplace(B, &D));
+  PetscCall(MatScale(B, 1.0));
+  PetscCall(Agree(B, R, PETSC_BOOL3_TRUE, "MatHeaderReplace fused <- fused"));
+  PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &D));
+  PetscCall(MatHeaderMerge(B, &D));
+  PetscCall(MatShift(B, 0.0));
+  PetscCall(Agree(B, R, PETSC_BOOL3_TRUE, "MatHeaderMerge fused <- fused"));
+  PetscCall(MatConvert(R, MATAIJ, MAT_INITIAL_MATRIX, &D));
+  PetscCall(MatHeaderReplace(B, &D));
+  PetscCall(Agree(B, R, PETSC_BOOL3_FALSE, "MatHeaderReplace fused <- aij"));
+  PetscCall(MatDestroy(&B));
+  PetscCall(MatDestroy(&C));
+  (void)comm;
+  (void)n;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Arithmetic(MPI_Comm comm, PetscInt n, Mat F, Mat R)
+{
+  Mat         B, X, Rb, Rx;
+  Vec         l, r, lr, rr;
+  PetscInt    rstart, rend, rows[2], nrows = 0;
+  MatReuse    reuse[3] = {MAT_INITIAL_MATRIX, MAT_REUSE_MATRIX, MAT_INPLACE_MATRIX};
+  const char *names[3] = {"MatTranspose initial", "MatTranspose reuse", "MatTranspose in place"};
+
+  PetscFunctionBeginUser;
+  /* MatAXPY with an identity-like X of a smaller pattern, the same pattern and a different one */
+  PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &B));
+  PetscCall(MatDuplicate(R, MAT_COPY_VALUES, &Rb));
+  PetscCall(MatCreateConstantDiagonal(comm, PETSC_DECIDE, PETSC_DECIDE, n * n, n * n, 1.0, &Rx));
+  PetscCall(MatConvert(Rx, MATAIJFUSED, MAT_INITIAL_MATRIX, &X));
+  PetscCall(MatDestroy(&Rx));
+  PetscCall(MatConvert(X, MATAIJ, MAT_INITIAL_MATRIX, &Rx));
+  PetscCall(MatAXPY(B, 2.0, X, SUBSET_NONZERO_PATTERN));
+  PetscCall(MatAXPY(Rb, 2.0, Rx, SUBSET_NONZERO_PATTERN));
+  PetscCall(Agree(B, Rb, PETSC_BOOL3_TRUE, "MatAXPY subset pattern"));
+  PetscCall(MatAXPY(B, -1.0, F, SAME_NONZERO_PATTERN));
+  PetscCall(MatAXPY(Rb, -1.0, R, SAME_NONZERO_PATTERN));
+  PetscCall(Agree(B, Rb, PETSC_BOOL3_TRUE, "MatAXPY same pattern"));
+  PetscCall(MatAXPY(X, 0.5, B, DIFFERENT_NONZERO_PATTERN)); /* X gets a new pattern through MatHeaderMerge() */
+  PetscCall(MatAXPY(Rx, 0.5, Rb, DIFFERENT_NONZERO_PATTERN));
+  PetscCall(MatScale(X, 2.0));
+  PetscCall(MatScale(Rx, 2.0));
+  PetscCall(Agree(X, Rx, PETSC_BOOL3_TRUE, "MatAXPY different pattern, then MatScale"));
+  PetscCall(MatDestroy(&X));
+  PetscCall(MatDestroy(&Rx));
+  /* MatDiagonalScale, MatZeroRows, MatZeroRowsColumns */
+  PetscCall(MatCreateVecs(B, &r, &l));
+  PetscCall(MatCreateVecs(Rb, &rr, &lr));
+  PetscCall(VecSetRandom(lr, NULL));
+  PetscCall(VecShift(lr, 1.0));
+  PetscCall(VecSetRandom(rr, NULL));
+  PetscCall(VecShift(rr, 1.0));
+  PetscCall(VecCopy(lr, l));
+  PetscCall(VecCopy(rr, r));
+  PetscCall(MatDiagonalScale(B, l, r));
+  PetscCall(MatDiagonalScale(Rb, lr, rr));
+  PetscCall(Agree(B, Rb, PETSC_BOOL3_TRUE, "MatDiagonalScale"));
+  PetscCall(MatGetOwnershipRange(B, &rstart, &rend));
+  if (rend > rstart) rows[nrows++] = rstart;
+  if (rend - 1 > rstart) rows[nrows++] = rend - 1;
+  PetscCall(MatZeroRows(B, nrows, rows, 2.0, NULL, NULL));
+  PetscCall(MatZeroRows(Rb, nrows, rows, 2.0, NULL, NULL));
+  PetscCall(Agree(B, Rb, PETSC_BOOL3_TRUE, "MatZeroRows"));
+  PetscCall(MatZeroRowsColumns(B, nrows, rows, 3.0, NULL, NULL));
+  PetscCall(MatZeroRowsColumns(Rb, nrows, rows, 3.0, NULL, NULL));
+  PetscCall(Agree(B, Rb, PETSC_BOOL3_TRUE, "MatZeroRowsColumns"));
+  PetscCall(VecDestroy(&l));
+  PetscCall(VecDestroy(&r));
+  PetscCall(VecDestroy(&lr));
+  PetscCall(VecDestroy(&rr));
+  /* MatTranspose in each reuse mode */
+  for (int k = 0; k < 3; ++k) {
+    Mat T = NULL, Rt = NULL;
+    if (reuse[k] == MAT_INPLACE_MATRIX) {
+      PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &T));
+      PetscCall(MatTranspose(T, MAT_INPLACE_MATRIX, &T));
+    } else {
+      PetscCall(MatTranspose(B, MAT_INITIAL_MATRIX, &T));
+      if (reuse[k] == MAT_REUSE_MATRIX) {
+        PetscCall(MatScale(B, 2.0));
+        PetscCall(MatTranspose(B, MAT_REUSE_MATRIX, &T));
+        PetscCall(MatScale(T, 0.5));
+        PetscCall(MatScale(B, 0.5));
+      }
+    }
+    PetscCall(MatTranspose(Rb, MAT_INITIAL_MATRIX, &Rt));
+    PetscCall(Agree(T, Rt, PETSC_BOOL3_TRUE, names[k]));
+    PetscCall(MatDestroy(&T));
+    PetscCall(MatDestroy(&Rt));
+  }
+  PetscCall(MatDestroy(&B));
+  PetscCall(MatDestroy(&Rb));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Products(MPI_Comm comm, PetscInt n, Mat F, Mat R)
+{
+  Mat         Pf, Pr, Cf, Cr, Df, Dr, Bd;
+  PetscMPIInt size;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(Prolongation(comm, n * n, MATAIJFUSED, &Pf));
+  PetscCall(Prolongation(comm, n * n, MATAIJ, &Pr));
+  PetscCall(MatPtAP(F, Pf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatPtAP(R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(Agree(Cf, Cr, PETSC_BOOL3_TRUE, "MatPtAP fused, fused P (Galerkin product stays fused)"));
+  PetscCall(MatScale(F, 2.0));
+  PetscCall(MatScale(R, 2.0));
+  PetscCall(MatPtAP(F, Pf, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatPtAP(R, Pr, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(Agree(Cf, Cr, PETSC_BOOL3_TRUE, "MatPtAP reuse after a change of values"));
+  PetscCall(MatScale(F, 0.5));
+  PetscCall(MatScale(R, 0.5));
+  PetscCall(MatPtAP(R, Pr, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatPtAP(F, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(Agree(Cf, Cr, PETSC_BOOL3_TRUE, "MatPtAP fused, aij P"));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatPtAP(R, Pf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(Agree(Cf, Cr, PETSC_BOOL3_UNKNOWN, "MatPtAP aij, fused P"));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  PetscCall(MatMatMult(F, Pf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatMatMult(R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(Agree(Cf, Cr, PETSC_BOOL3_TRUE, "MatMatMult (AB)"));
+  PetscCall(MatTransposeMatMult(Pf, Cf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Df));
+  PetscCall(MatTransposeMatMult(Pr, Cr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Dr));
+  PetscCall(Agree(Df, Dr, PETSC_BOOL3_TRUE, "MatTransposeMatMult (AtB)"));
+  PetscCall(MatDestroy(&Df));
+  PetscCall(MatDestroy(&Dr));
+  PetscCall(MatMatTransposeMult(F, F, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Df));
+  PetscCall(MatMatTransposeMult(R, R, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Dr));
+  PetscCall(Agree(Df, Dr, PETSC_BOOL3_TRUE, "MatMatTransposeMult (ABt)"));
+  PetscCall(MatDestroy(&Df));
+  PetscCall(MatDestroy(&Dr));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  {
+    Mat Rf, Rr;
+    PetscCall(MatTranspose(Pf, MAT_INITIAL_MATRIX, &Rf));
+    PetscCall(MatTranspose(Pr, MAT_INITIAL_MATRIX, &Rr));
+    PetscCall(MatRARt(F, Rf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+    PetscCall(MatRARt(R, Rr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+    PetscCall(Agree(Cf, Cr, PETSC_BOOL3_TRUE, "MatRARt"));
+    PetscCall(MatDestroy(&Cf));
+    PetscCall(MatDestroy(&Cr));
+    PetscCall(MatMatMatMult(Rf, F, Pf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+    PetscCall(MatMatMatMult(Rr, R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+    PetscCall(Agree(Cf, Cr, PETSC_BOOL3_TRUE, "MatMatMatMult (ABC)"));
+    PetscCall(MatDestroy(&Cf));
+    PetscCall(MatDestroy(&Cr));
+    PetscCall(MatDestroy(&Rf));
+    PetscCall(MatDestroy(&Rr));
+  }
+  /* dense operands: C = A B and C = A^T B, checked column by column through a product with a vector */
+  PetscCall(MatCreateDense(comm, PETSC_DECIDE, PETSC_DECIDE, n * n, 3, NULL, &Bd));
+  PetscCall(MatSetRandom(Bd, NULL));
+  PetscCall(MatMatMult(F, Bd, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatMatMult(R, Bd, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(Agree(Cf, Cr, PETSC_BOOL3_FALSE, "MatMatMult with a dense B"));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  PetscCall(MatTransposeMatMult(F, Bd, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatTransposeMatMult(R, Bd, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(Agree(Cf, Cr, PETSC_BOOL3_FALSE, "MatTransposeMatMult with a dense B"));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  PetscCall(MatDestroy(&Bd));
+  /* PtAP with a MAIJ P (2 components): the operator has 2 n^2 rows */
+  {
+    Mat A2f, A2r, Pm;
+    PetscCall(Operator(comm, n, MATAIJ, &A2r));
+    PetscCall(MatCreateMAIJ(Pr, 1, &Pm));
+    PetscCall(MatConvert(A2r, MATAIJFUSED, MAT_INITIAL_MATRIX, &A2f));
+    PetscCall(MatPtAP(A2f, Pm, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+    PetscCall(MatPtAP(A2r, Pm, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+    PetscCall(Agree(Cf, Cr, PETSC_BOOL3_UNKNOWN, "MatPtAP with a MAIJ P"));
+    PetscCall(MatDestroy(&Cf));
+    PetscCall(MatDestroy(&Cr));
+    PetscCall(MatDestroy(&Pm));
+    PetscCall(MatDestroy(&A2f));
+    PetscCall(MatDestroy(&A2r));
+  }
+  PetscCall(MatDestroy(&Pf));
+  PetscCall(MatDestroy(&Pr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Submatrices(MPI_Comm comm, PetscInt n, Mat F, Mat R)
+{
+  IS          is, isl[1];
+  Mat         Sf, Sr, *Sfs, *Srs;
+  PetscInt    rstart, rend;
+  PetscMPIInt size;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(MatGetOwnershipRange(F, &rstart, &rend));
+  PetscCall(ISCreateStride(comm, (rend - rstart + 1) / 2, rstart, 2, &is));
+  PetscCall(MatCreateSubMatrix(F, is, is, MAT_INITIAL_MATRIX, &Sf));
+  PetscCall(MatCreateSubMatrix(R, is, is, MAT_INITIAL_MATRIX, &Sr));
+  PetscCall(Agree(Sf, Sr, PETSC_BOOL3_TRUE, "MatCreateSubMatrix"));
+  PetscCall(MatCreateSubMatrix(F, is, is, MAT_REUSE_MATRIX, &Sf));
+  PetscCall(Agree(Sf, Sr, PETSC_BOOL3_TRUE, "MatCreateSubMatrix reuse"));
+  PetscCall(MatDestroy(&Sf));
+  PetscCall(MatDestroy(&Sr));
+  PetscCall(ISDestroy(&is));
+  PetscCall(ISCreateStride(PETSC_COMM_SELF, rend - rstart, rstart, 1, &isl[0]));
+  PetscCall(MatIncreaseOverlap(F, 1, isl, 1));
+  PetscCall(MatCreateSubMatrices(F, 1, isl, isl, MAT_INITIAL_MATRIX, &Sfs));
+  PetscCall(MatCreateSubMatrices(R, 1, isl, isl, MAT_INITIAL_MATRIX, &Srs));
+  PetscCall(Agree(Sfs[0], Srs[0], PETSC_BOOL3_UNKNOWN, "MatIncreaseOverlap + MatCreateSubMatrices"));
+  PetscCall(MatDestroySubMatrices(1, &Sfs));
+  PetscCall(MatDestroySubMatrices(1, &Srs));
+  PetscCall(ISDestroy(&isl[0]));
+  PetscCall(MatGetDiagonalBlock(F, &Sf));
+  PetscCall(MatGetDiagonalBlock(R, &Sr));
+  PetscCall(Agree(Sf, Sr, PETSC_BOOL3_UNKNOWN, "MatGetDiagonalBlock"));
+  if (size == 1) {
+    const PetscInt *ia, *ja;
+    PetscInt        nr;
+    PetscBool       done;
+    PetscCall(MatGetRowIJ(F, 0, PETSC_FALSE, PETSC_FALSE, &nr, &ia, &ja, &done));
+    PetscCall(Check((PetscBool)(done && nr == n * n && ia[nr] == 5 * n * n - 4 * n), "MatGetRowIJ"));
+    PetscCall(MatRestoreRowIJ(F, 0, PETSC_FALSE, PETSC_FALSE, &nr, &ia, &ja, &done));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode AssemblyAndIO(MPI_Comm comm, PetscInt n, Mat F, Mat R)
+{
+  Mat          C, G, L;
+  PetscInt     rstart, rend, ncoo = 0, *ci, *cj;
+  PetscScalar *cv;
+  PetscViewer  viewer;
+  PetscMPIInt  size, rank;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  /* COO assembly: every local entry of R, some twice (added) */
+  PetscCall(MatGetOwnershipRange(R, &rstart, &rend));
+  PetscCall(PetscMalloc3(10 * (rend - rstart) + 1, &ci, 10 * (rend - rstart) + 1, &cj, 10 * (rend - rstart) + 1, &cv));
+  for (PetscInt row = rstart; row < rend; ++row) {
+    PetscInt           nc;
+    const PetscInt    *cols;
+    const PetscScalar *vals;
+    PetscCall(MatGetRow(R, row, &nc, &cols, &vals));
+    for (PetscInt k = 0; k < nc; ++k) {
+      ci[ncoo] = row, cj[ncoo] = cols[k], cv[ncoo++] = 0.5 * vals[k];
+      ci[ncoo] = row, cj[ncoo] = cols[k], cv[ncoo++] = 0.5 * vals[k];
+    }
+    PetscCall(MatRestoreRow(R, row, &nc, &cols, &vals));
+  }
+  PetscCall(MatCreate(comm, &C));
+  PetscCall(MatSetSizes(C, rend - rstart, rend - rstart, PETSC_DETERMINE, PETSC_DETERMINE));
+  PetscCall(MatSetType(C, MATAIJFUSED));
+  PetscCall(MatSetPreallocationCOO(C, ncoo, ci, cj));
+  PetscCall(MatSetValuesCOO(C, cv, ADD_VALUES));
+  PetscCall(Agree(C, R, PETSC_BOOL3_TRUE, "MatSetPreallocationCOO + MatSetValuesCOO"));
+  PetscCall(MatSetValuesCOO(C, cv, INSERT_VALUES));
+  PetscCall(Agree(C, R, PETSC_BOOL3_TRUE, "MatSetValuesCOO again (values refreshed)"));
+  PetscCall(PetscFree3(ci, cj, cv));
+  PetscCall(MatDestroy(&C));
+  /* the graph GAMG builds */
+  PetscCall(MatCreateGraph(F, PETSC_TRUE, PETSC_TRUE, -1.0, 0, NULL, &G));
+  {
+    PetscBool assembled;
+    PetscCall(MatAssembled(G, &assembled));
+    PetscCall(Check(assembled, "MatCreateGraph (%s)", TypeName(G)));
+  }
+  PetscCall(MatDestroy(&G));
+  /* binary round trip into a fused matrix */
+  PetscCall(PetscViewerBinaryOpen(comm, "test_matpetsc.bin", FILE_MODE_WRITE, &viewer));
+  PetscCall(MatView(F, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(PetscViewerBinaryOpen(comm, "test_matpetsc.bin", FILE_MODE_READ, &viewer));
+  PetscCall(MatCreate(comm, &L));
+  PetscCall(MatSetType(L, MATAIJFUSED));
+  PetscCall(MatLoad(L, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(Agree(L, R, PETSC_BOOL3_TRUE, "MatView/MatLoad binary"));
+  PetscCall(MatDestroy(&L));
+  /* each rank's sequential fused block concatenated into a parallel matrix: the type asked for is the root type */
+  {
+    Mat S, M, Sr, Mr;
+    PetscCall(Operator(PETSC_COMM_SELF, 4, MATAIJFUSED, &S));
+    PetscCall(Operator(PETSC_COMM_SELF, 4, MATAIJ, &Sr));
+    PetscCall(MatCreateMPIMatConcatenateSeqMat(comm, S, PETSC_DECIDE, MAT_INITIAL_MATRIX, &M));
+    PetscCall(MatCreateMPIMatConcatenateSeqMat(comm, Sr, PETSC_DECIDE, MAT_INITIAL_MATRIX, &Mr));
+    PetscCall(Agree(M, Mr, PETSC_BOOL3_TRUE, "MatCreateMPIMatConcatenateSeqMat"));
+    PetscCall(MatDestroy(&S));
+    PetscCall(MatDestroy(&Sr));
+    PetscCall(MatDestroy(&M));
+    PetscCall(MatDestroy(&Mr));
+  }
+  (void)n;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The same solve (KSP type, PC type) on the fused and the AIJ operator: converged, the same solution */
+static PetscErrorCode Solve(MPI_Comm comm, Mat F, Mat R, KSPType ksptype, PCType pctype, const char *subpc)
+{
+  KSP                ksp[2];
+  Mat                M[2] = {F, R};
+  Vec                x[2], b[2];
+  KSPConvergedReason reason[2];
+  PetscInt           its[2];
+  PetscReal          err, ref;
+
+  PetscFunctionBeginUser;
+  for (int k = 0; k < 2; ++k) {
+    PC pc;
+    PetscCall(MatCreateVecs(M[k], &x[k], &b[k]));
+    PetscCall(VecSet(b[k], 1.0));
+    PetscCall(KSPCreate(comm, &ksp[k]));
+    PetscCall(KSPSetOperators(ksp[k], M[k], M[k]));
+    PetscCall(KSPSetType(ksp[k], k == 0 ? ksptype : KSPGMRES));
+    PetscCall(KSPGetPC(ksp[k], &pc));
+    PetscCall(PCSetType(pc, pctype));
+    if (subpc) {
+      KSP     *sub;
+      PetscInt nlocal;
+      PetscCall(KSPSetUp(ksp[k]));
+      if (!strcmp(pctype, PCBJACOBI))
+        PetscCall(PCBJacobiGetSubKSP(pc, &nlocal, NULL, &sub));
+      else
+        PetscCall(PCASMGetSubKSP(pc, &nlocal, NULL, &sub));
+      for (PetscInt i = 0; i < nlocal; ++i) {
+        PC subpcobj;
+        PetscCall(KSPGetPC(sub[i], &subpcobj));
+        PetscCall(PCSetType(subpcobj, subpc));
+      }
+    }
+    PetscCall(KSPSetTolerances(ksp[k], 1e-10, PETSC_CURRENT, PETSC_CURRENT, 500));
+    PetscCall(KSPSolve(ksp[k], b[k], x[k]));
+    PetscCall(KSPGetConvergedReason(ksp[k], &reason[k]));
+    PetscCall(KSPGetIterationNumber(ksp[k], &its[k]));
+  }
+  PetscCall(VecNorm(x[1], NORM_INFINITY, &ref));
+  PetscCall(VecAXPY(x[0], -1.0, x[1]));
+  PetscCall(VecNorm(x[0], NORM_INFINITY, &err));
+  PetscCall(Check((PetscBool)(reason[0] > 0 && reason[1] > 0 && err <= 1e-7 * ref), "%s with %s%s%s on %s: converged in %" PetscInt_FMT " (gmres on aij: %" PetscInt_FMT "), solutions differ by %g", ksptype, pctype, subpc ? "/" : "",
+                  subpc ? subpc : "", TypeName(F), its[0], its[1], (double)(err / ref)));
+  for (int k = 0; k < 2; ++k) {
+    PetscCall(KSPDestroy(&ksp[k]));
+    PetscCall(VecDestroy(&x[k]));
+    PetscCall(VecDestroy(&b[k]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+  MPI_Comm comm;
+  Mat      F, R;
+  PetscInt n = 12;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(FusedKSPInitializePackage());
+  comm = PETSC_COMM_WORLD;
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
+  PetscCall(Operator(comm, n, MATAIJFUSED, &F));
+  PetscCall(Operator(comm, n, MATAIJ, &R));
+  PetscCall(Agree(F, R, PETSC_BOOL3_TRUE, "MatSetType(aijfused) gives the fused type of the communicator"));
+  PetscCall(Conversions(comm, n, F, R));
+  PetscCall(Arithmetic(comm, n, F, R));
+  PetscCall(Products(comm, n, F, R));
+  PetscCall(Submatrices(comm, n, F, R));
+  PetscCall(AssemblyAndIO(comm, n, F, R));
+  PetscCall(Solve(comm, F, R, KSPGMRES, PCGAMG, NULL));
+  PetscCall(Solve(comm, F, R, KSPFUSEDBCGS, PCGAMG, NULL));
+  PetscCall(Solve(comm, F, R, KSPFUSEDSGMRES, PCBJACOBI, PCILU));
+  PetscCall(Solve(comm, F, R, KSPFUSEDBCGS, PCASM, PCILU));
+  PetscCall(MatDestroy(&F));
+  PetscCall(MatDestroy(&R));
+  PetscCall(PetscPrintf(comm, "test_matpetsc: %s\n", check_failures ? "FAIL" : "PASS"));
+  PetscCall(PetscFinalize());
+  return check_failures ? 1 : 0;
+}
