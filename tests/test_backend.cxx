@@ -636,8 +636,8 @@ PetscErrorCode TestOffDiagMatrix(Tester &t, MatrixKind kind, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* gather (random indices with repeats, with and without the weight) and scatter (distinct indices)
-   into a vector of n + 5 entries */
+/* gather (random indices with repeats, with and without the weight), scatter (distinct indices) into
+   a vector of n + 5 entries, and scatter with add (the gather's indices, with repeats) into another */
 PetscErrorCode TestGatherScatter(Tester &t, PetscInt n, bool weighted)
 {
   const PetscInt        m = n + 5;
@@ -645,7 +645,7 @@ PetscErrorCode TestGatherScatter(Tester &t, PetscInt n, bool weighted)
   PetscInt             *dgidx, *dsidx;
   Operands              ops(t);
   const int             x = ops.Add("x", t.RandomArray(m)), buf = ops.Add("buf", Array(n, NaN)), y = ops.Add("y", t.RandomArray(m));
-  const int             w = weighted ? ops.Add("w", t.RandomArray(m)) : NONE;
+  const int             w = weighted ? ops.Add("w", t.RandomArray(m)) : NONE, z = ops.Add("z", t.RandomArray(m));
   BackendCounters       before;
   const std::string     label = Label("gather + scatter", weighted ? "weighted" : "unweighted", n);
 
@@ -659,13 +659,17 @@ PetscErrorCode TestGatherScatter(Tester &t, PetscInt n, bool weighted)
   PetscCall(t.dev->copy_to_backend(dsidx, sidx.data(), n * sizeof(PetscInt)));
   PetscCall(ops.Upload());
   PetscCall(t.host->gather(n, gidx.data(), w != NONE ? ops.Ref(w) : nullptr, ops.Ref(x), ops.Ref(buf)));
-  PetscCall(t.host->scatter(n, sidx.data(), ops.Ref(buf), ops.Ref(y)));
+  PetscCall(t.host->scatter(n, sidx.data(), ops.Ref(buf), PETSC_FALSE, ops.Ref(y)));
+  PetscCall(t.host->scatter(n, gidx.data(), ops.Ref(buf), PETSC_TRUE, ops.Ref(z)));
   before = *t.dev->counters;
   PetscCall(t.dev->gather(n, dgidx, w != NONE ? ops.Dev(w) : nullptr, ops.Dev(x), ops.Dev(buf)));
   PetscCall(CheckCounters(t, label + " (gather)", before, n > 0, 0));
   before = *t.dev->counters;
-  PetscCall(t.dev->scatter(n, dsidx, ops.Dev(buf), ops.Dev(y)));
+  PetscCall(t.dev->scatter(n, dsidx, ops.Dev(buf), PETSC_FALSE, ops.Dev(y)));
   PetscCall(CheckCounters(t, label + " (scatter)", before, n > 0, 0));
+  before = *t.dev->counters;
+  PetscCall(t.dev->scatter(n, dgidx, ops.Dev(buf), PETSC_TRUE, ops.Dev(z)));
+  PetscCall(CheckCounters(t, label + " (scatter add)", before, n > 0, 0));
   PetscCall(ops.CompareAndFree(label));
   PetscCall(t.dev->free_bytes(dgidx));
   PetscCall(t.dev->free_bytes(dsidx));

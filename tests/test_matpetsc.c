@@ -116,6 +116,82 @@ static PetscErrorCode Agree(Mat F, Mat R, PetscBool3 fused, const char *what)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The device products of F (fused vectors) against R's: MatMultTranspose, MatMultAdd and MatMultTransposeAdd
+   (into a third vector and in place), MatGetDiagonal for square matrices; outputs poisoned with NaN first */
+static PetscErrorCode AgreeProducts(Mat F, Mat R, const char *what)
+{
+  Vec       xf[2], yf[2], zf[2], xr[2], yr[2], zr[2]; /* [0]: the column space (x of A x), [1]: the row space */
+  PetscReal err, ref;
+  PetscInt  m, n;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetSize(F, &m, &n));
+  for (int k = 0; k < 2; ++k) {
+    Vec *vf = k == 0 ? xf : yf, *vr = k == 0 ? xr : yr;
+    PetscCall(MatCreateVecs(F, &vf[0], &vf[1]));
+    PetscCall(MatCreateVecs(R, &vr[0], &vr[1]));
+  }
+  PetscCall(MatCreateVecs(F, &zf[0], &zf[1]));
+  PetscCall(MatCreateVecs(R, &zr[0], &zr[1]));
+  for (int s = 0; s < 2; ++s) {
+    PetscCall(VecSetRandom(xr[s], NULL));
+    PetscCall(VecShift(xr[s], 0.5));
+    PetscCall(VecCopy(xr[s], xf[s]));
+    PetscCall(VecSetRandom(zr[s], NULL));
+    PetscCall(VecCopy(zr[s], zf[s]));
+  }
+  /* op 0: A^T x, 1: A x + z, 2: A x + y in place, 3: A^T x + z, 4: A^T x + y in place, 5: diag(A) */
+  for (int op = 0; op < 6; ++op) {
+    const char *names[6] = {"MatMultTranspose", "MatMultAdd", "MatMultAdd in place", "MatMultTransposeAdd", "MatMultTransposeAdd in place", "MatGetDiagonal"};
+    const int   in = (op == 0 || op == 3 || op == 4) ? 1 : 0, out = 1 - in; /* spaces of the input and the output */
+    if (op == 5 && m != n) continue;
+    PetscCall(VecSet(yf[out], NAN));
+    if (op == 2 || op == 4) {
+      PetscCall(VecCopy(zr[out], yf[out]));
+      PetscCall(VecCopy(zr[out], yr[out]));
+    }
+    switch (op) {
+    case 0:
+      PetscCall(MatMultTranspose(F, xf[in], yf[out]));
+      PetscCall(MatMultTranspose(R, xr[in], yr[out]));
+      break;
+    case 1:
+      PetscCall(MatMultAdd(F, xf[in], zf[out], yf[out]));
+      PetscCall(MatMultAdd(R, xr[in], zr[out], yr[out]));
+      break;
+    case 2:
+      PetscCall(MatMultAdd(F, xf[in], yf[out], yf[out]));
+      PetscCall(MatMultAdd(R, xr[in], yr[out], yr[out]));
+      break;
+    case 3:
+      PetscCall(MatMultTransposeAdd(F, xf[in], zf[out], yf[out]));
+      PetscCall(MatMultTransposeAdd(R, xr[in], zr[out], yr[out]));
+      break;
+    case 4:
+      PetscCall(MatMultTransposeAdd(F, xf[in], yf[out], yf[out]));
+      PetscCall(MatMultTransposeAdd(R, xr[in], yr[out], yr[out]));
+      break;
+    case 5:
+      PetscCall(MatGetDiagonal(F, yf[out]));
+      PetscCall(MatGetDiagonal(R, yr[out]));
+      break;
+    }
+    PetscCall(VecNorm(yr[out], NORM_INFINITY, &ref));
+    PetscCall(VecAXPY(yf[out], -1.0, yr[out]));
+    PetscCall(VecNorm(yf[out], NORM_INFINITY, &err));
+    PetscCall(Check((PetscBool)(err <= RTOL * PetscMax(ref, 1.0)), "%s: %s on fused vectors (%s; error %g)", what, names[op], TypeName(F), (double)err));
+  }
+  for (int s = 0; s < 2; ++s) {
+    PetscCall(VecDestroy(&xf[s]));
+    PetscCall(VecDestroy(&yf[s]));
+    PetscCall(VecDestroy(&zf[s]));
+    PetscCall(VecDestroy(&xr[s]));
+    PetscCall(VecDestroy(&yr[s]));
+    PetscCall(VecDestroy(&zr[s]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
 {
   Mat B, C, D;
@@ -532,6 +608,20 @@ int main(int argc, char **argv)
   PetscCall(Operator(comm, n, MATAIJFUSED, &F));
   PetscCall(Operator(comm, n, MATAIJ, &R));
   PetscCall(Agree(F, R, PETSC_BOOL3_TRUE, "MatSetType(aijfused) gives the fused type of the communicator"));
+  PetscCall(AgreeProducts(F, R, "square operator"));
+  PetscCall(MatScale(F, 3.0));
+  PetscCall(MatScale(R, 3.0));
+  PetscCall(AgreeProducts(F, R, "square operator after MatScale"));
+  PetscCall(MatScale(F, 1.0 / 3.0));
+  PetscCall(MatScale(R, 1.0 / 3.0));
+  {
+    Mat Pf, Pr;
+    PetscCall(Prolongation(comm, n * n, MATAIJFUSED, &Pf));
+    PetscCall(Prolongation(comm, n * n, MATAIJ, &Pr));
+    PetscCall(AgreeProducts(Pf, Pr, "rectangular P"));
+    PetscCall(MatDestroy(&Pf));
+    PetscCall(MatDestroy(&Pr));
+  }
   PetscCall(Conversions(comm, n, F, R));
   PetscCall(Arithmetic(comm, n, F, R));
   PetscCall(Products(comm, n, F, R));

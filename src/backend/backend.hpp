@@ -256,9 +256,10 @@ struct Backend {
      (columns compressed to the halo entries) and halo the entries of wr .* in that other ranks own.
 
      Pack:   buf[k] = (w ? w[idx[k]] : 1) * x[idx[k]] for k < n
-     Unpack: y[idx[k]] = buf[k] for k < n                                                        */
+     Unpack: y[idx[k]] = buf[k] for k < n (distinct idx[k]); with `add` (the reverse exchange of a
+             transposed product): y[idx[k]] += buf[k], idx may repeat                             */
   PetscErrorCode (*gather)(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf);
-  PetscErrorCode (*scatter)(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y);
+  PetscErrorCode (*scatter)(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscBool add, PetscScalar *y);
 
   /* The off-diagonal block of an MPI product, on the rows that have off-diagonal entries only:
      B holds those rows, in order (B->nrows of them, B->ncols halo entries), rows[k] is the local

@@ -118,29 +118,9 @@ PetscErrorCode RefreshTransposeMirror(Mat A, PetscObjectState state)
   PetscCall(RefreshMirror(A, state));
   if (state == m->state) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
-  if (A->nonzerostate != m->nonzerostate) {
-    const PetscInt        nnz = ai[nrows];
-    std::vector<PetscInt> tai(ncols + 1, 0), taj(nnz), next;
-
-    d->transpose_source.resize(nnz);
-    for (PetscInt k = 0; k < nnz; ++k) tai[aj[k] + 1]++;
-    for (PetscInt c = 0; c < ncols; ++c) tai[c + 1] += tai[c];
-    next.assign(tai.begin(), tai.end() - 1);
-    for (PetscInt i = 0; i < nrows; ++i)
-      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
-        const PetscInt t       = next[aj[k]]++;
-        taj[t]                 = i;
-        d->transpose_source[t] = k;
-      }
-    PetscCall(MirrorBuild(d->backend, d->requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
-    m->nonzerostate = A->nonzerostate;
-  }
-  {
-    std::vector<PetscScalar> tvals(d->transpose_source.size());
-    for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[d->transpose_source[t]];
-    PetscCall(MirrorSetValues(d->backend, tvals.data(), PETSC_FALSE, m));
-  }
-  m->state = state;
+  PetscCall(MirrorTransposeRefresh(d->backend, d->requested, nrows, ncols, ai, aj, aa, A->nonzerostate != m->nonzerostate ? PETSC_TRUE : PETSC_FALSE, &d->transpose_source, m));
+  m->nonzerostate = A->nonzerostate;
+  m->state        = state;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -164,29 +144,6 @@ PetscErrorCode Product(Mat A, const Mirror *m, const PetscScalar *wl, const Pets
   PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
   PetscCall(MirrorProduct(Data(A)->backend, m, wl, wr, in, out, ndots, specs, dots));
   PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* The BLAS-1 kernels of the backend of A */
-const BlasKernels *Blas(const MatFusedData *d)
-{
-#if defined(FUSEDKSP_HAVE_CUDA)
-  if (d->backend != HostBackend()) return CUDABlas();
-#endif
-  return HostBlas();
-}
-
-/* PETSC_TRUE when the operation runs on the backend's mirror: every vector is fused (with the host
-   backend too, so that the host backend checks the mirror code in CI); else PETSc's host operation */
-PetscErrorCode OnBackend(std::initializer_list<Vec> vecs, PetscBool *backend)
-{
-  PetscFunctionBegin;
-  *backend = PETSC_TRUE;
-  for (Vec v : vecs) {
-    PetscBool fused;
-    PetscCall(VecIsFused(v, &fused));
-    if (!fused) *backend = PETSC_FALSE;
-  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -251,7 +208,7 @@ PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
 PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
 {
   MatFusedData      *d    = Data(A);
-  const BlasKernels *blas = Blas(d);
+  const BlasKernels *blas = MatFusedBlas(d->backend);
   Mirror            *m;
   PetscScalar       *xa, *ya, *za;
   const PetscInt     n = transpose ? A->cmap->n : A->rmap->n;
@@ -286,7 +243,7 @@ PetscErrorCode MatMult_SeqAIJFused(Mat A, Vec x, Vec y)
   PetscBool device;
 
   PetscFunctionBegin;
-  PetscCall(OnBackend({x, y}, &device));
+  PetscCall(MatFusedOnBackend({x, y}, &device));
   if (device)
     PetscCall(MultDevice(A, PETSC_FALSE, x, y));
   else
@@ -299,7 +256,7 @@ PetscErrorCode MatMultAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
   PetscBool device;
 
   PetscFunctionBegin;
-  PetscCall(OnBackend({x, y, z}, &device));
+  PetscCall(MatFusedOnBackend({x, y, z}, &device));
   if (device)
     PetscCall(MultAddDevice(A, PETSC_FALSE, x, z, y));
   else
@@ -313,7 +270,7 @@ PetscErrorCode MatMultTranspose_SeqAIJFused(Mat A, Vec x, Vec y)
   PetscBool device;
 
   PetscFunctionBegin;
-  PetscCall(OnBackend({x, y}, &device));
+  PetscCall(MatFusedOnBackend({x, y}, &device));
   if (device) {
     PetscCall(MultDevice(A, PETSC_TRUE, x, y));
   } else
@@ -326,7 +283,7 @@ PetscErrorCode MatMultTransposeAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
   PetscBool device;
 
   PetscFunctionBegin;
-  PetscCall(OnBackend({x, y, z}, &device));
+  PetscCall(MatFusedOnBackend({x, y, z}, &device));
   if (device) {
     PetscCall(MultAddDevice(A, PETSC_TRUE, x, z, y));
   } else
@@ -343,7 +300,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscInt      n;
 
   PetscFunctionBegin;
-  PetscCall(OnBackend({v}, &device));
+  PetscCall(MatFusedOnBackend({v}, &device));
   if (!device) {
     PetscCall(d->host.getdiagonal(A, v));
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -399,7 +356,7 @@ PetscErrorCode MatScale_SeqAIJFused(Mat A, PetscScalar a)
   PetscCall(MirrorCurrent(A, &current));
   PetscCall(d->host.scale(A, a));
   if (current && MirrorUntouched(A, before)) {
-    PetscCall(Blas(d)->scale(d->mirror.nvals, a, d->mirror.vals));
+    PetscCall(MatFusedBlas(d->backend)->scale(d->mirror.nvals, a, d->mirror.vals));
     PetscCall(MirrorUpdated(A));
   }
   PetscFunctionReturn(PETSC_SUCCESS);

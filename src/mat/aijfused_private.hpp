@@ -2,7 +2,9 @@
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
+#include "backend/blas.hpp"
 #include <petsc/private/matimpl.h>
+#include <initializer_list>
 
 namespace fusedksp
 {
@@ -12,6 +14,13 @@ using MatConvertFn = PetscErrorCode (*)(Mat, MatType, MatReuse, Mat *);
    look for: MatConvert_<base>_<fused>_C (to_fused), MatConvert_<fused>_<base>_C (from_fused) and
    MatProductSetFromOptions_anytype_C; NULL functions remove them                                  */
 PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused);
+
+/* The BLAS-1 kernels of a backend */
+const BlasKernels *MatFusedBlas(const Backend *backend);
+
+/* PETSC_TRUE when an operation of a fused matrix runs on its backend copy: every vector is fused (with the
+   host backend too, so that the host backend checks the mirror code in CI); else PETSc's host operation */
+PetscErrorCode MatFusedOnBackend(std::initializer_list<Vec> vecs, PetscBool *backend);
 
 /* MatProductSetFromOptions() of both fused AIJ types: a product with fused operands is chosen as PETSc
    chooses it for the AIJ types they extend; its result takes A's type, as with AIJ (so a Galerkin

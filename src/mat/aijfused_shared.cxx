@@ -9,6 +9,7 @@
    extends, and PETSc's AIJ implementation is used.
 */
 #include "mat/aijfused_private.hpp"
+#include "vec/vecfused.hpp"
 #include <string>
 
 namespace fusedksp
@@ -34,6 +35,26 @@ PetscErrorCode ProductOperandType(Mat M, std::string *type, PetscErrorCode (**ho
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 } // namespace
+
+const BlasKernels *MatFusedBlas(const Backend *backend)
+{
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (backend != HostBackend()) return CUDABlas();
+#endif
+  return HostBlas();
+}
+
+PetscErrorCode MatFusedOnBackend(std::initializer_list<Vec> vecs, PetscBool *backend)
+{
+  PetscFunctionBegin;
+  *backend = PETSC_TRUE;
+  for (Vec v : vecs) {
+    PetscBool fused;
+    PetscCall(VecIsFused(v, &fused));
+    if (!fused) *backend = PETSC_FALSE;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /*
    MatAIJFusedComposeFunctions - see aijfused_private.hpp

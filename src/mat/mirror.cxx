@@ -103,6 +103,36 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
 }
 
 /*
+   MirrorTransposeRefresh - see mirror.hpp; the pattern of A^T by a counting sort of A's entries by column
+*/
+PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, std::vector<PetscInt64> *source, Mirror *m)
+{
+  PetscFunctionBegin;
+  if (structure) {
+    const PetscInt        nnz = ai[nrows];
+    std::vector<PetscInt> tai(ncols + 1, 0), taj(nnz), next;
+
+    source->resize(nnz);
+    for (PetscInt k = 0; k < nnz; ++k) tai[aj[k] + 1]++;
+    for (PetscInt c = 0; c < ncols; ++c) tai[c + 1] += tai[c];
+    next.assign(tai.begin(), tai.end() - 1);
+    for (PetscInt i = 0; i < nrows; ++i)
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
+        const PetscInt t = next[aj[k]]++;
+        taj[t]           = i;
+        (*source)[t]     = k;
+      }
+    PetscCall(MirrorBuild(be, requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
+  }
+  {
+    std::vector<PetscScalar> tvals(source->size());
+    for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[(*source)[t]];
+    PetscCall(MirrorSetValues(be, tvals.data(), PETSC_FALSE, m));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
    MirrorSetValues - see mirror.hpp
 */
 PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBool alias, Mirror *m)

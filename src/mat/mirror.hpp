@@ -3,6 +3,7 @@
 
 #include "sys/fusedksp_impl.hpp"
 #include "mat/sellp.hpp"
+#include <vector>
 
 namespace fusedksp
 {
@@ -40,6 +41,10 @@ PetscErrorCode StateAfterOperation(PetscObject obj, PetscObjectState *state);
    (MAT_AIJFUSED_AUTO: see MatAIJFusedSetFormat()), with the diagonal positions, and gives it a new
    generation; alias: a CSR mirror on the host backend uses ai/aj (and later the values) themselves */
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m);
+
+/* The mirror of the transpose of the nrows x ncols CSR matrix ai/aj/aa: its structure first when
+   `structure` (with source[t] = the entry of A that entry t of A^T holds), then its values        */
+PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, std::vector<PetscInt64> *source, Mirror *m);
 
 /* Copies the values (in the CSR order of the mirror's pattern) into the mirror's existing value array
    (alias: points the mirror at aa); nothing is reallocated                                          */

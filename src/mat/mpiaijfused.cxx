@@ -61,7 +61,8 @@ struct Halo {
   PetscScalar             *send_buf = nullptr, *recv_buf = nullptr, *halo = nullptr; /* backend (recv_buf only with recv_idx) */
   PetscScalar             *host_send = nullptr, *host_recv = nullptr;                /* staging buffers (not with direct) */
   PetscBool                direct = PETSC_FALSE;                                     /* MPI reads and writes the backend buffers */
-  std::vector<MPI_Request> requests;
+  std::vector<MPI_Request> requests;                                                 /* the product's exchange: receives, then sends                     */
+  std::vector<MPI_Request> reverse;                                                  /* the transposed product's: the halo sent back, added by its owners */
 };
 
 /* The operations MATMPIAIJFUSED replaces in MATMPIAIJ's table: X(op, fused implementation) */
@@ -69,6 +70,10 @@ struct Halo {
   X(destroy, MatDestroy_MPIAIJFused)                                                                                                                                                                                                                     \
   X(assemblyend, MatAssemblyEnd_MPIAIJFused)                                                                                                                                                                                                             \
   X(mult, MatMult_MPIAIJFused)                                                                                                                                                                                                                           \
+  X(multadd, MatMultAdd_MPIAIJFused)                                                                                                                                                                                                                     \
+  X(multtranspose, MatMultTranspose_MPIAIJFused)                                                                                                                                                                                                         \
+  X(multtransposeadd, MatMultTransposeAdd_MPIAIJFused)                                                                                                                                                                                                   \
+  X(getdiagonal, MatGetDiagonal_MPIAIJFused)                                                                                                                                                                                                             \
   X(view, MatView_MPIAIJFused)                                                                                                                                                                                                                           \
   X(createsubmatrix, MatCreateSubMatrix_MPIAIJFused)                                                                                                                                                                                                     \
   X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
@@ -82,16 +87,22 @@ struct HostOps {
 
 /* The data of a MATMPIAIJFUSED, in Mat->spptr (moves with the header, see aijfused.cxx) */
 struct MatMPIFusedData {
-  const Backend    *backend = nullptr;
-  Mirror            diag;    /* CSR or SELL-P (-mat_aijfused_format), as a MATSEQAIJFUSED */
-  Block             offdiag; /* CSR: its rows are short, most are empty                    */
-  MatAIJFusedFormat requested = MAT_AIJFUSED_AUTO;
-  Halo              halo;
-  PetscBool         options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
-  PetscBool         halo_current = PETSC_FALSE;                       /* the halo pattern is that of the blocks' structure */
-  PetscObjectState  state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
-  PetscSF           sf = nullptr; /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
-  HostOps           host;
+  const Backend          *backend = nullptr;
+  Mirror                  diag;    /* CSR or SELL-P (-mat_aijfused_format), as a MATSEQAIJFUSED */
+  Block                   offdiag; /* CSR: its rows are short, most are empty                    */
+  MatAIJFusedFormat       requested = MAT_AIJFUSED_AUTO;
+  Halo                    halo;
+  PetscBool               options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
+  PetscBool               halo_current = PETSC_FALSE;                       /* the halo pattern is that of the blocks' structure */
+  PetscObjectState        state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
+  PetscSF                 sf         = nullptr; /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
+  PetscInt64              structures = 0;       /* structures built so far: the transposes follow the blocks' structure */
+  Mirror                  diag_t, offdiag_t;    /* Ad^T and Ao^T (nhalo rows, CSR), built at the first transposed product */
+  std::vector<PetscInt64> diag_t_source, offdiag_t_source;
+  PetscObjectState        transpose_state     = -1;      /* the state of A the transposes hold                       */
+  PetscInt64              transpose_structure = -1;      /* the structure they were built for                        */
+  PetscScalar            *work                = nullptr; /* backend, max(local rows, local columns): MatMultAdd()s   */
+  HostOps                 host;
 };
 
 inline MatMPIFusedData *Data(Mat A)
@@ -179,6 +190,7 @@ PetscErrorCode FreeHalo(const Backend *be, Halo *h)
 {
   PetscFunctionBegin;
   for (MPI_Request &r : h->requests) PetscCallMPI(MPI_Request_free(&r));
+  for (MPI_Request &r : h->reverse) PetscCallMPI(MPI_Request_free(&r));
   PetscCall(be->free_bytes(h->send_idx));
   PetscCall(be->free_bytes(h->recv_idx));
   PetscCall(be->free_bytes(h->send_buf));
@@ -204,7 +216,7 @@ PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
   const PetscInt    *ilocal, *roffset, *rmine, *loffset, *lrootloc;
   const PetscSFNode *iremote;
   const PetscMPIInt *rranks, *lranks;
-  PetscMPIInt        tag, count;
+  PetscMPIInt        tag, rtag, count;
   PetscBool          ordered = PETSC_TRUE;
   PetscScalar       *sendptr, *recvptr;
 
@@ -243,15 +255,21 @@ PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
   sendptr = h.direct ? h.send_buf : h.host_send;
   recvptr = h.direct ? (ordered ? h.halo : h.recv_buf) : h.host_recv;
 
+  /* the product receives the halo from its owners and sends the entries others need; the transposed product
+     sends the (partial sums of the) halo back to its owners, in the same buffers, and receives theirs */
   PetscCall(PetscObjectGetNewTag((PetscObject)A, &tag));
+  PetscCall(PetscObjectGetNewTag((PetscObject)A, &rtag));
   h.requests.resize((size_t)h.nrecv_ranks + h.nsend_ranks, MPI_REQUEST_NULL);
+  h.reverse.resize(h.requests.size(), MPI_REQUEST_NULL);
   for (PetscMPIInt j = 0; j < h.nrecv_ranks; ++j) {
     PetscCall(PetscMPIIntCast(roffset[j + 1] - roffset[j], &count));
     PetscCallMPI(MPI_Recv_init(recvptr + roffset[j], count, MPIU_SCALAR, rranks[j], tag, comm, &h.requests[j]));
+    PetscCallMPI(MPI_Send_init(recvptr + roffset[j], count, MPIU_SCALAR, rranks[j], rtag, comm, &h.reverse[j]));
   }
   for (PetscMPIInt i = 0; i < h.nsend_ranks; ++i) {
     PetscCall(PetscMPIIntCast(loffset[i + 1] - loffset[i], &count));
     PetscCallMPI(MPI_Send_init(sendptr + loffset[i], count, MPIU_SCALAR, lranks[i], tag, comm, &h.requests[h.nrecv_ranks + i]));
+    PetscCallMPI(MPI_Recv_init(sendptr + loffset[i], count, MPIU_SCALAR, lranks[i], rtag, comm, &h.reverse[h.nrecv_ranks + i]));
   }
   PetscCall(PetscSFDestroy(&sf));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -348,6 +366,7 @@ PetscErrorCode RefreshBlocks(Mat A, MatMPIFusedData *d, PetscObjectState state)
     d->nonzerostate = A->nonzerostate;
     d->sf           = sf;
     d->halo_current = PETSC_FALSE;
+    d->structures++;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -403,7 +422,7 @@ PetscErrorCode HaloEnd(MatMPIFusedData *d)
   PetscCallMPI(MPI_Waitall((PetscMPIInt)h.requests.size(), h.requests.data(), MPI_STATUSES_IGNORE));
   PetscCall(PetscLogEventEnd(events.halo_mpi, 0, 0, 0, 0));
   if (!h.direct) PetscCall(be->copy_to_backend_async(h.recv_idx ? h.recv_buf : h.halo, h.host_recv, sizeof(PetscScalar) * h.nrecv));
-  if (h.recv_idx) PetscCall(be->scatter(h.nrecv, h.recv_idx, h.recv_buf, h.halo));
+  if (h.recv_idx) PetscCall(be->scatter(h.nrecv, h.recv_idx, h.recv_buf, PETSC_FALSE, h.halo));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -433,6 +452,9 @@ PetscErrorCode FreeData(Mat A)
   PetscCall(FreeBlock(d->backend, &d->offdiag));
   PetscCall(FreeHalo(d->backend, &d->halo));
   PetscCall(PetscSFDestroy(&d->sf));
+  PetscCall(MirrorFree(d->backend, &d->diag_t));
+  PetscCall(MirrorFree(d->backend, &d->offdiag_t));
+  PetscCall(d->backend->free_bytes(d->work));
   delete d;
   A->spptr = nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -468,6 +490,165 @@ PetscErrorCode MatMult_MPIAIJFused(Mat A, Vec x, Vec y)
   PetscCall(MatMPIAIJFusedMultDots(A, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
   PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Brings Ad^T and Ao^T up to date with the blocks (Refresh() first).  Ao^T has a row per halo entry:
+   its product with the local x is what this rank adds to the entries of y that other ranks own. */
+PetscErrorCode RefreshTransposes(Mat A, MatMPIFusedData *d)
+{
+  Mat             Ad, Ao;
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscInt        m, n;
+  const PetscBool structure = d->transpose_structure != d->structures ? PETSC_TRUE : PETSC_FALSE;
+
+  PetscFunctionBegin;
+  if (!structure && d->transpose_state == d->state) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, nullptr));
+  PetscCall(SeqAIJHostCSR(Ad, &m, &n, &ai, &aj, &aa));
+  PetscCall(MirrorTransposeRefresh(d->backend, d->requested, m, n, ai, aj, aa, structure, &d->diag_t_source, &d->diag_t));
+  PetscCall(SeqAIJHostCSR(Ao, &m, &n, &ai, &aj, &aa));
+  PetscCall(MirrorTransposeRefresh(d->backend, MAT_AIJFUSED_CSR, m, n, ai, aj, aa, structure, &d->offdiag_t_source, &d->offdiag_t));
+  d->transpose_structure = d->structures;
+  d->transpose_state     = d->state;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = A^T x on the backend arrays: t = Ao^T x into the halo buffer, sent back to the owners of the halo
+   entries while y = Ad^T x runs, then what the other ranks sent is added into y (y[send_idx[k]] +=) */
+PetscErrorCode MultTransposeDevice(Mat A, MatMPIFusedData *d, const PetscScalar *x, PetscScalar *y)
+{
+  const Backend *be = d->backend;
+  Halo          &h  = d->halo;
+
+  PetscFunctionBegin;
+  PetscCall(Refresh(A, d));
+  PetscCall(RefreshTransposes(A, d));
+  if (!h.reverse.empty()) {
+    PetscCall(PetscLogEventBegin(events.halo_pack, 0, 0, 0, 0));
+    PetscCall(MirrorProduct(be, &d->offdiag_t, nullptr, nullptr, x, h.halo, 0, nullptr, nullptr));
+    if (h.recv_idx) PetscCall(be->gather(h.nrecv, h.recv_idx, nullptr, h.halo, h.recv_buf));
+    if (!h.direct) PetscCall(be->copy_to_host_async(h.host_recv, h.recv_idx ? h.recv_buf : h.halo, sizeof(PetscScalar) * h.nrecv));
+    PetscCall(be->fence_record());
+    PetscCall(PetscLogEventEnd(events.halo_pack, 0, 0, 0, 0));
+  }
+  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(MirrorProduct(be, &d->diag_t, nullptr, nullptr, x, y, 0, nullptr, nullptr));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  if (!h.reverse.empty()) {
+    PetscCall(PetscLogEventBegin(events.halo_mpi, 0, 0, 0, 0));
+    PetscCall(be->fence_wait());
+    PetscCallMPI(MPI_Startall((PetscMPIInt)h.reverse.size(), h.reverse.data()));
+    PetscCallMPI(MPI_Waitall((PetscMPIInt)h.reverse.size(), h.reverse.data(), MPI_STATUSES_IGNORE));
+    PetscCall(PetscLogEventEnd(events.halo_mpi, 0, 0, 0, 0));
+    if (!h.direct) PetscCall(be->copy_to_backend_async(h.send_buf, h.host_send, sizeof(PetscScalar) * h.nsend));
+    PetscCall(be->scatter(h.nsend, h.send_idx, h.send_buf, PETSC_TRUE, y));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = op(A) x, plus z when z != NULL, on the backend arrays; op(A) = A or A^T.  With z the product goes
+   to y (to the work array when y is z), then one BLAS-1 kernel adds.  Collective. */
+PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
+{
+  MatMPIFusedData            *d    = Data(A);
+  const PetscInt              n    = transpose ? A->cmap->n : A->rmap->n;
+  const PetscMemoryAccessMode mode = z == y ? PETSC_MEMORY_ACCESS_READ_WRITE : PETSC_MEMORY_ACCESS_WRITE;
+  PetscScalar                *xa, *ya, *za, *out;
+
+  PetscFunctionBegin;
+  if (z == y && !d->work) PetscCall(d->backend->malloc_bytes(sizeof(PetscScalar) * PetscMax(PetscMax(A->rmap->n, A->cmap->n), 1), (void **)&d->work));
+  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(VecFusedGetArray(y, mode, &ya));
+  out = z == y ? d->work : ya;
+  if (transpose)
+    PetscCall(MultTransposeDevice(A, d, xa, out));
+  else
+    PetscCall(MatMPIAIJFusedMultDots(A, nullptr, nullptr, xa, out, 0, nullptr, nullptr));
+  if (z == y)
+    PetscCall(MatFusedBlas(d->backend)->axpy(n, 1.0, d->work, ya));
+  else if (z) {
+    PetscCall(VecFusedGetArray(z, PETSC_MEMORY_ACCESS_READ, &za));
+    PetscCall(MatFusedBlas(d->backend)->axpy(n, 1.0, za, ya));
+    PetscCall(VecFusedRestoreArray(z, PETSC_MEMORY_ACCESS_READ, &za));
+  }
+  if (z && d->backend == HostBackend())
+    PetscCall(PetscLogFlops((PetscLogDouble)n));
+  else if (z)
+    PetscCall(PetscLogGpuFlops((PetscLogDouble)n));
+  PetscCall(VecFusedRestoreArray(y, mode, &ya));
+  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether an operation of A on these vectors runs on the backend: they are fused, and A lives with the active backend */
+PetscErrorCode OnBackend(Mat A, std::initializer_list<Vec> vecs, PetscBool *device)
+{
+  PetscFunctionBegin;
+  PetscCall(MatFusedOnBackend(vecs, device));
+  if (Data(A)->backend != ActiveBackend()) *device = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatMultAdd_MPIAIJFused(Mat A, Vec x, Vec z, Vec y)
+{
+  PetscBool device;
+
+  PetscFunctionBegin;
+  PetscCall(OnBackend(A, {x, y, z}, &device));
+  if (device)
+    PetscCall(MultDevice(A, PETSC_FALSE, x, z, y));
+  else
+    PetscCall(Data(A)->host.multadd(A, x, z, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = A^T x with the explicit transposes of both blocks, built at the first use and kept (refreshed when A changes) */
+PetscErrorCode MatMultTranspose_MPIAIJFused(Mat A, Vec x, Vec y)
+{
+  PetscBool device;
+
+  PetscFunctionBegin;
+  PetscCall(OnBackend(A, {x, y}, &device));
+  if (device)
+    PetscCall(MultDevice(A, PETSC_TRUE, x, nullptr, y));
+  else
+    PetscCall(Data(A)->host.multtranspose(A, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatMultTransposeAdd_MPIAIJFused(Mat A, Vec x, Vec z, Vec y)
+{
+  PetscBool device;
+
+  PetscFunctionBegin;
+  PetscCall(OnBackend(A, {x, y, z}, &device));
+  if (device)
+    PetscCall(MultDevice(A, PETSC_TRUE, x, z, y));
+  else
+    PetscCall(Data(A)->host.multtransposeadd(A, x, z, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The diagonal from the mirror of the diagonal block (square matrices with the same row and column layout;
+   else PETSc's).  Collective, as the mirror may be refreshed. */
+PetscErrorCode MatGetDiagonal_MPIAIJFused(Mat A, Vec v)
+{
+  MatMPIFusedData *d = Data(A);
+  PetscBool        device;
+  PetscScalar     *va;
+
+  PetscFunctionBegin;
+  PetscCall(OnBackend(A, {v}, &device));
+  if (!device || A->rmap->rstart != A->cmap->rstart || A->rmap->n != A->cmap->n) {
+    PetscCall(d->host.getdiagonal(A, v));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(Refresh(A, d));
+  PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
+  PetscCall(d->backend->diag_get(A->rmap->n, d->diag.diagpos, MirrorValues(&d->diag), va));
+  PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -664,8 +845,11 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
    Level: beginner
 
    Note:
-   `-mat_view ::ascii_info` shows the halo exchange of each rank. `MatMultAdd()` and `MatMultTranspose()` are
-   `MATMPIAIJ`'s host operations.
+   `-mat_view ::ascii_info` shows the halo exchange of each rank. `MatMult()`, `MatMultAdd()`, `MatMultTranspose()`,
+   `MatMultTransposeAdd()` and `MatGetDiagonal()` run on the device when the vectors are fused; the transposed
+   products use explicit transposes of both blocks (built at the first use, kept, refreshed when the matrix
+   changes: the memory of a second copy) and send the off-diagonal block's part back to the owning ranks in
+   the product's exchange reversed.  Every other operation is `MATMPIAIJ`'s (host).
 
 .seealso: `MATAIJFUSED`, `MATSEQAIJFUSED`, `VECMPIFUSED`
 M*/

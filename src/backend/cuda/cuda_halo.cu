@@ -35,9 +35,15 @@ __global__ void GatherKernel(PetscInt n, const PetscInt *idx, const PetscScalar 
   }
 }
 
-__global__ void ScatterKernel(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y)
+/* y[idx[k]] = buf[k], or with Add y[idx[k]] += buf[k] (atomic: the indices may repeat) */
+template <bool Add> __global__ void ScatterKernel(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y)
 {
-  for (PetscInt64 k = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (PetscInt64)blockDim.x * gridDim.x) y[idx[k]] = buf[k];
+  for (PetscInt64 k = (PetscInt64)blockIdx.x * blockDim.x + threadIdx.x; k < n; k += (PetscInt64)blockDim.x * gridDim.x) {
+    if (Add)
+      atomicAdd(&y[idx[k]], buf[k]);
+    else
+      y[idx[k]] = buf[k];
+  }
 }
 
 /* One thread block per chunk of the rows with off-diagonal entries, one thread per row (they are
@@ -86,7 +92,7 @@ PetscErrorCode Gather(PetscInt n, const PetscInt *idx, const PetscScalar *w, con
 /*
    Scatter - Backend::scatter on the device: one kernel launch (none for n == 0)
 */
-PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y)
+PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscBool add, PetscScalar *y)
 {
   cudaStream_t stream;
 
@@ -94,7 +100,10 @@ PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, 
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (n) {
     PetscCall(GetStream(&stream));
-    ScatterKernel<<<HaloBlocks(n), BLOCK_SIZE, 0, stream>>>(n, idx, buf, y);
+    if (add)
+      ScatterKernel<true><<<HaloBlocks(n), BLOCK_SIZE, 0, stream>>>(n, idx, buf, y);
+    else
+      ScatterKernel<false><<<HaloBlocks(n), BLOCK_SIZE, 0, stream>>>(n, idx, buf, y);
     FusedKSPCheckLaunch();
     counters.launches++;
   }

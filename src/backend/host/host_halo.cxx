@@ -17,10 +17,10 @@ PetscErrorCode Gather(PetscInt n, const PetscInt *idx, const PetscScalar *w, con
 }
 
 /* See Backend::scatter */
-PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscScalar *y)
+PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscBool add, PetscScalar *y)
 {
   PetscFunctionBegin;
-  for (PetscInt k = 0; k < n; ++k) y[idx[k]] = buf[k];
+  for (PetscInt k = 0; k < n; ++k) y[idx[k]] = add ? y[idx[k]] + buf[k] : buf[k];
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -99,7 +99,7 @@ PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscS
 PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
 PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
-PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscScalar *);
+PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscBool, PetscScalar *);
 PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode CGChunk(const CGChunkArgs *);
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *);
