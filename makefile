@@ -54,10 +54,15 @@ lib: $(FK_LIB)
 tutorials: $(FK_TUTORIALS)
 tests: $(FK_TESTS)
 
-$(FK_BUILD)/%.cxx.o: %.cxx $(wildcard include/*.h src/*/*.h src/*/*.hpp src/*/*/*.hpp)
+# The C and C++ objects depend on the backends built (FK_DEFS): a stamp that changes with them rebuilds the objects
+# when a build without nvcc follows one with it, or the other way round
+FK_DEFS_STAMP := $(FK_BUILD)/.defs
+$(shell mkdir -p $(FK_BUILD) && (echo '$(FK_DEFS)' | cmp -s - $(FK_DEFS_STAMP) || echo '$(FK_DEFS)' > $(FK_DEFS_STAMP)))
+
+$(FK_BUILD)/%.cxx.o: %.cxx $(wildcard include/*.h src/*/*.h src/*/*.hpp src/*/*/*.hpp) $(FK_DEFS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 $(FK_CFLAGS) -c $< -o $@
-$(FK_BUILD)/%.c.o: %.c $(wildcard include/*.h tutorials/*.h tests/*.h)
+$(FK_BUILD)/%.c.o: %.c $(wildcard include/*.h tutorials/*.h tests/*.h) $(FK_DEFS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(FK_CFLAGS) -c $< -o $@
 $(FK_BUILD)/%.cu.o: %.cu $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/backend/cuda/*.cuh)

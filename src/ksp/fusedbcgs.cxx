@@ -170,7 +170,7 @@ PetscErrorCode BCGSChunkBody(void *ctx)
 
 /* After a converged test: the true residual; when it fails, r and p restart from it and start[] gets
    the new <r,r*>, <r,r> (*restarted = PETSC_TRUE, ksp->reason reset)                              */
-PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, PetscReal rnorm, PetscReal rnorm0, int nr, const OpDot *spec_r, PetscScalar *start, PetscBool *restarted)
+PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, PetscReal rnorm, int nr, const OpDot *spec_r, PetscScalar *start, PetscBool *restarted)
 {
   Vec       *V     = ksp->work;
   const bool right = ksp->pc_side == PC_RIGHT;
@@ -179,7 +179,7 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
 
   PetscFunctionBegin;
   *restarted = PETSC_FALSE;
-  PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], rnorm0, &truenorm, &ok));
+  PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], &truenorm, &ok));
   if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
     ksp->reason = KSP_CONVERGED_ITERATING;
@@ -195,12 +195,11 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
 
 /*
    BCGSSolveChunked - the iterations, k at a time (two-reduction form: alpha, omega and beta are
-   computed on the backend, so no transposed operator is needed); pend holds <r_0,r*>, <r_0,r_0>
-   (rnorm0 their norm), or with `start` the first chunk computes the start itself (r* = r_0, PCNONE
+   computed on the backend, so no transposed operator is needed); pend holds <r_0,r*>, <r_0,r_0>, or with `start` the first chunk computes the start itself (r* = r_0, PCNONE
    or PCJACOBI, KSPFusedChunkMayStart()) and the host replays its iteration 0 first.  The host
    replays each chunk's iterations from the copied slots.
 */
-PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec pt, Vec st, const OpDot *spec_r, PetscScalar *pend, PetscBool start, PetscReal rnorm0)
+PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec pt, Vec st, const OpDot *spec_r, PetscScalar *pend, PetscBool start)
 {
   Chunker                  *c = &bc->chunk;
   Vec                      *V = ksp->work;
@@ -239,8 +238,7 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
       bc->reductions.count++;
       pend[0] = slot0[BCGS_RRSTAR];
       pend[1] = slot0[BCGS_RR];
-      rnorm0  = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
-      PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm0));
+      PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]))));
       if (ksp->reason) {
         PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
         break;
@@ -260,7 +258,7 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
       PetscCheck(j <= performed, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The kernels stopped iteration %" PetscInt_FMT " at its update, the host found no reason", it + j);
       rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
       PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
-      if (ksp->reason > 0) PetscCall(BCGSCheckTrueResidual(ksp, bc, it + j, rnorm, rnorm0, 2, spec_r, pend, &restarted));
+      if (ksp->reason > 0) PetscCall(BCGSCheckTrueResidual(ksp, bc, it + j, rnorm, 2, spec_r, pend, &restarted));
       if (ksp->reason || restarted) break;
     }
     if (restarted) {
@@ -294,7 +292,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   const PetscBool right = ksp->pc_side == PC_RIGHT ? PETSC_TRUE : PETSC_FALSE;
   const OpDot     self = {DotKind::DOT_SELF, nullptr}, input = {DotKind::DOT_INPUT, nullptr};
   PetscScalar     pend[3], red[10], alpha = 0, omega = 0, beta = 0, rrstar = 0, sigma = 0, rhat_r = 0;
-  PetscReal       rnorm, rnorm0, rnorm2 = 0;
+  PetscReal       rnorm, rnorm2 = 0;
   PetscBool       pending = PETSC_FALSE, one;
   Vec             pt = nullptr, st = nullptr, wr = nullptr;
   MPI_Comm        comm = PetscObjectComm((PetscObject)ksp);
@@ -322,7 +320,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   if (bc->chunk.k > 1 && KSPFusedChunkMayStart(ksp, &bc->chunk, PETSC_FALSE)) { /* the first chunk computes the start: no host round trip before it */
     const OpDot spec_r[2] = {{DotKind::DOT_VECTOR, V[VEC_RSTAR]}, self};
     bc->one_reduction     = PETSC_FALSE;
-    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_TRUE, 0));
+    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_TRUE));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (ksp->guess_zero) PetscCall(VecSet(X, 0.0));
@@ -347,12 +345,12 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscCall(OpsAllreduce(comm, pend, nr, &bc->reductions));
   rrstar = pend[0];
   sigma = rhat_r = one ? pend[2] : 0; /* <A p_0, r*> = <r_0, rhat> */
-  rnorm0 = rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
+  rnorm          = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
   if (bc->chunk.k > 1) {
     bc->one_reduction = PETSC_FALSE;
-    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_FALSE, rnorm0));
+    PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_FALSE));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 
@@ -420,7 +418,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
       PetscBool ok;
       PetscReal truenorm;
       PetscCall(OpsBatchEnd());
-      PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], rnorm0, &truenorm, &ok));
+      PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], &truenorm, &ok));
       if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
         ksp->reason = KSP_CONVERGED_ITERATING;

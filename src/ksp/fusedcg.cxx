@@ -123,14 +123,14 @@ PetscInt CGNormDot(KSP ksp)
 /* After the convergence test passed at iteration `it` with the recurrence residual rnorm: the
    true-residual check; when it fails the residual is replaced and the recurrence restarted from it
    (d: the new reduced values), *restarted = PETSC_TRUE and ksp->reason is reset               */
-PetscErrorCode CGCheckTrueResidual(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscInt it, PetscReal rnorm, PetscReal rnorm0, TrueResidualGuard *guard, PetscBool *restarted)
+PetscErrorCode CGCheckTrueResidual(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscInt it, PetscReal rnorm, TrueResidualGuard *guard, PetscBool *restarted)
 {
   PetscBool ok;
   PetscReal truenorm;
 
   PetscFunctionBegin;
   *restarted = PETSC_FALSE;
-  PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], rnorm0, &truenorm, &ok));
+  PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], &truenorm, &ok));
   if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, guard)) {
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
     ksp->reason = KSP_CONVERGED_ITERATING;
@@ -176,11 +176,11 @@ PetscErrorCode CGChunkBody(void *ctx)
 /*
    CGSolveChunked - the iterations, k at a time: each chunk runs on the backend without a host round
    trip, then the host replays its iterations (coefficient checks, norms, monitors, convergence test,
-   true-residual check) from the copied slots.  d holds the reduced values of the start (rnorm0 its
-   norm) and is kept current; with `start` the first chunk computes the start itself (PCNONE or
+   true-residual check) from the copied slots.  d holds the reduced values of the start and is kept
+   current; with `start` the first chunk computes the start itself (PCNONE or
    PCJACOBI, KSPFusedChunkMayStart()) and the host replays its iteration 0 first.
 */
-PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscBool start, PetscReal rnorm0, TrueResidualGuard *guard)
+PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscBool start, TrueResidualGuard *guard)
 {
   Chunker                  *c = &cg->chunk;
   std::vector<const void *> key;
@@ -215,8 +215,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       start = PETSC_FALSE;
       cg->reductions.count++;
       PetscCall(PetscArraycpy(d, ChunkHostSlot(c, 0), CG_NSLOT));
-      rnorm0 = CGNorm(ksp, d);
-      PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm0));
+      PetscCall(KSPFusedMonitorAndTest(ksp, 0, CGNorm(ksp, d)));
       if (ksp->reason) {
         PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
         break;
@@ -230,7 +229,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
       rnorm = CGNorm(ksp, cur);
       PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
-      if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it + j, rnorm, rnorm0, guard, &restarted));
+      if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it + j, rnorm, guard, &restarted));
       if (ksp->reason || restarted) break;
     }
     if (restarted) {
@@ -260,7 +259,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   Vec         *V = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
   Mat          A;
   PetscScalar  d[CG_NSLOT], alpha = 0, beta = 0;
-  PetscReal    rnorm, rnorm0;
+  PetscReal    rnorm;
   const char  *unsupported;
 
   TrueResidualGuard guard;
@@ -275,7 +274,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
   if (cg->chunk.whole && KSPFusedChunkMayStart(ksp, &cg->chunk, PETSC_TRUE)) { /* the first chunk computes the start: no host round trip before it */
-    PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_TRUE, 0, &guard));
+    PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_TRUE, &guard));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (ksp->guess_zero) {
@@ -286,12 +285,12 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
     PetscCall(VecAYPX(V[VEC_R], -1.0, B));
   }
   PetscCall(CGStart(ksp, cg, A, V, d));
-  rnorm0 = rnorm = CGNorm(ksp, d);
+  rnorm = CGNorm(ksp, d);
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
 
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
   if (cg->chunk.k > 1) {
-    PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_FALSE, rnorm0, &guard));
+    PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_FALSE, &guard));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt it = 1; !ksp->reason; ++it) {
@@ -310,7 +309,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->reductions));
     rnorm = CGNorm(ksp, d);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
-    if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it, rnorm, rnorm0, &guard, &restarted));
+    if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it, rnorm, &guard, &restarted));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -84,10 +84,9 @@ PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal rnorm0, PetscReal *truenorm, PetscBool *ok)
+PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal *truenorm, PetscBool *ok)
 {
-  Mat       A;
-  PetscReal ttol;
+  Mat A;
 
   PetscFunctionBegin;
   *ok = PETSC_TRUE;
@@ -108,9 +107,8 @@ PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscB
   default:
     PetscCall(VecNorm(r, NORM_2, truenorm));
   }
-  /* KSPConvergedDefault's tolerance, with the initial norm of this solve */
-  ttol = PetscMax(ksp->rtol * rnorm0, ksp->abstol);
-  if (ksp->reason == KSP_CONVERGED_ATOL || ksp->reason == KSP_CONVERGED_RTOL) *ok = (*truenorm <= 1.01 * ttol) ? PETSC_TRUE : PETSC_FALSE;
+  /* the tolerance KSPConvergedDefault() applies: it set ksp->ttol at iteration 0 */
+  if (ksp->reason == KSP_CONVERGED_ATOL || ksp->reason == KSP_CONVERGED_RTOL) *ok = (*truenorm <= 1.01 * ksp->ttol) ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

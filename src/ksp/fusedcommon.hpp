@@ -28,8 +28,10 @@ PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm);
 
 /* After a converged test with a recurrence residual: is the true residual (norm of the type
    the solve uses, with left preconditioning by `mode`) within the tolerance too?  `r` and `z`
-   receive b - A x and its preconditioned counterpart.  Only for the default convergence test.  */
-PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal rnorm0, PetscReal *truenorm, PetscBool *ok);
+   receive b - A x and its preconditioned counterpart.  Only for the default convergence test, whose
+   tolerance it applies (ksp->ttol, set by KSPConvergedDefault() at iteration 0: from ||b|| of the norm
+   type when the initial guess is nonzero, as the device's stop test sets it)                     */
+PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal *truenorm, PetscBool *ok);
 
 /* Failed true-residual checks of one solve (zero-initialize at the start of a solve) */
 struct TrueResidualGuard {

@@ -378,7 +378,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
   Mat              A;
   PetscInt         its      = 0;
-  PetscReal        estimate = -1, rho0 = 0;
+  PetscReal        estimate = -1;
 
   TrueResidualGuard guard;
 
@@ -414,7 +414,6 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
 
     if (chunk_starts && its == 0) {
       PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::SOLVE_START, estimate, &rho, &i, &its, &k, &res));
-      rho0 = rho;
       if (k == 0 && (ksp->reason || rho == 0)) break; /* stopped at iteration 0 */
     } else if (chunk_starts) {
       PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, ksp->work[VEC_T]));
@@ -425,7 +424,6 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       PetscBool stop = PETSC_FALSE;
 
       PetscCall(SGMRESCycleStart(ksp, g, A, its, estimate, &rho, &stop));
-      if (its == 0) rho0 = rho;
       if (stop) break;
       res = rho;
       if (g->chunk.k > 1) PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::ENTERED, estimate, &rho, &i, &its, &k, &res));
@@ -453,7 +451,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     if (ksp->reason > 0) {
       PetscBool ok;
       PetscReal truenorm;
-      PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], rho0, &truenorm, &ok));
+      PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], &truenorm, &ok));
       if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) break;
       PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
       ksp->reason = KSP_CONVERGED_ITERATING;
