@@ -7,7 +7,8 @@ solutions within -sol_tol; -ksp_view of the fused KSP names \"FusedKSP ILU(0)\" 
 the blocks of PCBJACOBI; -expect_fused 0: must not, e.g. the blocks of PCBJACOBI on several ranks are plain MATSEQAIJ); after MatScale() and after MatShift()\n\
 (same pattern) the factor is reused (numeric phase only) and the checks hold again.  With -zero_pivot the matrix gets\n\
 a zero diagonal entry in its first row: the solve must stop with KSP_DIVERGED_PC_FAILED, and fail with\n\
-PETSC_ERR_MAT_LU_ZRPVT under KSPSetErrorIfNotConverged().  Ends with 'test_ilu: PASS' or 'test_ilu: FAIL'.\n\
+PETSC_ERR_MAT_LU_ZRPVT under KSPSetErrorIfNotConverged(), and the factorization must succeed with a shift (ILU:\n\
+nonzero, which PCILU turns into inblocks; ICC: positive_definite).  Ends with 'test_ilu: PASS' or 'test_ilu: FAIL'.\n\
 Options: -ksp_type <gmres> (both), -pc_type <ilu|icc|bjacobi> (both; -sub_pc_type ...), -rtol <1e-10>, -its_abs <1>,\n\
   -sol_tol <1e-6>, -expect_fused <1>, -zero_pivot, -problem ... -n ... (tutorials/problems.h)\n\n";
 
@@ -222,6 +223,18 @@ static PetscErrorCode ZeroPivot(Mat Af, Vec b, KSPType type, PCType pctype)
   ierr = KSPSolve(ksp, b, x);
   PetscCall(PetscPopErrorHandler());
   PetscCall(Check((PetscBool)(ierr == PETSC_ERR_MAT_LU_ZRPVT), "zero pivot with KSPSetErrorIfNotConverged: error %d is PETSC_ERR_MAT_LU_ZRPVT (%d)", (int)ierr, (int)PETSC_ERR_MAT_LU_ZRPVT));
+  PetscCall(KSPDestroy(&ksp));
+
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetType(ksp, type));
+  PetscCall(KSPSetOperators(ksp, Af, Af));
+  PetscCall(KSPSetTolerances(ksp, PETSC_CURRENT, PETSC_CURRENT, PETSC_CURRENT, 20));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, pctype));
+  PetscCall(PCFactorSetShiftType(pc, strcmp(pctype, PCICC) ? MAT_SHIFT_NONZERO : MAT_SHIFT_POSITIVE_DEFINITE));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(KSPGetConvergedReason(ksp, &reason));
+  PetscCall(Check((PetscBool)(reason != KSP_DIVERGED_PC_FAILED), "zero pivot with a shift: the factorization succeeds (reason %s)", KSPConvergedReasons[reason]));
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -217,61 +217,126 @@ static PetscErrorCode MatICCFactorSymbolic_FusedFactor(Mat F, Mat A, IS perm, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The shift of the diagonal a factorization restarts with (-pc_factor_shift_type nonzero|positive_definite), as
+   PETSc's FactorShiftCtx and MatPivotCheck() (petsc/private/matimpl.h) do it */
+struct Shift {
+  PetscReal amount = 0, top = 0, lo = 0, hi = 1, fraction = 0;
+  PetscInt  nshift = 0, nshift_max = 5;
+};
+
 /*
    Numeric phase (ILU(0); ICC(0) too, see the top): row by row (IKJ), l_ik = a_ik / u_kk for the entries
    left of the diagonal in increasing column order, each subtracting l_ik times row k of U from the
-   entries of row i that are in the pattern.  A pivot with |u_ii| <= info->zeropivot (ICC: u_ii <=
-   zeropivot, not positive definite), or NaN/Inf, is a zero pivot handled as PETSc's MAT_SHIFT_NONE does:
-   an error when A's MatSetErrorIfFailure() is set (-ksp_error_if_not_converged), else the factor's
-   error MAT_FACTOR_NUMERIC_ZEROPIVOT (MatSolve() then flags its output and the KSP stops with
-   KSP_DIVERGED_PC_FAILED).  No shift is applied (-pc_factor_shift_type is ignored).
+   entries of row i that are in the pattern.  Pivots follow PETSc's rules for -pc_factor_shift_type
+   (rs: the sum of the absolute values of the row's factored off-diagonal entries):
+     none (ILU's default): |u_ii| <= zeropivot is a zero pivot;
+     nonzero: |u_ii| <= zeropivot rs restarts with the diagonal of A shifted by shift_amount, doubled each time;
+     positive_definite (ICC's default): Re u_ii <= zeropivot rs restarts with the diagonal shifted by a fraction
+       of the largest off-diagonal row sum, bisected over at most 5 restarts (Manteuffel);
+     inblocks: |u_ii| <= zeropivot gets u_ii += shift_amount.
+   A zero pivot (none; and a NaN/Inf one under any type) is handled as PETSc's MAT_SHIFT_NONE does: an error when A's
+   MatSetErrorIfFailure() is set (-ksp_error_if_not_converged), else the factor's error MAT_FACTOR_NUMERIC_ZEROPIVOT
+   (MatSolve() then flags its output and the KSP stops with KSP_DIVERGED_PC_FAILED), never a silent NaN.
 */
 static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
 {
-  FusedFactor     *f = (FusedFactor *)F->data;
-  const PetscInt  *ai, *aj;
-  PetscScalar     *aa, *lu = f->lu;
-  PetscInt         m, n;
-  PetscObjectState nzstate;
-  const PetscBool  icc   = F->factortype == MAT_FACTOR_ICC ? PETSC_TRUE : PETSC_FALSE;
-  const char      *name  = icc ? "ICC(0)" : "ILU(0)";
-  PetscLogDouble   flops = 0;
+  FusedFactor             *f = (FusedFactor *)F->data;
+  const PetscInt          *ai, *aj;
+  PetscScalar             *aa, *lu = f->lu;
+  PetscInt                 m, n;
+  PetscObjectState         nzstate;
+  const char              *name  = F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)";
+  const MatFactorShiftType stype = (MatFactorShiftType)(int)info->shifttype;
+  PetscLogDouble           flops = 0;
+  Shift                    sh;
+  PetscBool                restart;
 
   PetscFunctionBegin;
   PetscCall(MatGetNonzeroState(A, &nzstate));
   PetscCheck(f->be && nzstate == f->nonzerostate, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "%s: the nonzero pattern of the matrix changed since the symbolic factorization", name);
   PetscCall(SeqAIJHostCSR(A, &m, &n, &ai, &aj, &aa));
   F->factorerrortype = MAT_FACTOR_NOERROR;
-  PetscCall(PetscArraycpy(lu, aa, ai[n]));
-  for (PetscInt i = 0; i < n; ++i) {
-    PetscScalar pivot;
+  if (stype == MAT_SHIFT_POSITIVE_DEFINITE) { /* top: the largest shift a row needs to be diagonally dominant */
+    sh.top = info->zeropivot;
+    for (PetscInt i = 0; i < n; ++i) {
+      PetscReal rs = -PetscAbsScalar(aa[f->diag[i]]) - PetscRealPart(aa[f->diag[i]]);
 
-    for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) f->mark[aj[k]] = k;
-    for (PetscInt k = ai[i]; k < f->diag[i]; ++k) {
-      const PetscInt    c = aj[k];
-      const PetscScalar l = lu[k] * f->U.invdiag[c];
-
-      lu[k] = l;
-      for (PetscInt kk = f->diag[c] + 1; kk < ai[c + 1]; ++kk) {
-        const PetscInt pos = f->mark[aj[kk]];
-
-        if (pos >= 0) lu[pos] -= l * lu[kk];
-      }
-      flops += 1 + 2 * (ai[c + 1] - f->diag[c] - 1);
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) rs += PetscAbsScalar(aa[k]);
+      sh.top = PetscMax(sh.top, rs);
     }
-    for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) f->mark[aj[k]] = -1;
-    pivot = lu[f->diag[i]];
-    if (PetscIsInfOrNanScalar(pivot) || (icc ? PetscRealPart(pivot) <= info->zeropivot : PetscAbsScalar(pivot) <= info->zeropivot)) {
-      PetscCheck(!A->erroriffailure, PETSC_COMM_SELF, PETSC_ERR_MAT_LU_ZRPVT, "%s: %s pivot %g in row %" PetscInt_FMT " (zero pivot tolerance %g)%s", name, icc ? "non-positive" : "zero", (double)PetscRealPart(pivot), i, (double)info->zeropivot,
-                 icc ? ": the matrix is not positive definite; the fused solver applies no shift, -pc_factor_mat_solver_type petsc can" : "");
-      PetscCall(PetscInfo(A, "%s: zero pivot %g in row %" PetscInt_FMT " (tolerance %g)\n", name, (double)PetscRealPart(pivot), i, (double)info->zeropivot));
-      F->factorerrortype             = MAT_FACTOR_NUMERIC_ZEROPIVOT;
-      F->factorerror_zeropivot_value = PetscAbsScalar(pivot);
-      F->factorerror_zeropivot_row   = i;
-      break;
-    }
-    f->U.invdiag[i] = 1.0 / pivot;
+    sh.top *= 1.1;
   }
+  do {
+    restart = PETSC_FALSE;
+    PetscCall(PetscArraycpy(lu, aa, ai[n]));
+    for (PetscInt i = 0; i < n && !restart; ++i) {
+      PetscScalar pivot;
+      PetscReal   rs = 0;
+
+      lu[f->diag[i]] += sh.amount;
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) f->mark[aj[k]] = k;
+      for (PetscInt k = ai[i]; k < f->diag[i]; ++k) {
+        const PetscInt    c = aj[k];
+        const PetscScalar l = lu[k] * f->U.invdiag[c];
+
+        lu[k] = l;
+        for (PetscInt kk = f->diag[c] + 1; kk < ai[c + 1]; ++kk) {
+          const PetscInt pos = f->mark[aj[kk]];
+
+          if (pos >= 0) lu[pos] -= l * lu[kk];
+        }
+        flops += 1 + 2 * (ai[c + 1] - f->diag[c] - 1);
+      }
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
+        f->mark[aj[k]] = -1;
+        if (k != f->diag[i]) rs += PetscAbsScalar(lu[k]);
+      }
+      pivot = lu[f->diag[i]];
+      if (!PetscIsInfOrNanScalar(pivot)) {
+        if (stype == MAT_SHIFT_NONZERO && PetscAbsScalar(pivot) <= info->zeropivot * rs) {
+          sh.amount = sh.nshift++ ? 2 * sh.amount : info->shiftamount;
+          restart   = PETSC_TRUE;
+          continue;
+        }
+        if (stype == MAT_SHIFT_POSITIVE_DEFINITE && PetscRealPart(pivot) <= info->zeropivot * rs) {
+          if (sh.nshift == sh.nshift_max)
+            sh.fraction = sh.hi;
+          else {
+            sh.lo       = sh.fraction;
+            sh.fraction = (sh.hi + sh.lo) / 2;
+          }
+          sh.amount = sh.fraction * sh.top;
+          sh.nshift++;
+          restart = PETSC_TRUE;
+          continue;
+        }
+        if (stype == MAT_SHIFT_INBLOCKS && PetscAbsScalar(pivot) <= info->zeropivot) {
+          pivot += info->shiftamount;
+          sh.nshift++;
+        }
+      }
+      if (PetscIsInfOrNanScalar(pivot) || (stype == MAT_SHIFT_NONE && PetscAbsScalar(pivot) <= info->zeropivot)) {
+        PetscCheck(!A->erroriffailure, PETSC_COMM_SELF, PETSC_ERR_MAT_LU_ZRPVT, "%s: zero pivot %g in row %" PetscInt_FMT " (zero pivot tolerance %g, -pc_factor_zeropivot; shift type %s, -pc_factor_shift_type)", name, (double)PetscAbsScalar(pivot),
+                   i, (double)info->zeropivot, MatFactorShiftTypes[stype]);
+        PetscCall(PetscInfo(A, "%s: zero pivot %g in row %" PetscInt_FMT " (tolerance %g)\n", name, (double)PetscAbsScalar(pivot), i, (double)info->zeropivot));
+        F->factorerrortype             = MAT_FACTOR_NUMERIC_ZEROPIVOT;
+        F->factorerror_zeropivot_value = PetscAbsScalar(pivot);
+        F->factorerror_zeropivot_row   = i;
+        break;
+      }
+      lu[f->diag[i]]  = pivot;
+      f->U.invdiag[i] = 1.0 / pivot;
+    }
+    /* positive_definite: a shift that worked is bisected down while restarts remain */
+    if (stype == MAT_SHIFT_POSITIVE_DEFINITE && !restart && !F->factorerrortype && sh.fraction > 0 && sh.nshift < sh.nshift_max) {
+      sh.hi       = sh.fraction;
+      sh.fraction = (sh.hi + sh.lo) / 2;
+      sh.amount   = sh.fraction * sh.top;
+      sh.nshift++;
+      restart = PETSC_TRUE;
+    }
+  } while (restart);
+  if (sh.nshift) PetscCall(PetscInfo(A, "%s: %" PetscInt_FMT " shifts (%s), final diagonal shift %g\n", name, sh.nshift, MatFactorShiftTypes[stype], (double)sh.amount));
   if (!F->factorerrortype) {
     for (PetscInt i = 0; i < n; ++i) {
       PetscCall(PetscArraycpy(f->L.vals + f->L.rowptr[i], lu + ai[i], f->diag[i] - ai[i]));
@@ -435,9 +500,11 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   host<->device vector copy.  Plain `VECSEQ` vectors are solved on the host copy of the factors.
   `MatSolveTranspose()` runs on the host.  A new matrix with the same pattern reruns only the numeric phase.
 
-  Level 0 and the natural ordering only; no drop tolerance and no shift (`-pc_factor_shift_type` is ignored): a zero
-  pivot (ICC: a non-positive one) is an error under `-ksp_error_if_not_converged`, else `KSP_DIVERGED_PC_FAILED`, as
-  with PETSc's solver without shift. ICC(0) is computed as ILU(0) of the whole matrix, which for a symmetric matrix
+  Level 0 and the natural ordering only, no drop tolerance. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
+  PETSc's rules (ICC's default is positive_definite, ILU's none; `PCILU` turns nonzero into inblocks for every matrix type
+  but seqaij/mpiaij); without a shift the factors equal PETSc's to rounding, a shifted factorization may take other shifts
+  than PETSc's (its ICC tests pivots on its own form). A zero pivot that no shift removes is an error under
+  `-ksp_error_if_not_converged`, else `KSP_DIVERGED_PC_FAILED`, as with PETSc's solver. ICC(0) is computed as ILU(0) of the whole matrix, which for a symmetric matrix
   is the incomplete Cholesky factorization L D L^T of the same pattern.
 
 .seealso: `PCILU`, `PCICC`, `MATSEQAIJFUSED`, `PCFactorSetMatSolverType()`
