@@ -20,6 +20,9 @@
 #define MATSEQAIJFUSED "seqaijfused"
 #define MATMPIAIJFUSED "mpiaijfused"
 
+/* ILU(0)/ICC(0) of a seqaijfused matrix with the triangular solves on the backend (default for seqaijfused) */
+#define MATSOLVERFUSED "fused"
+
 /* Storage of a fused AIJ matrix on the backend (-mat_aijfused_format) */
 typedef enum { MAT_AIJFUSED_CSR, MAT_AIJFUSED_SELL, MAT_AIJFUSED_AUTO } MatAIJFusedFormat;
 PETSC_EXTERN PetscErrorCode MatAIJFusedSetFormat(Mat, MatAIJFusedFormat);

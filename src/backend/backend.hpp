@@ -186,6 +186,30 @@ struct SGMRESChunkArgs {
                                               Z[1] = b / rho before the steps; else NULL                    */
 };
 
+/* A sparse triangular factor for Backend::trsv_csr: n x n, its OFF-diagonal entries in CSR (columns
+   ascending; backend memory).  Lower (upper = PETSC_FALSE): unit lower triangular, the entries are the
+   strictly lower part, x_i = b_i - sum_{j<i} L_ij x_j, rows solved 0, 1, ..., n-1.  Upper: the entries
+   are the strictly upper part and invdiag[i] = 1 / U_ii (the diagonal is stored inverted, so a row costs
+   no division), x_i = invdiag_i (b_i - sum_{j>i} U_ij x_j), rows solved n-1, ..., 0.  schedule: the
+   backend's analysis data, made by trsv_analysis, released by trsv_free (NULL on the host backend).  */
+enum class TrsvAlgorithm { SYNCFREE, LEVELS };
+struct TriangularView {
+  PetscInt           n         = 0;
+  PetscBool          upper     = PETSC_FALSE;
+  const PetscInt    *rowptr    = nullptr; /* n+1 */
+  const PetscInt    *colidx    = nullptr; /* rowptr[n] */
+  const PetscScalar *vals      = nullptr; /* rowptr[n] */
+  const PetscScalar *invdiag   = nullptr; /* upper: n entries; lower: unused */
+  TrsvAlgorithm      algorithm = TrsvAlgorithm::SYNCFREE;
+  void              *schedule  = nullptr;
+};
+
+/* The level schedule of a triangular pattern (host arrays, the CSR of a TriangularView; upper as
+   there): level(i) = 1 + the largest level of the rows row i depends on (0 without dependencies);
+   rows[levelptr[l] .. levelptr[l+1]) are the rows of level l in ascending order.  levelptr has room
+   for n+1 entries, rows for n; *nlevels is 0 for n == 0.  (src/backend/trsv_levels.cxx)          */
+PetscErrorCode TriangularLevels(PetscInt n, PetscBool upper, const PetscInt *rowptr, const PetscInt *colidx, PetscInt *nlevels, PetscInt *levelptr, PetscInt *rows);
+
 struct Backend {
   const char *name; /* "host" or "cuda" */
 
@@ -369,6 +393,20 @@ struct Backend {
   PetscErrorCode (*graph_abort)(void);
   PetscErrorCode (*graph_launch)(void *graph, PetscBool *launched);
   PetscErrorCode (*graph_destroy)(void **graph);
+
+  /* Sparse triangular solves (ILU(0)/ICC(0) preconditioners, src/mat/fusedfactor.cxx).  trsv_analysis
+     builds what T->algorithm needs before the first solve and sets T->schedule: the level schedule of
+     TriangularLevels() (host arrays nlevels, levelptr, rows; the backend keeps what it needs) for
+     LEVELS, the row-ready flags for SYNCFREE; it may allocate and copy, and is called again (after
+     trsv_free) for a new pattern.  trsv_csr solves T x = b (b, x distinct, backend memory) on the
+     backend's stream, without waiting for the device: CUDA SYNCFREE is ONE kernel (one warp per row,
+     rows handed out in solve order by an atomic ticket, a row waits for the ready flags of the rows it
+     depends on), CUDA LEVELS one kernel per level.  Not recordable in a graph (a solve's generation
+     number is a kernel argument).  The host backend solves row by row in solve order whatever the
+     algorithm (the reference).  trsv_free releases T->schedule and sets it to NULL.                */
+  PetscErrorCode (*trsv_analysis)(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows);
+  PetscErrorCode (*trsv_csr)(const TriangularView *T, const PetscScalar *b, PetscScalar *x);
+  PetscErrorCode (*trsv_free)(TriangularView *T);
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained

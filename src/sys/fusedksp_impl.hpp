@@ -19,7 +19,7 @@ PetscErrorCode DeviceSharingWarning(char text[], size_t len);
 
 /* One logging event per fused kernel family, and the packed global reduction */
 struct Events {
-  PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host, halo_pack, halo_mpi, spmv_offdiag, chunk_wait, graph_launch, cg_chunk, bcgs_chunk, sgmres_chunk;
+  PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host, halo_pack, halo_mpi, spmv_offdiag, chunk_wait, graph_launch, cg_chunk, bcgs_chunk, sgmres_chunk, trsv;
 };
 extern Events events;
 
@@ -34,3 +34,4 @@ PETSC_INTERN PetscErrorCode VecCreate_MPIFused(Vec);
 PETSC_INTERN PetscErrorCode MatCreate_AIJFused(Mat);
 PETSC_INTERN PetscErrorCode MatCreate_SeqAIJFused(Mat);
 PETSC_INTERN PetscErrorCode MatCreate_MPIAIJFused(Mat);
+PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat, MatFactorType, Mat *);

@@ -121,7 +121,7 @@ PetscErrorCode FusedKSPFinalizePackage(void)
 /*@C
   FusedKSPInitializePackage - Registers the FusedKSP types with PETSc: KSP `fusedcg`, `fusedbcgs`,
   `fusedsgmres`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
-  the logging events of the fused kernels; and selects the backend.
+  the `MatSolverType` `fused` (`MATSOLVERFUSED`: ILU(0)/ICC(0) of `seqaijfused`, its default); the logging events of the fused kernels; and selects the backend.
 
   Collective on `PETSC_COMM_WORLD`
 
@@ -169,6 +169,8 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(MatRegister(MATSEQAIJFUSED, MatCreate_SeqAIJFused));
   PetscCall(MatRegister(MATMPIAIJFUSED, MatCreate_MPIAIJFused));
   PetscCall(MatRegisterRootName(MATAIJFUSED, MATSEQAIJFUSED, MATMPIAIJFUSED));
+  PetscCall(MatSolverTypeRegister(MATSOLVERFUSED, MATSEQAIJFUSED, MAT_FACTOR_ILU, MatGetFactor_SeqAIJFused_Fused));
+  PetscCall(MatSolverTypeRegister(MATSOLVERFUSED, MATSEQAIJFUSED, MAT_FACTOR_ICC, MatGetFactor_SeqAIJFused_Fused));
   PetscCall(PetscClassIdRegister("FusedKSP", &classid));
   PetscCall(PetscLogEventRegister("FusedCGUpdate", classid, &fusedksp::events.cg_update));
   PetscCall(PetscLogEventRegister("FusedSpMVDots", classid, &fusedksp::events.spmv_dots));
@@ -188,6 +190,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(PetscLogEventRegister("FusedCGChunk", classid, &fusedksp::events.cg_chunk));
   PetscCall(PetscLogEventRegister("FusedBCGSChunk", classid, &fusedksp::events.bcgs_chunk));
   PetscCall(PetscLogEventRegister("FusedSGMRESChunk", classid, &fusedksp::events.sgmres_chunk));
+  PetscCall(PetscLogEventRegister("FusedTrSolve", classid, &fusedksp::events.trsv));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -92,6 +92,9 @@ PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar 
 PetscErrorCode SpMVSELLDots(const SELLView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode DiagGet(PetscInt, const PetscInt64 *, const PetscScalar *, PetscScalar *);
 PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar *);
+PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const PetscInt *);
+PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
+PetscErrorCode TrsvFree(TriangularView *);
 PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, int,

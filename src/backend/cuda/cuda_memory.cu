@@ -359,7 +359,10 @@ const Backend *CUDABackend()
                                   cuda::GraphEnd,
                                   cuda::GraphAbort,
                                   cuda::GraphLaunch,
-                                  cuda::GraphDestroy};
+                                  cuda::GraphDestroy,
+                                  cuda::TrsvAnalysis,
+                                  cuda::TrsvCSR,
+                                  cuda::TrsvFree};
   static int           usable  = -1;
 
   if (usable < 0) {

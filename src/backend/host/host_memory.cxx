@@ -145,7 +145,10 @@ const Backend *HostBackend()
                                   host::GraphEnd,
                                   host::GraphAbort,
                                   host::GraphLaunch,
-                                  host::GraphDestroy};
+                                  host::GraphDestroy,
+                                  host::TrsvAnalysis,
+                                  host::TrsvCSR,
+                                  host::TrsvFree};
   return &backend;
 }
 

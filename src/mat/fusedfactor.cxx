@@ -1,0 +1,549 @@
+/*
+   MatSolverType "fused" (MATSOLVERFUSED): ILU(0) and ICC(0) of a MATSEQAIJFUSED matrix, factorized on the
+   host, the triangular solves on the active backend (Backend::trsv_csr), with no host<->device vector copy
+   per application when the vectors are fused.
+
+   Factor storage: A = L U with L unit lower triangular and U upper triangular, both on the pattern of A
+   (level 0: no fill).  L holds the strictly lower part, U the strictly upper part and the inverted
+   diagonal, as TriangularView describes (backend.hpp).  The pattern is split once by the symbolic
+   phase (with the level schedule of each factor and the backend's analysis); the numeric phase, called
+   again by PETSc when only the values of A change, refactors on the host and copies the values.
+
+   ICC(0) is ILU(0) of the whole matrix: for a symmetric A the factors satisfy U = D L^T, so
+   M = L U = L D L^T is the incomplete Cholesky factorization of the same pattern (PETSc's ICC(0) in
+   exact arithmetic).  For a nonsymmetric A it is ILU(0), where PETSc's ICC reads the upper triangle only.
+*/
+#include "sys/fusedksp_impl.hpp"
+#include "vec/vecfused.hpp"
+#include "mat/mirror.hpp"
+#include <petsc/private/matimpl.h>
+
+namespace fusedksp
+{
+
+/* -pc_factor_fused_trsv */
+enum class TrsvChoice { SYNCFREE, LEVELS, AUTO };
+static const char *const TrsvChoices[] = {"syncfree", "levels", "auto", "TrsvChoice", "TRSV_", nullptr};
+
+/* AUTO takes LEVELS when neither factor has more levels than this, else SYNCFREE.  Provisional: one
+   launch per level costs a few microseconds, so level scheduling pays only with few levels (to be
+   measured on the GPU).                                                                            */
+constexpr PetscInt FUSED_TRSV_AUTO_LEVELS = 32;
+
+/* One triangular factor: host arrays (the reference, and the solves on non-fused vectors) and the
+   backend's copy (the same arrays on the host backend) */
+struct Triangle {
+  PetscInt      *rowptr = nullptr, *colidx = nullptr; /* host */
+  PetscScalar   *vals = nullptr, *invdiag = nullptr;  /* host; invdiag: upper only */
+  PetscInt       nlevels = 0;
+  TriangularView host, dev; /* views of the host arrays, of the backend's */
+};
+
+struct FusedFactor {
+  const Backend   *be     = nullptr; /* the backend of the symbolic phase */
+  TrsvChoice       choice = TrsvChoice::AUTO;
+  PetscInt         n      = 0;
+  PetscInt64       nnz    = 0;       /* entries of A */
+  PetscInt        *diag   = nullptr; /* position of the diagonal entry of each row in A's CSR */
+  PetscInt        *mark   = nullptr; /* numeric phase: position in the row of each column, -1 if none */
+  PetscScalar     *lu     = nullptr; /* numeric phase: the factors on A's pattern */
+  PetscScalar     *work   = nullptr; /* host, n: L^{-1} b */
+  PetscScalar     *dwork  = nullptr; /* backend, n (NULL on the host backend: work) */
+  Triangle         L, U;
+  PetscObjectState nonzerostate = -1; /* of A at the symbolic phase */
+};
+
+/* Backend copies of a triangle's arrays (allocated by the symbolic phase) and its host view */
+static PetscErrorCode TriangleViews(const Backend *be, PetscInt n, PetscBool upper, TrsvAlgorithm alg, Triangle *t)
+{
+  const PetscInt nz = t->rowptr[n];
+
+  PetscFunctionBegin;
+  t->host.n        = n;
+  t->host.upper    = upper;
+  t->host.rowptr   = t->rowptr;
+  t->host.colidx   = t->colidx;
+  t->host.vals     = t->vals;
+  t->host.invdiag  = t->invdiag;
+  t->dev           = t->host;
+  t->dev.algorithm = alg;
+  if (be != HostBackend()) {
+    PetscInt    *rowptr, *colidx;
+    PetscScalar *vals, *invdiag = nullptr;
+
+    PetscCall(be->malloc_bytes((n + 1) * sizeof(PetscInt), (void **)&rowptr));
+    PetscCall(be->malloc_bytes(nz * sizeof(PetscInt), (void **)&colidx));
+    PetscCall(be->malloc_bytes(nz * sizeof(PetscScalar), (void **)&vals));
+    if (upper) PetscCall(be->malloc_bytes(n * sizeof(PetscScalar), (void **)&invdiag));
+    PetscCall(be->copy_to_backend(rowptr, t->rowptr, (n + 1) * sizeof(PetscInt)));
+    PetscCall(be->copy_to_backend(colidx, t->colidx, nz * sizeof(PetscInt)));
+    t->dev.rowptr  = rowptr;
+    t->dev.colidx  = colidx;
+    t->dev.vals    = vals;
+    t->dev.invdiag = invdiag;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TriangleFree(const Backend *be, Triangle *t)
+{
+  PetscFunctionBegin;
+  if (be) {
+    PetscCall(be->trsv_free(&t->dev));
+    if (be != HostBackend() && t->dev.rowptr) {
+      PetscCall(be->free_bytes((void *)t->dev.rowptr));
+      PetscCall(be->free_bytes((void *)t->dev.colidx));
+      PetscCall(be->free_bytes((void *)t->dev.vals));
+      PetscCall(be->free_bytes((void *)t->dev.invdiag));
+    }
+  }
+  PetscCall(PetscFree4(t->rowptr, t->colidx, t->vals, t->invdiag));
+  *t = Triangle();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Releases everything the symbolic phase made (a new pattern, or destroy) */
+static PetscErrorCode FusedFactorReset(FusedFactor *f)
+{
+  PetscFunctionBegin;
+  PetscCall(TriangleFree(f->be, &f->L));
+  PetscCall(TriangleFree(f->be, &f->U));
+  if (f->be && f->dwork) PetscCall(f->be->free_bytes(f->dwork));
+  f->dwork = nullptr;
+  PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
+  f->be           = nullptr;
+  f->nonzerostate = -1;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The algorithm -pc_factor_fused_trsv asks for, for a factor pair with these level counts */
+static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice, PetscInt nlevels)
+{
+  if (choice == TrsvChoice::LEVELS) return TrsvAlgorithm::LEVELS;
+  if (choice == TrsvChoice::SYNCFREE) return TrsvAlgorithm::SYNCFREE;
+  return nlevels <= FUSED_TRSV_AUTO_LEVELS ? TrsvAlgorithm::LEVELS : TrsvAlgorithm::SYNCFREE;
+}
+
+/* Symbolic phase of ILU(0) and ICC(0): split A's pattern into L and U, level schedules, backend copies */
+static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
+{
+  FusedFactor    *f = (FusedFactor *)F->data;
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscInt        m, n, nlevels[2];
+  PetscInt       *levelptr[2], *rows[2];
+  const char     *name     = F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)";
+  PetscBool       identity = PETSC_TRUE;
+  TrsvChoice      choice   = f->choice;
+
+  PetscFunctionBegin;
+  PetscCheck(A->assembled, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The matrix must be assembled before its factorization");
+  if (perm) PetscCall(ISIdentity(perm, &identity));
+  PetscCheck(identity, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: %s with the natural ordering only (-pc_factor_mat_ordering_type natural), or use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, name);
+  PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "FusedKSP factorization options", "Mat");
+  PetscCall(
+      PetscOptionsEnum("-pc_factor_fused_trsv",
+                       "Triangular solve algorithm of the fused ILU(0)/ICC(0) on the device: syncfree (one kernel, rows wait for their dependencies), levels (one kernel per level), auto (levels when each factor has at most 32 levels, provisional)",
+                       "MATSOLVERFUSED", TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
+  PetscOptionsEnd();
+  PetscCall(FusedFactorReset(f));
+  f->choice = choice;
+  f->be     = ActiveBackend();
+  PetscCall(SeqAIJHostCSR(A, &m, &n, &ai, &aj, &aa));
+  PetscCheck(m == n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s needs a square matrix, not %" PetscInt_FMT " x %" PetscInt_FMT, name, m, n);
+  f->n   = n;
+  f->nnz = ai[n];
+  PetscCall(PetscMalloc4(n, &f->diag, n, &f->mark, ai[n], &f->lu, n, &f->work));
+  for (PetscInt i = 0; i < n; ++i) {
+    f->diag[i] = -1;
+    f->mark[i] = -1;
+    for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
+      if (aj[k] == i) f->diag[i] = k;
+      PetscCheck(k == ai[i] || aj[k] > aj[k - 1], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Row %" PetscInt_FMT " of the matrix has unsorted column indices", i);
+    }
+    PetscCheck(f->diag[i] >= 0, PETSC_COMM_SELF, PETSC_ERR_MAT_LU_ZRPVT, "%s: row %" PetscInt_FMT " has no stored diagonal entry (a structurally zero pivot); store the diagonal, or use -pc_factor_mat_solver_type petsc", name, i);
+  }
+  /* L: entries left of the diagonal; U: right of it, plus the inverted diagonal */
+  PetscCall(PetscMalloc4(n + 1, &f->L.rowptr, ai[n], &f->L.colidx, ai[n], &f->L.vals, 0, &f->L.invdiag));
+  PetscCall(PetscMalloc4(n + 1, &f->U.rowptr, ai[n], &f->U.colidx, ai[n], &f->U.vals, n, &f->U.invdiag));
+  f->L.rowptr[0] = f->U.rowptr[0] = 0;
+  for (PetscInt i = 0; i < n; ++i) {
+    PetscInt l = f->L.rowptr[i], u = f->U.rowptr[i];
+
+    for (PetscInt k = ai[i]; k < f->diag[i]; ++k) f->L.colidx[l++] = aj[k];
+    for (PetscInt k = f->diag[i] + 1; k < ai[i + 1]; ++k) f->U.colidx[u++] = aj[k];
+    f->L.rowptr[i + 1] = l;
+    f->U.rowptr[i + 1] = u;
+  }
+  PetscCall(PetscMalloc4(n + 1, &levelptr[0], n, &rows[0], n + 1, &levelptr[1], n, &rows[1]));
+  PetscCall(TriangularLevels(n, PETSC_FALSE, f->L.rowptr, f->L.colidx, &nlevels[0], levelptr[0], rows[0]));
+  PetscCall(TriangularLevels(n, PETSC_TRUE, f->U.rowptr, f->U.colidx, &nlevels[1], levelptr[1], rows[1]));
+  f->L.nlevels = nlevels[0];
+  f->U.nlevels = nlevels[1];
+  {
+    const TrsvAlgorithm alg = ChooseAlgorithm(choice, PetscMax(nlevels[0], nlevels[1]));
+
+    PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, &f->L));
+    PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, &f->U));
+  }
+  PetscCall(f->be->trsv_analysis(&f->L.dev, nlevels[0], levelptr[0], rows[0]));
+  PetscCall(f->be->trsv_analysis(&f->U.dev, nlevels[1], levelptr[1], rows[1]));
+  PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
+  if (f->be != HostBackend()) PetscCall(f->be->malloc_bytes(n * sizeof(PetscScalar), (void **)&f->dwork));
+  PetscCall(MatGetNonzeroState(A, &f->nonzerostate));
+  F->assembled    = PETSC_FALSE; /* until the numeric phase */
+  F->preallocated = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatILUFactorSymbolic_FusedFactor(Mat F, Mat A, IS row, IS col, const MatFactorInfo *info)
+{
+  PetscBool identity = PETSC_TRUE;
+
+  PetscFunctionBegin;
+  PetscCheck(info->levels == 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ILU(0) only, not %" PetscInt_FMT " levels of fill; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, (PetscInt)info->levels);
+  PetscCheck(info->dt <= 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ILU(0) only, no drop tolerance; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED);
+  if (col) PetscCall(ISIdentity(col, &identity));
+  PetscCheck(identity, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ILU(0) with the natural ordering only; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED);
+  PetscCall(FactorSymbolic(F, A, row));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatICCFactorSymbolic_FusedFactor(Mat F, Mat A, IS perm, const MatFactorInfo *info)
+{
+  PetscFunctionBegin;
+  PetscCheck(info->levels == 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ICC(0) only, not %" PetscInt_FMT " levels of fill; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, (PetscInt)info->levels);
+  PetscCall(FactorSymbolic(F, A, perm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The shift of the diagonal a factorization restarts with (-pc_factor_shift_type nonzero|positive_definite), as
+   PETSc's FactorShiftCtx and MatPivotCheck() (petsc/private/matimpl.h) do it */
+struct Shift {
+  PetscReal amount = 0, top = 0, lo = 0, hi = 1, fraction = 0;
+  PetscInt  nshift = 0, nshift_max = 5;
+};
+
+/*
+   Numeric phase (ILU(0); ICC(0) too, see the top): row by row (IKJ), l_ik = a_ik / u_kk for the entries
+   left of the diagonal in increasing column order, each subtracting l_ik times row k of U from the
+   entries of row i that are in the pattern.  Pivots follow PETSc's rules for -pc_factor_shift_type
+   (rs: the sum of the absolute values of the row's factored off-diagonal entries):
+     none (ILU's default): |u_ii| <= zeropivot is a zero pivot;
+     nonzero: |u_ii| <= zeropivot rs restarts with the diagonal of A shifted by shift_amount, doubled each time;
+     positive_definite (ICC's default): Re u_ii <= zeropivot rs restarts with the diagonal shifted by a fraction
+       of the largest off-diagonal row sum, bisected over at most 5 restarts (Manteuffel);
+     inblocks: |u_ii| <= zeropivot gets u_ii += shift_amount.
+   A zero pivot (none; and a NaN/Inf one under any type) is handled as PETSc's MAT_SHIFT_NONE does: an error when A's
+   MatSetErrorIfFailure() is set (-ksp_error_if_not_converged), else the factor's error MAT_FACTOR_NUMERIC_ZEROPIVOT
+   (MatSolve() then flags its output and the KSP stops with KSP_DIVERGED_PC_FAILED), never a silent NaN.
+*/
+static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
+{
+  FusedFactor             *f = (FusedFactor *)F->data;
+  const PetscInt          *ai, *aj;
+  PetscScalar             *aa, *lu = f->lu;
+  PetscInt                 m, n;
+  PetscObjectState         nzstate;
+  const char              *name  = F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)";
+  const MatFactorShiftType stype = (MatFactorShiftType)(int)info->shifttype;
+  PetscLogDouble           flops = 0;
+  Shift                    sh;
+  PetscBool                restart;
+
+  PetscFunctionBegin;
+  PetscCall(MatGetNonzeroState(A, &nzstate));
+  PetscCheck(f->be && nzstate == f->nonzerostate, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "%s: the nonzero pattern of the matrix changed since the symbolic factorization", name);
+  PetscCall(SeqAIJHostCSR(A, &m, &n, &ai, &aj, &aa));
+  F->factorerrortype = MAT_FACTOR_NOERROR;
+  if (stype == MAT_SHIFT_POSITIVE_DEFINITE) { /* top: the largest shift a row needs to be diagonally dominant */
+    sh.top = info->zeropivot;
+    for (PetscInt i = 0; i < n; ++i) {
+      PetscReal rs = -PetscAbsScalar(aa[f->diag[i]]) - PetscRealPart(aa[f->diag[i]]);
+
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) rs += PetscAbsScalar(aa[k]);
+      sh.top = PetscMax(sh.top, rs);
+    }
+    sh.top *= 1.1;
+  }
+  do {
+    restart = PETSC_FALSE;
+    PetscCall(PetscArraycpy(lu, aa, ai[n]));
+    for (PetscInt i = 0; i < n && !restart; ++i) {
+      PetscScalar pivot;
+      PetscReal   rs = 0;
+
+      lu[f->diag[i]] += sh.amount;
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) f->mark[aj[k]] = k;
+      for (PetscInt k = ai[i]; k < f->diag[i]; ++k) {
+        const PetscInt    c = aj[k];
+        const PetscScalar l = lu[k] * f->U.invdiag[c];
+
+        lu[k] = l;
+        for (PetscInt kk = f->diag[c] + 1; kk < ai[c + 1]; ++kk) {
+          const PetscInt pos = f->mark[aj[kk]];
+
+          if (pos >= 0) lu[pos] -= l * lu[kk];
+        }
+        flops += 1 + 2 * (ai[c + 1] - f->diag[c] - 1);
+      }
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
+        f->mark[aj[k]] = -1;
+        if (k != f->diag[i]) rs += PetscAbsScalar(lu[k]);
+      }
+      pivot = lu[f->diag[i]];
+      if (!PetscIsInfOrNanScalar(pivot)) {
+        if (stype == MAT_SHIFT_NONZERO && PetscAbsScalar(pivot) <= info->zeropivot * rs) {
+          sh.amount = sh.nshift++ ? 2 * sh.amount : info->shiftamount;
+          restart   = PETSC_TRUE;
+          continue;
+        }
+        if (stype == MAT_SHIFT_POSITIVE_DEFINITE && PetscRealPart(pivot) <= info->zeropivot * rs) {
+          if (sh.nshift == sh.nshift_max)
+            sh.fraction = sh.hi;
+          else {
+            sh.lo       = sh.fraction;
+            sh.fraction = (sh.hi + sh.lo) / 2;
+          }
+          sh.amount = sh.fraction * sh.top;
+          sh.nshift++;
+          restart = PETSC_TRUE;
+          continue;
+        }
+        if (stype == MAT_SHIFT_INBLOCKS && PetscAbsScalar(pivot) <= info->zeropivot) {
+          pivot += info->shiftamount;
+          sh.nshift++;
+        }
+      }
+      if (PetscIsInfOrNanScalar(pivot) || (stype == MAT_SHIFT_NONE && PetscAbsScalar(pivot) <= info->zeropivot)) {
+        PetscCheck(!A->erroriffailure, PETSC_COMM_SELF, PETSC_ERR_MAT_LU_ZRPVT, "%s: zero pivot %g in row %" PetscInt_FMT " (zero pivot tolerance %g, -pc_factor_zeropivot; shift type %s, -pc_factor_shift_type)", name, (double)PetscAbsScalar(pivot),
+                   i, (double)info->zeropivot, MatFactorShiftTypes[stype]);
+        PetscCall(PetscInfo(A, "%s: zero pivot %g in row %" PetscInt_FMT " (tolerance %g)\n", name, (double)PetscAbsScalar(pivot), i, (double)info->zeropivot));
+        F->factorerrortype             = MAT_FACTOR_NUMERIC_ZEROPIVOT;
+        F->factorerror_zeropivot_value = PetscAbsScalar(pivot);
+        F->factorerror_zeropivot_row   = i;
+        break;
+      }
+      lu[f->diag[i]]  = pivot;
+      f->U.invdiag[i] = 1.0 / pivot;
+    }
+    /* positive_definite: a shift that worked is bisected down while restarts remain */
+    if (stype == MAT_SHIFT_POSITIVE_DEFINITE && !restart && !F->factorerrortype && sh.fraction > 0 && sh.nshift < sh.nshift_max) {
+      sh.hi       = sh.fraction;
+      sh.fraction = (sh.hi + sh.lo) / 2;
+      sh.amount   = sh.fraction * sh.top;
+      sh.nshift++;
+      restart = PETSC_TRUE;
+    }
+  } while (restart);
+  if (sh.nshift) PetscCall(PetscInfo(A, "%s: %" PetscInt_FMT " shifts (%s), final diagonal shift %g\n", name, sh.nshift, MatFactorShiftTypes[stype], (double)sh.amount));
+  if (!F->factorerrortype) {
+    for (PetscInt i = 0; i < n; ++i) {
+      PetscCall(PetscArraycpy(f->L.vals + f->L.rowptr[i], lu + ai[i], f->diag[i] - ai[i]));
+      PetscCall(PetscArraycpy(f->U.vals + f->U.rowptr[i], lu + f->diag[i] + 1, ai[i + 1] - f->diag[i] - 1));
+    }
+    if (f->be != HostBackend()) {
+      PetscCall(f->be->copy_to_backend((void *)f->L.dev.vals, f->L.vals, f->L.rowptr[n] * sizeof(PetscScalar)));
+      PetscCall(f->be->copy_to_backend((void *)f->U.dev.vals, f->U.vals, f->U.rowptr[n] * sizeof(PetscScalar)));
+      PetscCall(f->be->copy_to_backend((void *)f->U.dev.invdiag, f->U.invdiag, n * sizeof(PetscScalar)));
+    }
+  }
+  PetscCall(PetscLogFlops(flops + n));
+  F->assembled = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatLUFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
+{
+  PetscFunctionBegin;
+  PetscCall(FactorNumeric(F, A, info));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatCholeskyFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
+{
+  PetscFunctionBegin;
+  PetscCall(FactorNumeric(F, A, info));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* x = U^{-1} L^{-1} b on the backend for fused vectors (no copy), else on the host arrays */
+static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+  PetscBool    fb, fx;
+
+  PetscFunctionBegin;
+  PetscCall(VecIsFused(b, &fb));
+  PetscCall(VecIsFused(x, &fx));
+  PetscCall(PetscLogEventBegin(events.trsv, F, b, x, 0));
+  if (fb && fx) {
+    const Backend *be = f->be;
+    PetscScalar   *bp, *xp, *work = f->dwork ? f->dwork : f->work;
+
+    PetscCheck(be == ActiveBackend(), PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The factorization was made for the %s backend, the vectors are on %s", be->name, ActiveBackend()->name);
+    PetscCall(VecFusedGetArray(b, PETSC_MEMORY_ACCESS_READ, &bp));
+    PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_WRITE, &xp));
+    PetscCall(be->trsv_csr(&f->L.dev, bp, work));
+    PetscCall(be->trsv_csr(&f->U.dev, work, xp));
+    PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_WRITE, &xp));
+    PetscCall(VecFusedRestoreArray(b, PETSC_MEMORY_ACCESS_READ, &bp));
+  } else {
+    const PetscScalar *bp;
+    PetscScalar       *xp;
+
+    PetscCall(VecGetArrayRead(b, &bp));
+    PetscCall(VecGetArrayWrite(x, &xp));
+    PetscCall(HostBackend()->trsv_csr(&f->L.host, bp, f->work));
+    PetscCall(HostBackend()->trsv_csr(&f->U.host, f->work, xp));
+    PetscCall(VecRestoreArrayWrite(x, &xp));
+    PetscCall(VecRestoreArrayRead(b, &bp));
+  }
+  PetscCall(PetscLogFlops(2.0 * (f->L.rowptr[f->n] + f->U.rowptr[f->n]) + f->n));
+  PetscCall(PetscLogEventEnd(events.trsv, F, b, x, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* x = L^{-T} U^{-T} b, on the host (fused vectors are synchronized to the host): column-oriented solves */
+static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
+{
+  FusedFactor       *f = (FusedFactor *)F->data;
+  const PetscScalar *bp;
+  PetscScalar       *xp;
+  const PetscInt     n = f->n;
+
+  PetscFunctionBegin;
+  PetscCall(VecGetArrayRead(b, &bp));
+  PetscCall(VecGetArrayWrite(x, &xp));
+  PetscCall(PetscArraycpy(xp, bp, n));
+  for (PetscInt i = 0; i < n; ++i) { /* U^T y = b: y_i is final once the rows above are applied */
+    xp[i] *= f->U.invdiag[i];
+    for (PetscInt k = f->U.rowptr[i]; k < f->U.rowptr[i + 1]; ++k) xp[f->U.colidx[k]] -= f->U.vals[k] * xp[i];
+  }
+  for (PetscInt i = n - 1; i >= 0; --i) /* L^T x = y */
+    for (PetscInt k = f->L.rowptr[i]; k < f->L.rowptr[i + 1]; ++k) xp[f->L.colidx[k]] -= f->L.vals[k] * xp[i];
+  PetscCall(VecRestoreArrayWrite(x, &xp));
+  PetscCall(VecRestoreArrayRead(b, &bp));
+  PetscCall(PetscLogFlops(2.0 * (f->L.rowptr[n] + f->U.rowptr[n]) + n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatGetInfo_FusedFactor(Mat F, MatInfoType, MatInfo *info)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+
+  PetscFunctionBegin;
+  PetscCall(PetscMemzero(info, sizeof(*info)));
+  info->block_size        = 1.0;
+  info->nz_used           = f->be ? (PetscLogDouble)(f->L.rowptr[f->n] + f->U.rowptr[f->n] + f->n) : 0;
+  info->nz_allocated      = info->nz_used;
+  info->assemblies        = F->num_ass;
+  info->fill_ratio_given  = 1.0;
+  info->fill_ratio_needed = 1.0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+  PetscBool    isascii;
+  char         where[320];
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (!isascii || !f->be) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(BackendDescription(f->be, PETSC_FALSE, where, sizeof(where)));
+  if (f->be == HostBackend())
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (row by row, the reference)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
+                                     f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level" : "sync-free, one kernel, one warp per row"));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s); MatSolveTranspose() on the host\n", f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatDestroy_FusedFactor(Mat F)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+
+  PetscFunctionBegin;
+  PetscCall(FusedFactorReset(f));
+  PetscCall(PetscFree(F->data));
+  PetscCall(PetscObjectComposeFunction((PetscObject)F, "MatFactorGetSolverType_C", NULL));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *type)
+{
+  PetscFunctionBegin;
+  *type = MATSOLVERFUSED;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace fusedksp
+
+/*MC
+  MATSOLVERFUSED = "fused" - ILU(0) and ICC(0) of a `MATSEQAIJFUSED` matrix whose triangular solves run on the
+  FusedKSP backend: the default `MatSolverType` of `PCILU` and `PCICC` (and of their sub-solves in `PCBJACOBI`
+  and `PCASM` when the block is a `MATSEQAIJFUSED`)
+
+  Options Database Keys:
++ -pc_factor_mat_solver_type fused       - this solver (the default for `MATSEQAIJFUSED`); `petsc` gives PETSc's host ILU/ICC
+- -pc_factor_fused_trsv <syncfree,levels,auto> - the algorithm of the device's triangular solves (default auto: levels when
+                                           each factor has at most 32 levels, else syncfree; provisional until measured)
+
+  Level: beginner
+
+  Notes:
+  The factorization (symbolic: the split of the pattern, the level schedules; numeric) runs on the host; the
+  factors are copied to the backend and `MatSolve()` with fused vectors runs two triangular solves there, with no
+  host<->device vector copy.  Plain `VECSEQ` vectors are solved on the host copy of the factors.
+  `MatSolveTranspose()` runs on the host.  A new matrix with the same pattern reruns only the numeric phase.
+
+  Level 0 and the natural ordering only, no drop tolerance. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
+  PETSc's rules (ICC's default is positive_definite, ILU's none; `PCILU` turns nonzero into inblocks for every matrix type
+  but seqaij/mpiaij); without a shift the factors equal PETSc's to rounding, a shifted factorization may take other shifts
+  than PETSc's (its ICC tests pivots on its own form). A zero pivot that no shift removes is an error under
+  `-ksp_error_if_not_converged`, else `KSP_DIVERGED_PC_FAILED`, as with PETSc's solver. ICC(0) is computed as ILU(0) of the whole matrix, which for a symmetric matrix
+  is the incomplete Cholesky factorization L D L^T of the same pattern.
+
+.seealso: `PCILU`, `PCICC`, `MATSEQAIJFUSED`, `PCFactorSetMatSolverType()`
+M*/
+
+/* Creates the factor matrix of A for ILU(0) or ICC(0) (registered with MatSolverTypeRegister()) */
+PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat A, MatFactorType ftype, Mat *F)
+{
+  Mat                    B;
+  fusedksp::FusedFactor *f;
+  PetscInt               n;
+
+  PetscFunctionBegin;
+  PetscCheck(ftype == MAT_FACTOR_ILU || ftype == MAT_FACTOR_ICC, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ILU and ICC only", MATSOLVERFUSED);
+  PetscCall(MatGetLocalSize(A, &n, NULL));
+  PetscCall(MatCreate(PETSC_COMM_SELF, &B));
+  PetscCall(MatSetSizes(B, n, n, n, n));
+  PetscCall(PetscLayoutSetUp(B->rmap));
+  PetscCall(PetscLayoutSetUp(B->cmap));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)B, "seqaijfusedfactor"));
+  PetscCall(PetscNew(&f));
+  *f                = fusedksp::FusedFactor(); /* the member defaults (PetscNew() zeroes) */
+  B->data           = f;
+  B->factortype     = ftype;
+  B->canuseordering = PETSC_TRUE; /* the PC passes the ordering, which must be natural */
+  B->preallocated   = PETSC_TRUE;
+  PetscCall(PetscStrallocpy(MATORDERINGNATURAL, (char **)&B->preferredordering[ftype]));
+  PetscCall(PetscFree(B->solvertype));
+  PetscCall(PetscStrallocpy(MATSOLVERFUSED, &B->solvertype));
+  B->ops->ilufactorsymbolic     = fusedksp::MatILUFactorSymbolic_FusedFactor;
+  B->ops->iccfactorsymbolic     = fusedksp::MatICCFactorSymbolic_FusedFactor;
+  B->ops->lufactornumeric       = fusedksp::MatLUFactorNumeric_FusedFactor;
+  B->ops->choleskyfactornumeric = fusedksp::MatCholeskyFactorNumeric_FusedFactor;
+  B->ops->solve                 = fusedksp::MatSolve_FusedFactor;
+  B->ops->solvetranspose        = fusedksp::MatSolveTranspose_FusedFactor;
+  B->ops->getinfo               = fusedksp::MatGetInfo_FusedFactor;
+  B->ops->view                  = fusedksp::MatView_FusedFactor;
+  B->ops->destroy               = fusedksp::MatDestroy_FusedFactor;
+  PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatFactorGetSolverType_C", fusedksp::MatFactorGetSolverType_FusedFactor));
+  *F = B;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,308 @@
+static char help[] = "ILU(0)/ICC(0) of MatSolverType fused (MATSOLVERFUSED) against PETSc's own (petsc) on one problem.\n\
+The same KSP and PC solve twice: on a MATAIJFUSED copy of the matrix with fused vectors and the default solver type\n\
+(which must be fused for -pc_type ilu/icc), and on the plain AIJ matrix with -pc_factor_mat_solver_type petsc.\n\
+Checks: the two preconditioners applied to one random vector agree to 1e-10 (relative), also on plain VECSEQ\n\
+vectors (the host path of the fused solver); both solves converge with iteration counts within -its_abs and\n\
+solutions within -sol_tol; -ksp_view of the fused KSP names \"FusedKSP ILU(0)\" or \"FusedKSP ICC(0)\" (either for\n\
+the blocks of PCBJACOBI; -expect_fused 0: must not, e.g. the blocks of PCBJACOBI on several ranks are plain MATSEQAIJ); after MatScale() and after MatShift()\n\
+(same pattern) the factor is reused (numeric phase only) and the checks hold again.  With -zero_pivot the matrix gets\n\
+a zero diagonal entry in its first row: the solve must stop with KSP_DIVERGED_PC_FAILED, and fail with\n\
+PETSC_ERR_MAT_LU_ZRPVT under KSPSetErrorIfNotConverged(), and the factorization must succeed with a shift (ILU:\n\
+nonzero, which PCILU turns into inblocks; ICC: positive_definite).  Ends with 'test_ilu: PASS' or 'test_ilu: FAIL'.\n\
+Options: -ksp_type <gmres> (both), -pc_type <ilu|icc|bjacobi> (both; -sub_pc_type ...), -rtol <1e-10>, -its_abs <1>,\n\
+  -sol_tol <1e-6>, -expect_fused <1>, -zero_pivot, -problem ... -n ... (tutorials/problems.h)\n\n";
+
+#include <fusedksp.h>
+#include "problems.h"
+#include "check.h"
+#include <string.h>
+
+typedef struct {
+  KSP ksp;
+  Mat A;
+  Vec b, x;
+} Solve;
+
+static PetscErrorCode SolveCreate(Mat A, Vec b, const char prefix[], KSPType type, PCType pctype, PetscBool petsc_factor, PetscReal rtol, Solve *s)
+{
+  PC pc;
+
+  PetscFunctionBeginUser;
+  s->A = A;
+  s->b = b;
+  PetscCall(MatCreateVecs(A, &s->x, NULL));
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &s->ksp));
+  PetscCall(KSPSetOptionsPrefix(s->ksp, prefix));
+  PetscCall(KSPSetType(s->ksp, type));
+  PetscCall(KSPSetOperators(s->ksp, A, A));
+  PetscCall(KSPSetTolerances(s->ksp, rtol, PETSC_CURRENT, PETSC_CURRENT, 10000));
+  PetscCall(KSPGetPC(s->ksp, &pc));
+  PetscCall(PCSetType(pc, pctype));
+  if (petsc_factor) {
+    PetscBool blocks;
+
+    PetscCall(PetscStrcmpAny(pctype, &blocks, PCBJACOBI, PCASM, ""));
+    if (blocks)
+      PetscCall(PetscOptionsSetValue(NULL, "-ref_sub_pc_factor_mat_solver_type", MATSOLVERPETSC)); /* the ILU/ICC of the blocks */
+    else
+      PetscCall(PCFactorSetMatSolverType(pc, MATSOLVERPETSC));
+  }
+  PetscCall(KSPSetFromOptions(s->ksp));
+  PetscCall(KSPSetUp(s->ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode SolveDestroy(Solve *s)
+{
+  PetscFunctionBeginUser;
+  PetscCall(KSPDestroy(&s->ksp));
+  PetscCall(VecDestroy(&s->x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ||y - z|| / ||z|| of two vectors of any types (the same layout) */
+static PetscErrorCode RelDiff(Vec y, Vec z, PetscReal *d)
+{
+  const PetscScalar *ya, *za;
+  PetscInt           n;
+  PetscReal          loc[2] = {0, 0}, glob[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(y, &n));
+  PetscCall(VecGetArrayRead(y, &ya));
+  PetscCall(VecGetArrayRead(z, &za));
+  for (PetscInt i = 0; i < n; ++i) {
+    loc[0] += PetscRealPart((ya[i] - za[i]) * PetscConj(ya[i] - za[i]));
+    loc[1] += PetscRealPart(za[i] * PetscConj(za[i]));
+  }
+  PetscCall(VecRestoreArrayRead(y, &ya));
+  PetscCall(VecRestoreArrayRead(z, &za));
+  PetscCallMPI(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, PETSC_COMM_WORLD));
+  *d = glob[1] > 0 ? PetscSqrtReal(glob[0] / glob[1]) : PetscSqrtReal(glob[0]);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y := the values of x (any vector types, the same layout) */
+static PetscErrorCode CopyValues(Vec x, Vec y)
+{
+  const PetscScalar *xa;
+  PetscScalar       *ya;
+  PetscInt           n;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(x, &n));
+  PetscCall(VecGetArrayRead(x, &xa));
+  PetscCall(VecGetArrayWrite(y, &ya));
+  PetscCall(PetscArraycpy(ya, xa, n));
+  PetscCall(VecRestoreArrayWrite(y, &ya));
+  PetscCall(VecRestoreArrayRead(x, &xa));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether the ASCII -ksp_view of ksp contains text */
+static PetscErrorCode ViewContains(KSP ksp, const char text[], PetscBool *found)
+{
+  FILE       *fp = tmpfile();
+  PetscViewer viewer;
+  char        buf[1 << 16];
+  size_t      len;
+  PetscMPIInt rank;
+  int         f;
+
+  PetscFunctionBeginUser;
+  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "tmpfile() failed");
+  PetscCall(PetscViewerASCIIOpenWithFILE(PETSC_COMM_WORLD, fp, &viewer));
+  PetscCall(KSPView(ksp, viewer));
+  PetscCall(PetscViewerFlush(viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  rewind(fp);
+  len      = fread(buf, 1, sizeof(buf) - 1, fp);
+  buf[len] = 0;
+  fclose(fp);
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  f = (rank > 0 || strstr(buf, text)) ? 1 : 0; /* rank 0 writes the view */
+  PetscCallMPI(MPI_Bcast(&f, 1, MPI_INT, 0, PETSC_COMM_WORLD));
+  *found = f ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Both preconditioners on one random vector (fused vectors and plain ones for the fused PC), then both solves */
+static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt its_abs, PetscReal sol_tol)
+{
+  PC                 pcf, pcr;
+  Vec                r, zf, zr, rp, zp, bf;
+  PetscRandom        rnd;
+  PetscReal          d;
+  PetscInt           itsf, itsr;
+  KSPConvergedReason reasonf, reasonr;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPGetPC(fs->ksp, &pcf));
+  PetscCall(KSPGetPC(rs->ksp, &pcr));
+  PetscCall(PCSetUp(pcf)); /* refactors when the matrix changed */
+  PetscCall(PCSetUp(pcr));
+  PetscCall(MatCreateVecs(rs->A, &r, &zr)); /* plain */
+  PetscCall(VecDuplicate(r, &rp));
+  PetscCall(VecDuplicate(r, &zp));
+  PetscCall(VecDuplicate(fs->x, &bf)); /* fused */
+  PetscCall(VecDuplicate(fs->x, &zf));
+  PetscCall(PetscRandomCreate(PETSC_COMM_WORLD, &rnd));
+  PetscCall(PetscRandomSetSeed(rnd, 17));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(VecSetRandom(r, rnd));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(CopyValues(r, bf));
+  PetscCall(CopyValues(r, rp));
+  PetscCall(PCApply(pcr, r, zr));
+  PetscCall(PCApply(pcf, bf, zf));
+  PetscCall(RelDiff(zf, zr, &d));
+  PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApply fused vectors vs petsc (%g <= 1e-10)", what, (double)d));
+  PetscCall(PCApply(pcf, rp, zp));
+  PetscCall(RelDiff(zp, zr, &d));
+  PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApply plain VECSEQ vectors vs petsc (%g <= 1e-10)", what, (double)d));
+  PetscCall(PCApplyTranspose(pcr, r, zr));
+  PetscCall(PCApplyTranspose(pcf, bf, zf));
+  PetscCall(RelDiff(zf, zr, &d));
+  PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApplyTranspose vs petsc (%g <= 1e-10)", what, (double)d));
+  PetscCall(VecDestroy(&r));
+  PetscCall(VecDestroy(&zr));
+  PetscCall(VecDestroy(&rp));
+  PetscCall(VecDestroy(&zp));
+  PetscCall(VecDestroy(&bf));
+  PetscCall(VecDestroy(&zf));
+
+  PetscCall(KSPSolve(fs->ksp, fs->b, fs->x));
+  PetscCall(KSPSolve(rs->ksp, rs->b, rs->x));
+  PetscCall(KSPGetIterationNumber(fs->ksp, &itsf));
+  PetscCall(KSPGetIterationNumber(rs->ksp, &itsr));
+  PetscCall(KSPGetConvergedReason(fs->ksp, &reasonf));
+  PetscCall(KSPGetConvergedReason(rs->ksp, &reasonr));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s: fused its=%" PetscInt_FMT " (%s), petsc its=%" PetscInt_FMT " (%s)\n", what, itsf, KSPConvergedReasons[reasonf], itsr, KSPConvergedReasons[reasonr]));
+  PetscCall(Check((PetscBool)(reasonf > 0 && reasonr > 0), "%s: both converged", what));
+  PetscCall(Check((PetscBool)(PetscAbsInt(itsf - itsr) <= its_abs), "%s: iterations %" PetscInt_FMT " vs %" PetscInt_FMT " (within %" PetscInt_FMT ")", what, itsf, itsr, its_abs));
+  PetscCall(RelDiff(fs->x, rs->x, &d));
+  PetscCall(Check((PetscBool)(d <= sol_tol), "%s: solutions differ by %g <= %g", what, (double)d, (double)sol_tol));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A zero pivot: KSP_DIVERGED_PC_FAILED, and PETSC_ERR_MAT_LU_ZRPVT with KSPSetErrorIfNotConverged() */
+static PetscErrorCode ZeroPivot(Mat Af, Vec b, KSPType type, PCType pctype)
+{
+  KSP                ksp;
+  PC                 pc;
+  Vec                x;
+  KSPConvergedReason reason;
+  PetscErrorCode     ierr;
+  PetscInt           rstart;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetOwnershipRange(Af, &rstart, NULL));
+  PetscCall(MatSetValue(Af, rstart, rstart, 0.0, INSERT_VALUES));
+  PetscCall(MatAssemblyBegin(Af, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(Af, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatCreateVecs(Af, &x, NULL));
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetType(ksp, type));
+  PetscCall(KSPSetOperators(ksp, Af, Af));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, pctype));
+  PetscCall(PCFactorSetShiftType(pc, MAT_SHIFT_NONE));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(KSPGetConvergedReason(ksp, &reason));
+  PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_PC_FAILED), "zero pivot: reason %s is DIVERGED_PC_FAILED", KSPConvergedReasons[reason]));
+  PetscCall(KSPDestroy(&ksp));
+
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetType(ksp, type));
+  PetscCall(KSPSetOperators(ksp, Af, Af));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, pctype));
+  PetscCall(PCFactorSetShiftType(pc, MAT_SHIFT_NONE));
+  PetscCall(KSPSetErrorIfNotConverged(ksp, PETSC_TRUE));
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+  ierr = KSPSolve(ksp, b, x);
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(Check((PetscBool)(ierr == PETSC_ERR_MAT_LU_ZRPVT), "zero pivot with KSPSetErrorIfNotConverged: error %d is PETSC_ERR_MAT_LU_ZRPVT (%d)", (int)ierr, (int)PETSC_ERR_MAT_LU_ZRPVT));
+  PetscCall(KSPDestroy(&ksp));
+
+  PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
+  PetscCall(KSPSetType(ksp, type));
+  PetscCall(KSPSetOperators(ksp, Af, Af));
+  PetscCall(KSPSetTolerances(ksp, PETSC_CURRENT, PETSC_CURRENT, PETSC_CURRENT, 20));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, pctype));
+  PetscCall(PCFactorSetShiftType(pc, strcmp(pctype, PCICC) ? MAT_SHIFT_NONZERO : MAT_SHIFT_POSITIVE_DEFINITE));
+  PetscCall(KSPSolve(ksp, b, x));
+  PetscCall(KSPGetConvergedReason(ksp, &reason));
+  PetscCall(Check((PetscBool)(reason != KSP_DIVERGED_PC_FAILED), "zero pivot with a shift: the factorization succeeds (reason %s)", KSPConvergedReasons[reason]));
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(VecDestroy(&x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+  Problem   prob;
+  Mat       Af, F0 = NULL, F1 = NULL;
+  Vec       bf;
+  Solve     fs, rs;
+  char      ksptype[64] = KSPGMRES, pctype[64] = PCILU, text[64];
+  PetscReal rtol = 1e-10, sol_tol = 1e-6;
+  PetscInt  its_abs      = 1;
+  PetscBool expect_fused = PETSC_TRUE, zero_pivot = PETSC_FALSE, found, isfactor;
+  PC        pc;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
+  PetscCall(FusedKSPInitializePackage());
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-ksp_type", ksptype, sizeof(ksptype), NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-pc_type", pctype, sizeof(pctype), NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-rtol", &rtol, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-sol_tol", &sol_tol, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-its_abs", &its_abs, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_fused", &expect_fused, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-zero_pivot", &zero_pivot, NULL));
+  PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
+  PetscCall(MatConvert(prob.A, MATAIJFUSED, MAT_INITIAL_MATRIX, &Af));
+  PetscCall(MatCreateVecs(Af, NULL, &bf));
+  PetscCall(CopyValues(prob.b, bf));
+  if (zero_pivot) {
+    PetscCall(ZeroPivot(Af, bf, ksptype, pctype));
+  } else {
+    PetscCall(SolveCreate(Af, bf, "fused_", ksptype, pctype, PETSC_FALSE, rtol, &fs));
+    PetscCall(SolveCreate(prob.A, prob.b, "ref_", ksptype, pctype, PETSC_TRUE, rtol, &rs));
+    PetscCall(KSPGetPC(fs.ksp, &pc));
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)pc, &isfactor, PCILU, PCICC, ""));
+    if (isfactor) {
+      MatSolverType st;
+
+      PetscCall(PCFactorGetMatSolverType(pc, &st));
+      PetscCall(Check((PetscBool)(st && !strcmp(st, MATSOLVERFUSED)), "default solver type of %s on aijfused is %s (%s)", pctype, MATSOLVERFUSED, st ? st : "none"));
+      PetscCall(PCFactorGetMatrix(pc, &F0));
+    }
+    /* the blocks of PCBJACOBI may take ICC (PETSc's default sub-PC for a symmetric matrix) */
+    PetscCall(PetscSNPrintf(text, sizeof(text), "FusedKSP %s", isfactor ? (!strcmp(pctype, PCICC) ? "ICC(0)" : "ILU(0)") : "I"));
+    PetscCall(Compare(&fs, &rs, "first solve", its_abs, sol_tol)); /* sets up the blocks of PCBJACOBI */
+    PetscCall(ViewContains(fs.ksp, text, &found));
+    PetscCall(Check((PetscBool)(found == expect_fused), "-ksp_view %s \"%s\"", expect_fused ? "shows" : "does not show", text));
+
+    PetscCall(MatScale(Af, 2.0));
+    PetscCall(MatScale(prob.A, 2.0));
+    PetscCall(Compare(&fs, &rs, "after MatScale", its_abs, sol_tol));
+    PetscCall(MatShift(Af, 1.0));
+    PetscCall(MatShift(prob.A, 1.0));
+    PetscCall(Compare(&fs, &rs, "after MatShift", its_abs, sol_tol));
+    if (isfactor) {
+      PetscCall(PCFactorGetMatrix(pc, &F1));
+      PetscCall(Check((PetscBool)(F0 == F1), "the factor of the same pattern is refactored in place (numeric phase only)"));
+    }
+    PetscCall(SolveDestroy(&fs));
+    PetscCall(SolveDestroy(&rs));
+  }
+  PetscCall(VecDestroy(&bf));
+  PetscCall(MatDestroy(&Af));
+  PetscCall(ProblemDestroy(&prob));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_ilu: %s\n", check_failures ? "FAIL" : "PASS"));
+  PetscCall(PetscFinalize());
+  return check_failures ? 1 : 0;
+}
