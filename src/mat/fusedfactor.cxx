@@ -9,6 +9,10 @@
    phase (with the level schedule of each factor and the backend's analysis); the numeric phase, called
    again by PETSc when only the values of A change, refactors on the host and copies the values.
 
+   A request beyond that (fill levels, a drop tolerance, an ordering other than the natural one) is handed
+   to PETSc's own factorization (MATSOLVERPETSC) and its host solves, so every ILU/ICC that runs on MATAIJ
+   runs on MATAIJFUSED too; -ksp_view says so.
+
    ICC(0) is ILU(0) of the whole matrix: for a symmetric A the factors satisfy U = D L^T, so
    M = L U = L D L^T is the incomplete Cholesky factorization of the same pattern (PETSc's ICC(0) in
    exact arithmetic).  For a nonsymmetric A it is ILU(0), where PETSc's ICC reads the upper triangle only.
@@ -50,7 +54,8 @@ struct FusedFactor {
   PetscScalar     *work   = nullptr; /* host, n: L^{-1} b */
   PetscScalar     *dwork  = nullptr; /* backend, n (NULL on the host backend: work) */
   Triangle         L, U;
-  PetscObjectState nonzerostate = -1; /* of A at the symbolic phase */
+  PetscObjectState nonzerostate = -1;      /* of A at the symbolic phase */
+  Mat              host         = nullptr; /* PETSc's factor, for a factorization beyond ILU(0)/ICC(0) */
 };
 
 /* Backend copies of a triangle's arrays (allocated by the symbolic phase) and its host view */
@@ -113,6 +118,24 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
   f->be           = nullptr;
   f->nonzerostate = -1;
+  PetscCall(MatDestroy(&f->host));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The symbolic phase of PETSc's own factorization of A into f->host, for a request the device's ILU(0)/ICC(0)
+   does not cover (`why`) */
+static PetscErrorCode HostFactorSymbolic(Mat F, Mat A, IS row, IS col, const MatFactorInfo *info, const char *why)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+
+  PetscFunctionBegin;
+  PetscCall(FusedFactorReset(f));
+  PetscCall(PetscInfo(A, "MatSolverType %s: %s: PETSc's factorization and host solves\n", MATSOLVERFUSED, why));
+  PetscCall(MatGetFactor(A, MATSOLVERPETSC, F->factortype, &f->host));
+  if (F->factortype == MAT_FACTOR_ICC)
+    PetscCall(MatICCFactorSymbolic(f->host, A, row, info));
+  else
+    PetscCall(MatILUFactorSymbolic(f->host, A, row, col, info));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -201,19 +224,25 @@ static PetscErrorCode MatILUFactorSymbolic_FusedFactor(Mat F, Mat A, IS row, IS 
   PetscBool identity = PETSC_TRUE;
 
   PetscFunctionBegin;
-  PetscCheck(info->levels == 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ILU(0) only, not %" PetscInt_FMT " levels of fill; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, (PetscInt)info->levels);
-  PetscCheck(info->dt <= 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ILU(0) only, no drop tolerance; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED);
   if (col) PetscCall(ISIdentity(col, &identity));
-  PetscCheck(identity, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ILU(0) with the natural ordering only; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED);
-  PetscCall(FactorSymbolic(F, A, row));
+  if (row && identity) PetscCall(ISIdentity(row, &identity));
+  if (info->levels > 0 || info->dt > 0 || !identity)
+    PetscCall(HostFactorSymbolic(F, A, row, col, info, info->levels > 0 ? "fill levels" : (info->dt > 0 ? "a drop tolerance" : "an ordering other than the natural one")));
+  else
+    PetscCall(FactorSymbolic(F, A, row));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode MatICCFactorSymbolic_FusedFactor(Mat F, Mat A, IS perm, const MatFactorInfo *info)
 {
+  PetscBool identity = PETSC_TRUE;
+
   PetscFunctionBegin;
-  PetscCheck(info->levels == 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: ICC(0) only, not %" PetscInt_FMT " levels of fill; use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, (PetscInt)info->levels);
-  PetscCall(FactorSymbolic(F, A, perm));
+  if (perm) PetscCall(ISIdentity(perm, &identity));
+  if (info->levels > 0 || !identity)
+    PetscCall(HostFactorSymbolic(F, A, perm, perm, info, info->levels > 0 ? "fill levels" : "an ordering other than the natural one"));
+  else
+    PetscCall(FactorSymbolic(F, A, perm));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -353,17 +382,40 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* PETSc's numeric phase into f->host, its outcome (a zero pivot) reported by F */
+static PetscErrorCode HostFactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+
+  PetscFunctionBegin;
+  if (F->factortype == MAT_FACTOR_ICC)
+    PetscCall(MatCholeskyFactorNumeric(f->host, A, info));
+  else
+    PetscCall(MatLUFactorNumeric(f->host, A, info));
+  F->factorerrortype             = f->host->factorerrortype;
+  F->factorerror_zeropivot_value = f->host->factorerror_zeropivot_value;
+  F->factorerror_zeropivot_row   = f->host->factorerror_zeropivot_row;
+  F->assembled                   = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MatLUFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
-  PetscCall(FactorNumeric(F, A, info));
+  if (((FusedFactor *)F->data)->host)
+    PetscCall(HostFactorNumeric(F, A, info));
+  else
+    PetscCall(FactorNumeric(F, A, info));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode MatCholeskyFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
-  PetscCall(FactorNumeric(F, A, info));
+  if (((FusedFactor *)F->data)->host)
+    PetscCall(HostFactorNumeric(F, A, info));
+  else
+    PetscCall(FactorNumeric(F, A, info));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -374,6 +426,10 @@ static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
   PetscBool    fb, fx;
 
   PetscFunctionBegin;
+  if (f->host) {
+    PetscCall(MatSolve(f->host, b, x));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(VecIsFused(b, &fb));
   PetscCall(VecIsFused(x, &fx));
   PetscCall(PetscLogEventBegin(events.trsv, F, b, x, 0));
@@ -413,6 +469,10 @@ static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
   const PetscInt     n = f->n;
 
   PetscFunctionBegin;
+  if (f->host) {
+    PetscCall(MatSolveTranspose(f->host, b, x));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(VecGetArrayRead(b, &bp));
   PetscCall(VecGetArrayWrite(x, &xp));
   PetscCall(PetscArraycpy(xp, bp, n));
@@ -433,6 +493,10 @@ static PetscErrorCode MatGetInfo_FusedFactor(Mat F, MatInfoType, MatInfo *info)
   FusedFactor *f = (FusedFactor *)F->data;
 
   PetscFunctionBegin;
+  if (f->host) {
+    PetscCall(MatGetInfo(f->host, MAT_LOCAL, info));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(PetscMemzero(info, sizeof(*info)));
   info->block_size        = 1.0;
   info->nz_used           = f->be ? (PetscLogDouble)(f->L.rowptr[f->n] + f->U.rowptr[f->n] + f->n) : 0;
@@ -451,6 +515,8 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
+  if (isascii && f->host)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP: beyond the device's %s (fill levels, a drop tolerance or an ordering): PETSc's factorization, solves on the host\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)"));
   if (!isascii || !f->be) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(BackendDescription(f->be, PETSC_FALSE, where, sizeof(where)));
   if (f->be == HostBackend())
@@ -500,7 +566,8 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   host<->device vector copy.  Plain `VECSEQ` vectors are solved on the host copy of the factors.
   `MatSolveTranspose()` runs on the host.  A new matrix with the same pattern reruns only the numeric phase.
 
-  Level 0 and the natural ordering only, no drop tolerance. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
+  Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,
+  `-pc_factor_mat_ordering_type`, a drop tolerance) get PETSc's own factorization and host solves. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
   PETSc's rules (ICC's default is positive_definite, ILU's none; `PCILU` turns nonzero into inblocks for every matrix type
   but seqaij/mpiaij); without a shift the factors equal PETSc's to rounding, a shifted factorization may take other shifts
   than PETSc's (its ICC tests pivots on its own form). A zero pivot that no shift removes is an error under
