@@ -4,6 +4,9 @@
 #   make test            every test on the host backend (serial and mpiexec -n 2/3); ends with "N passed, N failed"
 #   make test-gpu        the same plus the device-only tests (needs a GPU)
 #   make demo            fused vs classical solvers on tutorials/ex1, one table
+#   make conformance     PETSc's own test programs as shipped and with the plugin loaded (conformance/README.md;
+#                        CONFORMANCE_ARGS= passes options/patterns, e.g. CONFORMANCE_ARGS="--jobs 1 mat/tests")
+#   make conformance-ci  the same on the subset conformance/ci-subset (about 5 minutes; also run by make test)
 #   make install PREFIX=/path
 #   make info            PETSc, MPI, compilers, whether the CUDA backend is built
 #   make clean
@@ -47,7 +50,7 @@ FK_TUTORIALS := $(patsubst tutorials/%.c,$(FK_BUILD)/bin/%,$(filter-out tutorial
 FK_TESTS     := $(patsubst tests/%.c,$(FK_BUILD)/bin/%,$(wildcard tests/*.c)) $(patsubst tests/%.cxx,$(FK_BUILD)/bin/%,$(wildcard tests/*.cxx))
 FK_PROBLEMS  := $(FK_BUILD)/tutorials/problems.c.o
 
-.PHONY: all lib tutorials tests test test-gpu demo install info clean format
+.PHONY: all lib tutorials tests test test-gpu demo install info clean format conformance conformance-ci
 .SECONDARY: # keep the objects of the test programs and tutorials (intermediate files otherwise), so make relinks nothing needlessly
 all: lib tutorials tests
 lib: $(FK_LIB)
@@ -89,6 +92,11 @@ test-gpu: all
 	@MPIEXEC="$(FK_MPIEXEC)" PETSC_DIR="$(PETSC_DIR)" PETSC_ARCH="$(PETSC_ARCH)" PETSC_SRC="$(PETSC_SRC)" tests/run --gpu
 demo: all
 	@MPIEXEC="$(FK_MPIEXEC)" tutorials/demo
+FK_CONFENV = MPIEXEC="$(FK_MPIEXEC)" PETSC_DIR="$(PETSC_DIR)" PETSC_ARCH="$(PETSC_ARCH)" PETSC_SRC="$(PETSC_SRC)" FK_BUILD="$(FK_BUILD)" FK_LIBDIR="$(FK_LIBDIR)"
+conformance: lib
+	@$(FK_CONFENV) conformance/run $(CONFORMANCE_ARGS)
+conformance-ci: lib
+	@$(FK_CONFENV) conformance/run --subset conformance/ci-subset --out $(FK_BUILD)/conformance-ci $(CONFORMANCE_ARGS)
 
 install: all
 	install -d $(PREFIX)/lib $(PREFIX)/include
