@@ -49,6 +49,10 @@ namespace
   X(shift, MatShift_SeqAIJFused)                                                                                                                                                                                                                         \
   X(view, MatView_AIJFused)                                                                                                                                                                                                                              \
   X(setfromoptions, MatSetFromOptions_SeqAIJFused)                                                                                                                                                                                                       \
+  X(lufactor, MatLUFactor_SeqAIJFused)                                                                                                                                                                                                                   \
+  X(ilufactor, MatILUFactor_SeqAIJFused)                                                                                                                                                                                                                 \
+  X(choleskyfactor, MatCholeskyFactor_SeqAIJFused)                                                                                                                                                                                                       \
+  X(iccfactor, MatICCFactor_SeqAIJFused)                                                                                                                                                                                                                 \
   X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
 
 /* MATSEQAIJ's implementations of those operations, called for the host work */
@@ -441,6 +445,41 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
 
 PetscErrorCode MatConvert_SeqAIJFused_SeqAIJ(Mat, MatType, MatReuse, Mat *);
 PetscErrorCode MatConvert_SeqAIJ_SeqAIJFused(Mat, MatType, MatReuse, Mat *);
+PetscErrorCode MatConvertFromFused(Mat);
+
+/* In-place factorizations: the factors replace A's data (MatHeaderMerge()), after which A is a factored
+   MATSEQAIJ with no products, so A becomes a plain MATSEQAIJ first and MATSEQAIJ factors it */
+PetscErrorCode MatLUFactor_SeqAIJFused(Mat A, IS row, IS col, const MatFactorInfo *info)
+{
+  PetscFunctionBegin;
+  PetscCall(MatConvertFromFused(A));
+  PetscUseTypeMethod(A, lufactor, row, col, info);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatILUFactor_SeqAIJFused(Mat A, IS row, IS col, const MatFactorInfo *info)
+{
+  PetscFunctionBegin;
+  PetscCall(MatConvertFromFused(A));
+  PetscUseTypeMethod(A, ilufactor, row, col, info);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatCholeskyFactor_SeqAIJFused(Mat A, IS perm, const MatFactorInfo *info)
+{
+  PetscFunctionBegin;
+  PetscCall(MatConvertFromFused(A));
+  PetscUseTypeMethod(A, choleskyfactor, perm, info);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatICCFactor_SeqAIJFused(Mat A, IS perm, const MatFactorInfo *info)
+{
+  PetscFunctionBegin;
+  PetscCall(MatConvertFromFused(A));
+  PetscUseTypeMethod(A, iccfactor, perm, info);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /* Turns the MATSEQAIJ A (new, or assembled: its values stay) into a MATSEQAIJFUSED */
 PetscErrorCode MatConvertToFused(Mat A)
@@ -454,7 +493,7 @@ PetscErrorCode MatConvertToFused(Mat A)
   A->spptr   = d;
 #define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \
   d->host.op = A->ops->op;                                                                                                                                                                                                                               \
-  A->ops->op = fn;
+  if (d->host.op) A->ops->op = fn; /* only where the AIJ type has the operation */
   FUSED_SEQAIJ_OPS(FUSED_INSTALL_OP)
 #undef FUSED_INSTALL_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_SeqAIJFused));

@@ -728,7 +728,7 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
   A->spptr   = d;
 #define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \
   d->host.op = A->ops->op;                                                                                                                                                                                                                               \
-  A->ops->op = fn;
+  if (d->host.op) A->ops->op = fn; /* only where the AIJ type has the operation */
   FUSED_MPIAIJ_OPS(FUSED_INSTALL_OP)
 #undef FUSED_INSTALL_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_MPIAIJFused));
