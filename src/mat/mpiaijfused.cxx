@@ -636,12 +636,13 @@ PetscErrorCode MatMultTransposeAdd_MPIAIJFused(Mat A, Vec x, Vec z, Vec y)
 PetscErrorCode MatGetDiagonal_MPIAIJFused(Mat A, Vec v)
 {
   MatMPIFusedData *d = Data(A);
-  PetscBool        device;
+  PetscBool        device, same;
   PetscScalar     *va;
 
   PetscFunctionBegin;
   PetscCall(OnBackend(A, {v}, &device));
-  if (!device || A->rmap->rstart != A->cmap->rstart || A->rmap->n != A->cmap->n) {
+  PetscCall(PetscLayoutCompare(A->rmap, A->cmap, &same)); /* the same answer on every rank: the refresh below is collective */
+  if (!device || !same) {
     PetscCall(d->host.getdiagonal(A, v));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
