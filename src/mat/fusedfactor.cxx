@@ -29,10 +29,9 @@ namespace fusedksp
 enum class TrsvChoice { SYNCFREE, LEVELS, AUTO };
 static const char *const TrsvChoices[] = {"syncfree", "levels", "auto", "TrsvChoice", "TRSV_", nullptr};
 
-/* AUTO takes LEVELS when neither factor has more levels than this, else SYNCFREE.  Provisional: one
-   launch per level costs a few microseconds, so level scheduling pays only with few levels (to be
-   measured on the GPU).                                                                            */
-constexpr PetscInt FUSED_TRSV_AUTO_LEVELS = 32;
+/* AUTO takes LEVELS: on an H100 (2026-11-25) the sync-free solve passed its tests up to 65536 rows but did not finish
+   45 s of ICC(0)-preconditioned CG on poisson2d 512^2 (262144 rows), so it is chosen only by request until that is
+   understood; level scheduling is correct at every size, and slow with many levels (one launch per level)     */
 
 /* One triangular factor: host arrays (the reference, and the solves on non-fused vectors) and the
    backend's copy (the same arrays on the host backend) */
@@ -139,12 +138,10 @@ static PetscErrorCode HostFactorSymbolic(Mat F, Mat A, IS row, IS col, const Mat
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The algorithm -pc_factor_fused_trsv asks for, for a factor pair with these level counts */
-static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice, PetscInt nlevels)
+/* The algorithm -pc_factor_fused_trsv asks for (auto: levels, see above) */
+static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice)
 {
-  if (choice == TrsvChoice::LEVELS) return TrsvAlgorithm::LEVELS;
-  if (choice == TrsvChoice::SYNCFREE) return TrsvAlgorithm::SYNCFREE;
-  return nlevels <= FUSED_TRSV_AUTO_LEVELS ? TrsvAlgorithm::LEVELS : TrsvAlgorithm::SYNCFREE;
+  return choice == TrsvChoice::SYNCFREE ? TrsvAlgorithm::SYNCFREE : TrsvAlgorithm::LEVELS;
 }
 
 /* Symbolic phase of ILU(0) and ICC(0): split A's pattern into L and U, level schedules, backend copies */
@@ -164,10 +161,9 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   if (perm) PetscCall(ISIdentity(perm, &identity));
   PetscCheck(identity, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: %s with the natural ordering only (-pc_factor_mat_ordering_type natural), or use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, name);
   PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "FusedKSP factorization options", "Mat");
-  PetscCall(
-      PetscOptionsEnum("-pc_factor_fused_trsv",
-                       "Triangular solve algorithm of the fused ILU(0)/ICC(0) on the device: syncfree (one kernel, rows wait for their dependencies), levels (one kernel per level), auto (levels when each factor has at most 32 levels, provisional)",
-                       "MATSOLVERFUSED", TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
+  PetscCall(PetscOptionsEnum("-pc_factor_fused_trsv",
+                             "Triangular solve algorithm of the fused ILU(0)/ICC(0) on the device: syncfree (one kernel, rows wait for their dependencies), levels (one kernel per level), auto (levels; syncfree is experimental)", "MATSOLVERFUSED",
+                             TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
   PetscOptionsEnd();
   PetscCall(FusedFactorReset(f));
   f->choice = choice;
@@ -204,7 +200,7 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   f->L.nlevels = nlevels[0];
   f->U.nlevels = nlevels[1];
   {
-    const TrsvAlgorithm alg = ChooseAlgorithm(choice, PetscMax(nlevels[0], nlevels[1]));
+    const TrsvAlgorithm alg = ChooseAlgorithm(choice);
 
     PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, &f->L));
     PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, &f->U));
@@ -555,8 +551,8 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
 
   Options Database Keys:
 + -pc_factor_mat_solver_type fused       - this solver (the default for `MATSEQAIJFUSED`); `petsc` gives PETSc's host ILU/ICC
-- -pc_factor_fused_trsv <syncfree,levels,auto> - the algorithm of the device's triangular solves (default auto: levels when
-                                           each factor has at most 32 levels, else syncfree; provisional until measured)
+- -pc_factor_fused_trsv <syncfree,levels,auto> - the algorithm of the device's triangular solves (default auto: levels; syncfree
+                                           is experimental: it did not finish at 262144 rows on an H100)
 
   Level: beginner
 
