@@ -525,12 +525,7 @@ PetscErrorCode MatConvertFromFused(Mat A)
 PetscErrorCode MatConvert_SeqAIJ_SeqAIJFused(Mat A, MatType, MatReuse reuse, Mat *M)
 {
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
-  PetscCall(MatConvertToFused(*M));
+  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertToFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -538,12 +533,7 @@ PetscErrorCode MatConvert_SeqAIJ_SeqAIJFused(Mat A, MatType, MatReuse reuse, Mat
 PetscErrorCode MatConvert_SeqAIJFused_SeqAIJ(Mat A, MatType, MatReuse reuse, Mat *M)
 {
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
-  PetscCall(MatConvertFromFused(*M));
+  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertFromFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -15,6 +15,10 @@ using MatConvertFn = PetscErrorCode (*)(Mat, MatType, MatReuse, Mat *);
    MatProductSetFromOptions_anytype_C; NULL functions remove them                                  */
 PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused);
 
+/* MatConvert() between an AIJ type and its fused type, in every reuse mode: REUSE copies the values into *M,
+   INITIAL duplicates A into *M, then (INITIAL and INPLACE) `change` turns *M into the other type in place */
+PetscErrorCode MatAIJFusedConvert(Mat A, MatReuse reuse, Mat *M, PetscErrorCode (*change)(Mat));
+
 /* The BLAS-1 kernels of a backend */
 const BlasKernels *MatFusedBlas(const Backend *backend);
 

@@ -36,6 +36,18 @@ PetscErrorCode ProductOperandType(Mat M, std::string *type, PetscErrorCode (**ho
 }
 } // namespace
 
+PetscErrorCode MatAIJFusedConvert(Mat A, MatReuse reuse, Mat *M, PetscErrorCode (*change)(Mat))
+{
+  PetscFunctionBegin;
+  if (reuse == MAT_REUSE_MATRIX) {
+    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
+  PetscCall(change(*M));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 const BlasKernels *MatFusedBlas(const Backend *backend)
 {
 #if defined(FUSEDKSP_HAVE_CUDA)

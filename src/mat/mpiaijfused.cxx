@@ -760,12 +760,7 @@ PetscErrorCode MatConvertFromMPIFused(Mat A)
 PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat A, MatType, MatReuse reuse, Mat *M)
 {
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
-  PetscCall(MatConvertToMPIFused(*M));
+  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertToMPIFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -773,12 +768,7 @@ PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat A, MatType, MatReuse reuse, Mat
 PetscErrorCode MatConvert_MPIAIJFused_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *M)
 {
   PetscFunctionBegin;
-  if (reuse == MAT_REUSE_MATRIX) {
-    PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
-  PetscCall(MatConvertFromMPIFused(*M));
+  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertFromMPIFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
