@@ -11,6 +11,7 @@ Options:\n\
   -n <12>: the matrix is the 2D n x n 5-point operator with a nonsymmetric perturbation\n\n";
 
 #include <petscksp.h>
+#include <stdio.h>
 #include <fusedksp.h>
 #include "check.h"
 
@@ -525,6 +526,11 @@ static PetscErrorCode AssemblyAndIO(MPI_Comm comm, PetscInt n, Mat F, Mat R)
   PetscCall(PetscViewerDestroy(&viewer));
   PetscCall(Agree(L, R, PETSC_BOOL3_TRUE, "MatView/MatLoad binary"));
   PetscCall(MatDestroy(&L));
+  PetscCallMPI(MPI_Barrier(comm)); /* every rank has closed the file */
+  if (rank == 0) {
+    (void)remove("test_matpetsc.bin");
+    (void)remove("test_matpetsc.bin.info");
+  }
   /* each rank's sequential fused block concatenated into a parallel matrix: the type asked for is the root type */
   {
     Mat S, M, Sr, Mr;
