@@ -45,6 +45,7 @@ PETSC_EXTERN PetscErrorCode KSPFusedSGMRESGetCGS2(KSP, PetscBool *);
 
 /* Number of global reductions (MPI_Allreduce calls) the last KSPSolve() of a fused solver made */
 PETSC_EXTERN PetscErrorCode KSPFusedGetReductionCount(KSP, PetscInt *);
+PETSC_EXTERN PetscErrorCode KSPFusedGetResidualReplacementCount(KSP, PetscInt *);
 PETSC_EXTERN PetscErrorCode KSPFusedSetCheckInterval(KSP, PetscInt);
 PETSC_EXTERN PetscErrorCode KSPFusedGetCheckInterval(KSP, PetscInt *);
 PETSC_EXTERN PetscErrorCode KSPFusedSetUseGraph(KSP, PetscBool);

@@ -313,7 +313,7 @@ struct DotSet {
   std::vector<DotKind> kinds;
   std::string          Name() const
   {
-    const char *letters = "ISWV"; /* INPUT, SELF, SELF_W, VECTOR */
+    const char *letters = "ISWVX"; /* INPUT, SELF, SELF_W, VECTOR, VECTOR_W */
     std::string s;
     for (DotKind k : kinds) s += letters[(int)k];
     return s.empty() ? "no dots" : s;
@@ -326,24 +326,29 @@ const DotSet DOT_SETS[] = {
     {{DotKind::DOT_SELF}},
     {{DotKind::DOT_SELF_W}},
     {{DotKind::DOT_VECTOR}},
+    {{DotKind::DOT_VECTOR_W}},
     {{DotKind::DOT_INPUT, DotKind::DOT_SELF, DotKind::DOT_SELF_W, DotKind::DOT_VECTOR}},
     {{DotKind::DOT_VECTOR, DotKind::DOT_SELF_W, DotKind::DOT_SELF, DotKind::DOT_INPUT}},
+    {{DotKind::DOT_INPUT, DotKind::DOT_VECTOR_W, DotKind::DOT_SELF_W, DotKind::DOT_VECTOR}},
 };
-const DotSet &ALL_DOTS = DOT_SETS[5];
+const DotSet &ALL_DOTS = DOT_SETS[6];
 
 /* Adds the vector operands of a dot set (length n) and fills the host and device DotSpecs */
 struct DotOperands {
-  std::vector<int> vec; /* operand index per dot, NONE when the kind has no vector */
+  std::vector<int> vec, weight; /* operand indices per dot, NONE when the kind has no vector or weight */
 
   void Add(Tester &t, Operands &ops, const DotSet &set, PetscInt n)
   {
-    for (DotKind k : set.kinds) vec.push_back(k == DotKind::DOT_SELF_W ? ops.Add("dot weight", t.RandomArray(n)) : k == DotKind::DOT_VECTOR ? ops.Add("dot vector", t.RandomArray(n)) : NONE);
+    for (DotKind k : set.kinds) {
+      vec.push_back(k == DotKind::DOT_SELF_W ? ops.Add("dot weight", t.RandomArray(n)) : k == DotKind::DOT_VECTOR || k == DotKind::DOT_VECTOR_W ? ops.Add("dot vector", t.RandomArray(n)) : NONE);
+      weight.push_back(k == DotKind::DOT_VECTOR_W ? ops.Add("dot weight", t.RandomArray(n)) : NONE);
+    }
   }
   void Specs(Operands &ops, const DotSet &set, std::vector<DotSpec> &ref, std::vector<DotSpec> &dev)
   {
     for (size_t d = 0; d < set.kinds.size(); ++d) {
-      ref.push_back({set.kinds[d], vec[d] != NONE ? ops.Ref(vec[d]) : nullptr});
-      dev.push_back({set.kinds[d], vec[d] != NONE ? ops.Dev(vec[d]) : nullptr});
+      ref.push_back({set.kinds[d], vec[d] != NONE ? ops.Ref(vec[d]) : nullptr, weight[d] != NONE ? ops.Ref(weight[d]) : nullptr});
+      dev.push_back({set.kinds[d], vec[d] != NONE ? ops.Dev(vec[d]) : nullptr, weight[d] != NONE ? ops.Dev(weight[d]) : nullptr});
     }
   }
   /* sum_i |term_i| of each dot, from the reference operands */
@@ -362,6 +367,9 @@ struct DotOperands {
         break;
       case DotKind::DOT_VECTOR:
         scale[d] = AbsDot(out, ops.RefArray(vec[d]));
+        break;
+      case DotKind::DOT_VECTOR_W:
+        scale[d] = AbsDot(out, ops.RefArray(vec[d]), &ops.RefArray(weight[d]));
         break;
       }
     }
@@ -1148,13 +1156,15 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
     const DotSpec none = {DotKind::DOT_SELF, nullptr};
     PetscCall(t.host->spmv_dots(&A.ref, nullptr, nullptr, p.data(), q.data(), 1, &none, slots.data() + CG_QU));
   }
-  slots[CG_RZ] = slots[CG_RR] = slots[CG_ZZ] = slots[CG_PQ] = 0;
-  for (PetscInt i = 0; i < n; ++i) {
+  slots[CG_RZ] = slots[CG_RR] = slots[CG_ZZ] = slots[CG_PQ] = slots[CG_QZ] = 0;
+  for (PetscInt i = 0; i < n; ++i) { /* z = p */
     slots[CG_RZ] += r[i] * p[i];
     slots[CG_RR] += r[i] * r[i];
     slots[CG_ZZ] += p[i] * p[i];
     slots[CG_PQ] += p[i] * q[i];
+    slots[CG_QZ] += q[i] * p[i];
   }
+  slots[CG_RU] = slots[CG_QZ];
   if (with_w) {
     slots[CG_QU] = 0;
     for (PetscInt i = 0; i < n; ++i) slots[CG_QU] += q[i] * w[i] * q[i];

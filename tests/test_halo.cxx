@@ -129,11 +129,13 @@ static PetscErrorCode Assemble(Mat A, Mat B)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* MatMPIAIJFusedMultDots(A, wl, wr, x, y) with the dot kinds of specs (DOT_SELF_W weight w, DOT_VECTOR vector r)
-   against wl .* (B (wr .* x)) and VecDot() */
+/* MatMPIAIJFusedMultDots(A, wl, wr, x, y) with ndots dot products (weight w, vector r) against
+   wl .* (B (wr .* x)) and VecDot(); dot d has kind ALL[(d + ndots - 1) % 5], so the calls with 1..4
+   dots cover every kind                                                                       */
 static PetscErrorCode CheckMultDots(const char *stage, Mat A, Mat B, Vec x, Vec wl, Vec wr, Vec w, Vec r, int ndots, std::mt19937_64 &rng)
 {
-  const DotKind kinds[FUSED_MAX_DOTS] = {DotKind::DOT_INPUT, DotKind::DOT_SELF, DotKind::DOT_SELF_W, DotKind::DOT_VECTOR};
+  const DotKind ALL[5] = {DotKind::DOT_INPUT, DotKind::DOT_SELF, DotKind::DOT_SELF_W, DotKind::DOT_VECTOR, DotKind::DOT_VECTOR_W};
+  DotKind       kinds[FUSED_MAX_DOTS];
   Vec           y, yref, t;
   PetscScalar  *xa, *ya, *wla = nullptr, *wra = nullptr, *wa, *ra, dots[FUSED_MAX_DOTS], ref;
   DotSpec       specs[FUSED_MAX_DOTS];
@@ -156,7 +158,10 @@ static PetscErrorCode CheckMultDots(const char *stage, Mat A, Mat B, Vec x, Vec 
   if (wr) PetscCall(VecFusedGetArray(wr, PETSC_MEMORY_ACCESS_READ, &wra));
   PetscCall(VecFusedGetArray(w, PETSC_MEMORY_ACCESS_READ, &wa));
   PetscCall(VecFusedGetArray(r, PETSC_MEMORY_ACCESS_READ, &ra));
-  for (int d = 0; d < ndots; ++d) specs[d] = {kinds[d], kinds[d] == DotKind::DOT_SELF_W ? wa : kinds[d] == DotKind::DOT_VECTOR ? ra : nullptr};
+  for (int d = 0; d < ndots; ++d) {
+    kinds[d] = ALL[(d + ndots - 1) % 5];
+    specs[d] = {kinds[d], kinds[d] == DotKind::DOT_SELF_W ? wa : kinds[d] == DotKind::DOT_VECTOR || kinds[d] == DotKind::DOT_VECTOR_W ? ra : nullptr, kinds[d] == DotKind::DOT_VECTOR_W ? wa : nullptr};
+  }
   PetscCall(MatMPIAIJFusedMultDots(A, wla, wra, xa, ya, ndots, specs, dots));
   PetscCall(VecFusedRestoreArray(r, PETSC_MEMORY_ACCESS_READ, &ra));
   PetscCall(VecFusedRestoreArray(w, PETSC_MEMORY_ACCESS_READ, &wa));
@@ -181,6 +186,9 @@ static PetscErrorCode CheckMultDots(const char *stage, Mat A, Mat B, Vec x, Vec 
       break;
     case DotKind::DOT_VECTOR:
       PetscCall(VecCopy(r, t));
+      break;
+    case DotKind::DOT_VECTOR_W:
+      PetscCall(VecPointwiseMult(t, w, r));
       break;
     }
     PetscCall(VecDot(t, yref, &ref));

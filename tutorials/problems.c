@@ -11,14 +11,14 @@
 #include <ctype.h>
 #include "problems.h"
 
-typedef enum { PROBLEM_POISSON2D, PROBLEM_FEM2D, PROBLEM_LAPLACE3D, PROBLEM_ELASTICITY3D, PROBLEM_CONVDIFF3D, PROBLEM_RANDDD, PROBLEM_SKEW, PROBLEM_INDEFINITE, PROBLEM_FILE } ProblemType;
-static const char *const ProblemTypes[] = {"poisson2d", "fem2d", "laplace3d", "elasticity3d", "convdiff3d", "randdd", "skew", "indefinite", "file", "ProblemType", "PROBLEM_", NULL};
+typedef enum { PROBLEM_POISSON2D, PROBLEM_FEM2D, PROBLEM_LAPLACE3D, PROBLEM_ELASTICITY3D, PROBLEM_CONVDIFF3D, PROBLEM_RANDDD, PROBLEM_SKEW, PROBLEM_INDEFINITE, PROBLEM_FILE, PROBLEM_ANISO3D, PROBLEM_JUMP3D, PROBLEM_DIRICHLET3D } ProblemType;
+static const char *const ProblemTypes[] = {"poisson2d", "fem2d", "laplace3d", "elasticity3d", "convdiff3d", "randdd", "skew", "indefinite", "file", "aniso3d", "jump3d", "dirichlet3d", "ProblemType", "PROBLEM_", NULL};
 
 typedef enum { RHS_ONES, RHS_RANDOM, RHS_SOLUTION } RhsType;
 static const char *const RhsTypes[] = {"ones", "random", "solution", "RhsType", "RHS_", NULL};
 
 /* default -n per problem: small enough for the test suite */
-static const PetscInt DefaultN[] = {32, 32, 16, 6, 16, 1000, 16, 16, 0};
+static const PetscInt DefaultN[] = {32, 32, 16, 6, 16, 1000, 16, 16, 0, 16, 16, 16};
 
 #define MAX_ROW 128 /* the widest generated row: elasticity3d has 45 */
 
@@ -33,6 +33,8 @@ typedef struct {
   PetscBool   nonsym;     /* randdd: independent values for (i,j) and (j,i) */
   PetscInt    seed;       /* randdd and the random right-hand sides */
   PetscReal   lambda, mu; /* elasticity3d: Lame parameters from E = 1, nu = 0.3 */
+  PetscReal   eps;        /* aniso3d: diffusion coefficients (1, eps, eps^2) */
+  PetscReal   contrast;   /* jump3d: the coefficient in the high blocks of the checkerboard */
 } Gen;
 
 /* splitmix64: a well-mixed 64-bit hash; uniform double in [0,1) from (seed, a, b) */
@@ -104,6 +106,56 @@ static PetscErrorCode RowGrid3d(const Gen *g, PetscInt r, PetscInt *nc, PetscInt
     if (idx[d] > 0) PetscCall(RowAdd(nc, cols, vals, r - stride[d], -1.0 + upwind));
     if (idx[d] < n - 1) PetscCall(RowAdd(nc, cols, vals, r + stride[d], -1.0));
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* jump3d: the diffusion coefficient at grid point (i, j, k): contrast on the cubes of a checkerboard of
+   4 x 4 x 4 blocks, 1 elsewhere */
+static PetscReal JumpCoefficient(const Gen *g, const PetscInt idx[3])
+{
+  const PetscInt b = PetscMax(1, g->n / 4);
+
+  return ((idx[0] / b + idx[1] / b + idx[2] / b) % 2) ? g->contrast : 1.0;
+}
+
+/* 3D diffusion rows on an n^3 grid, unknown r = i + j n + k n^2:
+     aniso3d      7-point, coefficients (1, eps, eps^2) in x, y, z, Dirichlet points eliminated: SPD
+     jump3d       7-point, the coefficient of each link the harmonic mean of its end points' (JumpCoefficient(),
+                  a point's own beyond the boundary), Dirichlet points eliminated: SPD
+     dirichlet3d  7-point Laplacian whose boundary points stay unknowns with rows 6 e_r (as PETSc's DMDA
+                  tutorials, ksp ex45 for one, set them): interior rows couple to them, the boundary rows do
+                  not couple back, so A is not symmetric                                                   */
+static PetscErrorCode RowDiffusion3d(const Gen *g, PetscInt r, PetscInt *nc, PetscInt cols[], PetscScalar vals[])
+{
+  const PetscInt n = g->n, idx[3] = {r % n, (r / n) % n, r / (n * n)}, stride[3] = {1, n, n * n};
+  PetscScalar    diag = 0.0;
+
+  PetscFunctionBeginUser;
+  *nc = 0;
+  PetscCall(RowAdd(nc, cols, vals, r, 0.0));
+  if (g->type == PROBLEM_DIRICHLET3D && (idx[0] == 0 || idx[1] == 0 || idx[2] == 0 || idx[0] == n - 1 || idx[1] == n - 1 || idx[2] == n - 1)) {
+    vals[0] = 6.0;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  for (PetscInt d = 0; d < 3; d++) {
+    for (PetscInt side = -1; side <= 1; side += 2) {
+      const PetscBool inside = (PetscBool)(side < 0 ? idx[d] > 0 : idx[d] < n - 1);
+      PetscReal       c      = 1.0;
+
+      if (g->type == PROBLEM_ANISO3D) c = d == 0 ? 1.0 : d == 1 ? g->eps : g->eps * g->eps;
+      if (g->type == PROBLEM_JUMP3D) {
+        PetscInt  nb[3] = {idx[0], idx[1], idx[2]};
+        PetscReal ka    = JumpCoefficient(g, idx), kb;
+
+        nb[d] += side;
+        kb = inside ? JumpCoefficient(g, nb) : ka;
+        c  = 2.0 * ka * kb / (ka + kb);
+      }
+      diag += c;
+      if (inside) PetscCall(RowAdd(nc, cols, vals, r + side * stride[d], -c));
+    }
+  }
+  vals[0] = diag;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -230,6 +282,11 @@ static PetscErrorCode GenRow(const Gen *g, PetscInt r, PetscInt *nc, PetscInt co
   case PROBLEM_LAPLACE3D:
   case PROBLEM_CONVDIFF3D:
     PetscCall(RowGrid3d(g, r, nc, cols, vals));
+    break;
+  case PROBLEM_ANISO3D:
+  case PROBLEM_JUMP3D:
+  case PROBLEM_DIRICHLET3D:
+    PetscCall(RowDiffusion3d(g, r, nc, cols, vals));
     break;
   case PROBLEM_FEM2D:
     PetscCall(RowFem2d(g, r, nc, cols, vals));
@@ -475,12 +532,14 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   PetscFunctionBeginUser;
   PetscCall(PetscMemzero(p, sizeof(*p)));
   PetscCall(PetscMemzero(&g, sizeof(g)));
-  g.type   = PROBLEM_POISSON2D;
-  g.pe     = 10.0;
-  g.shear  = 0.5;
-  g.shift  = 4.5;
-  g.margin = 0.1;
-  g.seed   = 0;
+  g.type     = PROBLEM_POISSON2D;
+  g.pe       = 10.0;
+  g.shear    = 0.5;
+  g.shift    = 4.5;
+  g.margin   = 0.1;
+  g.seed     = 0;
+  g.eps      = 1e-2;
+  g.contrast = 1e4;
   PetscOptionsBegin(comm, prefix, "Test problem (tutorials/problems.h)", "Problem");
   PetscCall(PetscOptionsEnum("-problem", "The problem", "ProblemCreate", ProblemTypes, (PetscEnum)g.type, (PetscEnum *)&g.type, NULL));
   g.n = DefaultN[g.type];
@@ -492,6 +551,8 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   PetscCall(PetscOptionsReal("-shift", "indefinite: 5-point Laplacian minus shift times the identity", "ProblemCreate", g.shift, &g.shift, NULL));
   PetscCall(PetscOptionsReal("-margin", "randdd: diagonal minus the sum of |off-diagonal| entries", "ProblemCreate", g.margin, &g.margin, NULL));
   PetscCall(PetscOptionsBool("-nonsym", "randdd: nonsymmetric variant", "ProblemCreate", g.nonsym, &g.nonsym, NULL));
+  PetscCall(PetscOptionsReal("-eps", "aniso3d: diffusion coefficients (1, eps, eps^2)", "ProblemCreate", g.eps, &g.eps, NULL));
+  PetscCall(PetscOptionsReal("-contrast", "jump3d: coefficient of the high blocks (1 elsewhere)", "ProblemCreate", g.contrast, &g.contrast, NULL));
   PetscCall(PetscOptionsInt("-seed", "Seed of randdd and of the random right-hand sides", "ProblemCreate", g.seed, &g.seed, NULL));
   PetscCall(PetscOptionsBool("-uneven", "Give rank 0 half as many rows again as the other ranks", "ProblemCreate", uneven, &uneven, NULL));
   PetscCall(PetscOptionsBool("-empty_rank", "The last rank owns no rows", "ProblemCreate", empty_rank, &empty_rank, NULL));
@@ -499,11 +560,15 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   PetscCheck(g.type == PROBLEM_FILE || g.n > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-n must be positive, got %" PetscInt_FMT, g.n);
   PetscCheck(g.type != PROBLEM_FILE || fname[0], comm, PETSC_ERR_USER_INPUT, "Problem file needs -%sf <file>", prefix ? prefix : "");
   PetscCheck(g.margin > 0.0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-margin must be positive, got %g", (double)g.margin);
+  PetscCheck(g.eps > 0.0 && g.contrast > 0.0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-eps and -contrast must be positive, got %g and %g", (double)g.eps, (double)g.contrast);
   g.lambda = 0.3 / ((1.0 + 0.3) * (1.0 - 2.0 * 0.3));
   g.mu     = 1.0 / (2.0 * (1.0 + 0.3));
   switch (g.type) {
   case PROBLEM_LAPLACE3D:
   case PROBLEM_CONVDIFF3D:
+  case PROBLEM_ANISO3D:
+  case PROBLEM_JUMP3D:
+  case PROBLEM_DIRICHLET3D:
     g.N = g.n * g.n * g.n;
     break;
   case PROBLEM_ELASTICITY3D:
@@ -532,7 +597,8 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
       PetscCall(AssemblePreallocated(p->A, FillRandddFn, &g));
     else
       PetscCall(AssembleRows(&g, p->A));
-    p->symmetric = (PetscBool)(g.type == PROBLEM_POISSON2D || g.type == PROBLEM_FEM2D || g.type == PROBLEM_LAPLACE3D || g.type == PROBLEM_ELASTICITY3D || (g.type == PROBLEM_RANDDD && !g.nonsym));
+    p->symmetric =
+        (PetscBool)(g.type == PROBLEM_POISSON2D || g.type == PROBLEM_FEM2D || g.type == PROBLEM_LAPLACE3D || g.type == PROBLEM_ELASTICITY3D || g.type == PROBLEM_ANISO3D || g.type == PROBLEM_JUMP3D || (g.type == PROBLEM_RANDDD && !g.nonsym));
     PetscCall(PetscSNPrintf(p->name, sizeof(p->name), "%s n=%" PetscInt_FMT "%s", ProblemTypes[g.type], g.n, g.type == PROBLEM_RANDDD && g.nonsym ? " nonsym" : ""));
   }
   if (p->symmetric) PetscCall(MatSetOption(p->A, MAT_SYMMETRIC, PETSC_TRUE));

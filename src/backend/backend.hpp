@@ -105,11 +105,13 @@ struct SELLView {
      DOT_INPUT      (out, in)            e.g. <p, A p>
      DOT_SELF       (out, out)           e.g. <A p, A p>
      DOT_SELF_W     (out, w .* out)      e.g. <A p, D^{-1} A p>  (w = weight)
-     DOT_VECTOR     (out, vec)           e.g. <A p, r0*>                                    */
-enum class DotKind { DOT_INPUT, DOT_SELF, DOT_SELF_W, DOT_VECTOR };
+     DOT_VECTOR     (out, vec)           e.g. <A p, r0*>
+     DOT_VECTOR_W   (out, w .* vec)      e.g. <A p, D^{-1} r>     (w = weight)              */
+enum class DotKind { DOT_INPUT, DOT_SELF, DOT_SELF_W, DOT_VECTOR, DOT_VECTOR_W };
 struct DotSpec {
-  DotKind            kind = DotKind::DOT_SELF;
-  const PetscScalar *vec  = nullptr; /* DOT_SELF_W: the weight; DOT_VECTOR: the other vector */
+  DotKind            kind   = DotKind::DOT_SELF;
+  const PetscScalar *vec    = nullptr; /* DOT_SELF_W: the weight; DOT_VECTOR, DOT_VECTOR_W: the other vector */
+  const PetscScalar *weight = nullptr; /* DOT_VECTOR_W: the weight                                            */
 };
 
 /* Work counters (for tests asserting kernels and transfers per iteration) */

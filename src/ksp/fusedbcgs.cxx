@@ -40,13 +40,12 @@ namespace
 {
 
 struct KSP_FusedBCGS {
-  Vec              w    = nullptr;
-  PCMode           mode = PCMode::NONE;
-  ReductionCounter reductions;
-  PetscInt         replacements         = 0;
-  PetscBool        one_reduction        = PETSC_FALSE;         /* last solve: alpha from the rhat recurrences */
-  PetscBool3       one_reduction_option = PETSC_BOOL3_UNKNOWN; /* -ksp_fusedbcgs_one_reduction; default: on with > 1 process */
-  Chunker          chunk;
+  Vec           w    = nullptr;
+  PCMode        mode = PCMode::NONE;
+  SolveCounters counters;
+  PetscBool     one_reduction        = PETSC_FALSE;         /* last solve: alpha from the rhat recurrences */
+  PetscBool3    one_reduction_option = PETSC_BOOL3_UNKNOWN; /* -ksp_fusedbcgs_one_reduction; default: on with > 1 process */
+  Chunker       chunk;
 };
 
 enum { VEC_R, VEC_RSTAR, VEC_P, VEC_S, VEC_AP, VEC_AS, VEC_PT, VEC_ST, VEC_T, VEC_T2, VEC_RHAT, NWORK };
@@ -183,11 +182,11 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
   if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
     ksp->reason = KSP_CONVERGED_ITERATING;
-    bc->replacements++;
+    bc->counters.replacements++;
     PetscCall(VecCopy(right ? V[VEC_T] : V[VEC_T2], V[VEC_R]));
     PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
     PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, start));
-    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), start, nr, &bc->reductions));
+    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), start, nr, &bc->counters));
     *restarted = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -230,12 +229,12 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
     PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, chunk_key, BCGSChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
     performed = ChunkPerformed(c, body.k);
-    bc->reductions.count += 2 * performed;
+    bc->counters.reductions += 2 * performed;
     if (start) { /* the host's iteration 0, from the start the chunk computed */
       const PetscScalar *slot0 = ChunkHostSlot(c, 0);
 
       start = PETSC_FALSE;
-      bc->reductions.count++;
+      bc->counters.reductions++;
       pend[0] = slot0[BCGS_RRSTAR];
       pend[1] = slot0[BCGS_RR];
       PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]))));
@@ -300,10 +299,10 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bc->mode, &bc->w));
-  const PetscBool defer = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
-  bc->reductions.count  = 0;
-  bc->replacements      = 0;
-  ksp->reason           = KSP_CONVERGED_ITERATING;
+  const PetscBool defer     = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
+  bc->counters.reductions   = 0;
+  bc->counters.replacements = 0;
+  ksp->reason               = KSP_CONVERGED_ITERATING;
   if (right && bc->mode != PCMode::NONE) {
     pt = V[VEC_PT];
     st = V[VEC_ST];
@@ -342,7 +341,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   const int   nr = one ? 3 : 2, nap = one ? 2 : 1, nas = one ? 4 : 3;
 
   PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, pend));
-  PetscCall(OpsAllreduce(comm, pend, nr, &bc->reductions));
+  PetscCall(OpsAllreduce(comm, pend, nr, &bc->counters));
   rrstar = pend[0];
   sigma = rhat_r = one ? pend[2] : 0; /* <A p_0, r*> = <r_0, rhat> */
   rnorm          = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]));
@@ -377,7 +376,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
         red[n++] = pend[0];
         red[n++] = pend[1];
       }
-      PetscCall(OpsAllreduce(comm, red, n, &bc->reductions));
+      PetscCall(OpsAllreduce(comm, red, n, &bc->counters));
       if (pending) rrstar = red[1];
       pending = PETSC_FALSE;
       if (rrstar == 0.0) {
@@ -396,7 +395,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     if (one && pending) {
       for (int k = 0; k < 3; ++k) red[n++] = pend[k];
     }
-    PetscCall(OpsAllreduce(comm, one ? red : red + 1, one ? n : 4, &bc->reductions));
+    PetscCall(OpsAllreduce(comm, one ? red : red + 1, one ? n : 4, &bc->counters));
     const PetscScalar Apr = red[0], ss = r2[0], Ass = r2[1], AsAs = r2[2], Asr = r2[3];
     if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(Ass, AsAs, Asr, Apr, ss, &omega, &beta, &rnorm2))) break;
     if (one) {
@@ -422,11 +421,11 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
       if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
         ksp->reason = KSP_CONVERGED_ITERATING;
-        bc->replacements++;
+        bc->counters.replacements++;
         PetscCall(VecCopy(right ? V[VEC_T] : V[VEC_T2], V[VEC_R]));
         PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
         PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, pend));
-        PetscCall(OpsAllreduce(comm, pend, nr, &bc->reductions));
+        PetscCall(OpsAllreduce(comm, pend, nr, &bc->counters));
         rrstar = pend[0];
         sigma = rhat_r = one ? pend[2] : 0;
         pending        = PETSC_FALSE;
@@ -457,7 +456,7 @@ PetscErrorCode KSPView_FusedBCGS(KSP ksp, PetscViewer viewer)
   PetscCall(KSPFusedViewCommon(ksp, viewer, bc->mode,
                                bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
                                                  : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)",
-                               bc->reductions.count, bc->replacements));
+                               bc->counters.reductions, bc->counters.replacements));
   PetscCall(KSPFusedChunkView(&bc->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -526,7 +525,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedBCGS;
   ksp->ops->buildsolution  = KSPBuildSolutionDefault;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &bc->reductions));
+  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &bc->counters));
   PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &bc->chunk));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

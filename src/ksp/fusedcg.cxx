@@ -6,20 +6,27 @@
        beta_i = <r_{i+1},z_{i+1}>/<r_i,z_i>,  p = z + beta p.
    With q_i = A p_i, u_i = M^{-1} q_i and M symmetric,
        <r_{i+1}, z_{i+1}> = <r_i - alpha q_i, M^{-1}(r_i - alpha q_i)>
-                          = <r_i,z_i> - 2 alpha <q_i,z_i> + alpha^2 <q_i,u_i>.
-   Since z_i = p_i - beta_{i-1} p_{i-1} and <p_{i-1}, A p_i> = 0, <q_i,z_i> = <p_i,q_i>, and
-   alpha <p_i,q_i> = <r_i,z_i>, so
-       beta_i = alpha_i^2 <q_i,u_i> / <r_i,z_i> - 1,
-   which needs only dot products of the SpMV output: beta is known before r_{i+1} exists, and the
-   three vector updates run in one pass.  z is carried by the recurrence z_{i+1} = z_i - alpha u_i
-   (exact: M^{-1} is linear), so each iteration applies M^{-1} once, to q.
+                          = <r_i,z_i> - 2 alpha <q_i,z_i> + alpha^2 <q_i,u_i>,
+   so beta_i = <r_{i+1},z_{i+1}>/<r_i,z_i> is known from dot products of the SpMV output before
+   r_{i+1} exists, and the three vector updates run in one pass.  z is carried by the recurrence
+   z_{i+1} = z_i - alpha u_i (exact: M^{-1} is linear), so each iteration applies M^{-1} once, to q.
+
+   Seed 000 goes one step further: z_i = p_i - beta_{i-1} p_{i-1} and <p_{i-1}, A p_i> = 0 give
+   <q_i,z_i> = <p_i,q_i>, hence beta_i = alpha_i^2 <q_i,u_i>/<r_i,z_i> - 1.  That identity needs
+   A symmetric and the A-conjugacy of successive directions: it fails when A is not exactly
+   symmetric (Dirichlet rows kept as scaled identity rows, as in PETSc's DMDA tutorials) and drifts
+   as conjugacy is lost in rounding, and the solver then takes many more iterations than cg.  Here
+   <q_i,z_i> is computed in the SpMV like <p_i,q_i> (one more vector read, no more kernels or
+   reductions): beta comes from the predicted <r_{i+1},z_{i+1}> above, alpha from the <r,z> the
+   next update computes directly - the predict-and-recompute form (Chen & Carson), which follows
+   classical CG's iterates to rounding.
 
    One iteration = two fused operations + one reduction:
      (1) x += alpha p; r -= alpha q; z -= alpha u (Jacobi: z = w.*r inline); p = z + beta p;
          partial <r,z>, <r,r>, <z,z>
      (2) q = A p (+ u = M^{-1} q: inline w.*q for Jacobi, PCApply otherwise);
-         partial <p,q>, <q,u>
-     one reduction of the 5 values (one MPI_Allreduce), then alpha, beta and the residual norm
+         partial <p,q>, <q,z>, <q,u>
+     one reduction of the 6 values (one MPI_Allreduce), then alpha, beta and the residual norm
      on the host (src/ops/recurrences.hpp).
    Norms: preconditioned sqrt<z,z> (default), unpreconditioned sqrt<r,r>, natural sqrt<r,z>.
 
@@ -36,37 +43,37 @@ namespace
 {
 
 struct KSP_FusedCG {
-  Vec              w    = nullptr; /* Jacobi weights */
-  PCMode           mode = PCMode::NONE;
-  ReductionCounter reductions;
-  PetscInt         replacements = 0;
-  Chunker          chunk;
+  Vec           w    = nullptr; /* Jacobi weights */
+  PCMode        mode = PCMode::NONE;
+  SolveCounters counters;
+  Chunker       chunk;
 };
 
 enum { VEC_R, VEC_Z, VEC_P, VEC_Q, VEC_U, VEC_T, NWORK };
 
-/* q = A p and u = M^{-1} q with their dot products <p,q>, <q,u>: into d[CG_PQ], d[CG_QU] (local
-   values), or with slot != NULL into slot[CG_PQ], slot[CG_QU] in backend memory (nothing runs when
-   *stop >= 0, see OpsReduceInto())                                                            */
-PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec p, Vec q, Vec u, PetscScalar *d, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
+/* q = A p and u = M^{-1} q with their dot products <p,q>, <q,z>, <q,u>, <r,u>: into d[CG_PQ..CG_RU]
+   (local values), or with slot != NULL into slot[CG_PQ..CG_RU] in backend memory (nothing runs when
+   *stop >= 0, see OpsReduceInto()).  z is w.*r (Jacobi), r (no PC) or V[VEC_Z] (general PC); with
+   Jacobi or no PC, M is symmetric and <r,u> is <q,z>.                                          */
+PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
 {
   PetscFunctionBegin;
   if (slot) PetscCall(OpsReduceInto(slot + CG_PQ, stop));
   switch (cg->mode) {
   case PCMode::JACOBI: {
-    const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF_W, cg->w}};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + CG_PQ));
+    const OpDot qz = {DotKind::DOT_VECTOR_W, V[VEC_R], cg->w}, specs[4] = {{DotKind::DOT_INPUT}, qz, {DotKind::DOT_SELF_W, cg->w}, qz};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 4, specs, d + CG_PQ));
   } break;
   case PCMode::NONE: {
-    const OpDot specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 2, specs, d + CG_PQ));
+    const OpDot qz = {DotKind::DOT_VECTOR, V[VEC_R]}, specs[4] = {{DotKind::DOT_INPUT}, qz, {DotKind::DOT_SELF}, qz};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 4, specs, d + CG_PQ));
   } break;
   case PCMode::GENERAL: {
-    const OpDot spec_pq = {DotKind::DOT_INPUT, nullptr}, spec_qu = {DotKind::DOT_VECTOR, u};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, p, q, nullptr, 1, &spec_pq, d + CG_PQ));
-    PetscCall(KSP_PCApply(ksp, q, u));
+    const OpDot specs[2] = {{DotKind::DOT_INPUT}, {DotKind::DOT_VECTOR, V[VEC_Z]}}, u_specs[2] = {{DotKind::DOT_VECTOR, V[VEC_Q]}, {DotKind::DOT_VECTOR, V[VEC_R]}};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 2, specs, d + CG_PQ));
+    PetscCall(KSP_PCApply(ksp, V[VEC_Q], V[VEC_U]));
     if (slot) PetscCall(OpsReduceInto(slot + CG_QU, stop));
-    PetscCall(OpsDots(p, q, 1, &spec_qu, d + CG_QU));
+    PetscCall(OpsDots(nullptr, V[VEC_U], 2, u_specs, d + CG_QU));
   } break;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -85,9 +92,9 @@ PetscErrorCode CGStart(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d)
   PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
   PetscCall(OpsDots(V[VEC_Z], V[VEC_R], 2, rz_rr, d + CG_RZ));
   PetscCall(OpsDots(V[VEC_Z], V[VEC_Z], 1, &zz, d + CG_ZZ));
-  PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
+  PetscCall(CGOperator(ksp, cg, A, V, d));
   PetscCall(OpsBatchEnd());
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->reductions));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->counters));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -134,7 +141,7 @@ PetscErrorCode CGCheckTrueResidual(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, Pets
   if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, guard)) {
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
     ksp->reason = KSP_CONVERGED_ITERATING;
-    cg->replacements++;
+    cg->counters.replacements++;
     PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
     PetscCall(CGStart(ksp, cg, A, V, d));
     ksp->rnorm = CGNorm(ksp, d);
@@ -168,7 +175,7 @@ PetscErrorCode CGChunkBody(void *ctx)
     PetscScalar *slot = ChunkDeviceSlot(c, j);
     PetscCall(OpsReduceInto(slot + CG_RZ, &ctl->stopped));
     PetscCall(OpsCGUpdateChained(ChunkDeviceSlot(c, j - 1), ctl, j, b->X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], b->cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, b->cg->w));
-    PetscCall(CGOperator(b->ksp, b->cg, b->A, V[VEC_P], V[VEC_Q], V[VEC_U], nullptr, slot, &ctl->stopped));
+    PetscCall(CGOperator(b->ksp, b->cg, b->A, V, nullptr, slot, &ctl->stopped));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -210,10 +217,10 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
     PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
     performed = ChunkPerformed(c, body.k);
-    cg->reductions.count += performed;
+    cg->counters.reductions += performed;
     if (start) { /* the host's iteration 0, from the start the chunk computed */
       start = PETSC_FALSE;
-      cg->reductions.count++;
+      cg->counters.reductions++;
       PetscCall(PetscArraycpy(d, ChunkHostSlot(c, 0), CG_NSLOT));
       PetscCall(KSPFusedMonitorAndTest(ksp, 0, CGNorm(ksp, d)));
       if (ksp->reason) {
@@ -225,7 +232,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
       PetscReal          rnorm;
 
-      if (KSPFusedStatusStops(ksp, CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta))) break;
+      if (KSPFusedStatusStops(ksp, CGCoefficients(prev, &alpha, &beta))) break;
       if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
       rnorm = CGNorm(ksp, cur);
       PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
@@ -267,9 +274,9 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &cg->mode, &cg->w));
-  cg->reductions.count = 0;
-  cg->replacements     = 0;
-  ksp->reason          = KSP_CONVERGED_ITERATING;
+  cg->counters.reductions   = 0;
+  cg->counters.replacements = 0;
+  ksp->reason               = KSP_CONVERGED_ITERATING;
   PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
   cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
@@ -300,13 +307,13 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    if (KSPFusedStatusStops(ksp, CGCoefficients(d[CG_RZ], d[CG_PQ], d[CG_QU], &alpha, &beta))) break;
+    if (KSPFusedStatusStops(ksp, CGCoefficients(d, &alpha, &beta))) break;
     /* the two fused kernels; their dot products come back together (one copy, one wait) */
     PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
     PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + CG_RZ));
-    PetscCall(CGOperator(ksp, cg, A, V[VEC_P], V[VEC_Q], V[VEC_U], d));
+    PetscCall(CGOperator(ksp, cg, A, V, d));
     PetscCall(OpsBatchEnd());
-    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->reductions));
+    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->counters));
     rnorm = CGNorm(ksp, d);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
     if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it, rnorm, &guard, &restarted));
@@ -330,7 +337,7 @@ PetscErrorCode KSPView_FusedCG(KSP ksp, PetscViewer viewer)
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, cg->mode, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 5 values", cg->reductions.count, cg->replacements));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, cg->mode, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 6 values", cg->counters.reductions, cg->counters.replacements));
   PetscCall(KSPFusedChunkView(&cg->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -356,9 +363,10 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
    (Rupp et al., Pipelined Iterative Solvers with Kernel Fusion for GPUs, ACM TOMS, Algorithm 2).
 
    Each iteration runs two fused operations - the three vector updates with the partial sums of
-   <r,z>, <r,r>, <z,z>, and the SpMV q = A p with the partial sums of <p,q>, <q,M^{-1}q> - and one
-   global reduction of the five values (one MPI_Allreduce with several processes), from which
-   alpha and beta are computed (beta = alpha^2 <q,M^{-1}q>/<r,z> - 1).
+   <r,z>, <r,r>, <z,z>, and the SpMV q = A p with the partial sums of <p,q>, <q,z>, <q,M^{-1}q> - and
+   one global reduction of the six values (one MPI_Allreduce with several processes), from which
+   alpha = <r,z>/<p,q> and beta = (<r,z> - 2 alpha <q,z> + alpha^2 <q,M^{-1}q>)/<r,z> are computed.
+   Its iterates follow `KSPCG`'s to rounding, also when A is not exactly symmetric.
 
    Options Database Keys:
 +  -ksp_type fusedcg - selects this solver; all standard KSP options apply
@@ -401,7 +409,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedCG;
   ksp->ops->buildsolution  = KSPBuildSolutionDefault;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &cg->reductions));
+  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &cg->counters));
   PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &cg->chunk));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

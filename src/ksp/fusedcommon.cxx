@@ -145,29 +145,48 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode KSPFusedGetReductionCount_Fused(KSP ksp, PetscInt *count)
+static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters)
 {
-  PetscContainer    c;
-  ReductionCounter *counter;
+  PetscContainer c;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPReductionCounter", (PetscObject *)&c));
-  PetscCheck(c, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No reduction counter");
-  PetscCall(PetscContainerGetPointer(c, (void **)&counter));
-  *count = counter->count;
+  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPSolveCounters", (PetscObject *)&c));
+  PetscCheck(c, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No solve counters");
+  PetscCall(PetscContainerGetPointer(c, (void **)counters));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedSetReductionCounter(KSP ksp, ReductionCounter *counter)
+static PetscErrorCode KSPFusedGetReductionCount_Fused(KSP ksp, PetscInt *count)
+{
+  SolveCounters *counters;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedGetSolveCounters(ksp, &counters));
+  *count = counters->reductions;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedGetResidualReplacementCount_Fused(KSP ksp, PetscInt *count)
+{
+  SolveCounters *counters;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedGetSolveCounters(ksp, &counters));
+  *count = counters->replacements;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter)
 {
   PetscContainer c;
 
   PetscFunctionBegin;
   PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
   PetscCall(PetscContainerSetPointer(c, counter));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", (PetscObject)c));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPSolveCounters", (PetscObject)c));
   PetscCall(PetscContainerDestroy(&c));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", KSPFusedGetReductionCount_Fused));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetResidualReplacementCount_C", KSPFusedGetResidualReplacementCount_Fused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -175,8 +194,9 @@ PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w)
 {
   PetscFunctionBegin;
   PetscCall(VecDestroy(w));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPReductionCounter", NULL));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPSolveCounters", NULL));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", NULL));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetResidualReplacementCount_C", NULL));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -203,5 +223,31 @@ PetscErrorCode KSPFusedGetReductionCount(KSP ksp, PetscInt *count)
   PetscFunctionBegin;
   PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
   PetscUseMethod(ksp, "KSPFusedGetReductionCount_C", (KSP, PetscInt *), (ksp, count));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@
+  KSPFusedGetResidualReplacementCount - The number of residual replacements the last `KSPSolve()` of a
+  FusedKSP solver made: each time the recurrence residual met the convergence test but the true residual
+  b - A x did not, the residual was replaced by the true one and the iteration went on from it.
+
+  Not Collective
+
+  Input Parameter:
+. ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
+
+  Output Parameter:
+. count - the number of replacements
+
+  Level: advanced
+
+.seealso: `KSPFusedGetReductionCount()`, `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`
+@*/
+PetscErrorCode KSPFusedGetResidualReplacementCount(KSP ksp, PetscInt *count)
+{
+  PetscFunctionBegin;
+  PetscValidHeaderSpecific(ksp, KSP_CLASSID, 1);
+  PetscAssertPointer(count, 2);
+  PetscUseMethod(ksp, "KSPFusedGetResidualReplacementCount_C", (KSP, PetscInt *), (ksp, count));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -49,7 +49,7 @@ PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidua
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements);
 
 /* The counter behind KSPFusedGetReductionCount(), composed on the KSP; removed by KSPFusedDestroyCommon() */
-PetscErrorCode KSPFusedSetReductionCounter(KSP ksp, ReductionCounter *counter);
+PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter);
 
 /* What every fused solver's destroy does: the Jacobi weights, the composed counter, KSPDestroyDefault() */
 PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w);

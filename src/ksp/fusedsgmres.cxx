@@ -46,13 +46,12 @@ constexpr PetscReal SGMRES_CANCELLATION = 1.0e-8; /* fraction of <w,w> that h^2 
 struct KSP_FusedSGMRES {
   Vec                      w    = nullptr;
   PCMode                   mode = PCMode::NONE;
-  ReductionCounter         reductions;
-  PetscInt                 replacements = 0;
-  PetscInt                 restart      = 30;
-  PetscBool                cgs2         = PETSC_FALSE;
-  Vec                     *V            = nullptr; /* v_1..v_m (V[0] unused) */
-  Vec                     *Z            = nullptr; /* z_1..z_{m+1}: scaled residuals (Z[0] unused) */
-  PetscInt                 nV           = 0;
+  SolveCounters            counters;
+  PetscInt                 restart = 30;
+  PetscBool                cgs2    = PETSC_FALSE;
+  Vec                     *V       = nullptr; /* v_1..v_m (V[0] unused) */
+  Vec                     *Z       = nullptr; /* z_1..z_{m+1}: scaled residuals (Z[0] unused) */
+  PetscInt                 nV      = 0;
   std::vector<PetscScalar> R, xi, d, coef;
   std::vector<Vec>         Vz;                   /* v_1..v_{i-1}, z_i: the multi-dot's vectors */
   PetscScalar              zz_local = 0, zz = 1; /* <z_i, z_i>: local partial (pending) and reduced */
@@ -119,7 +118,7 @@ PetscErrorCode SGMRESMultiDot(KSP ksp, KSP_FusedSGMRES *g, PetscInt i, PetscBool
   PetscCall(OpsMDot(i, g->Vz.data(), g->V[i], PETSC_TRUE, g->d.data()));
   if (OpsBatchIsOpen()) PetscCall(OpsBatchEnd());
   if (withzz) g->d[i + 1] = g->zz_local;
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), g->d.data(), i + (withzz ? 2 : 1), &g->reductions));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), g->d.data(), i + (withzz ? 2 : 1), &g->counters));
   if (withzz) g->zz = g->d[i + 1];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -283,7 +282,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
     if (entry != CycleEntry::ENTERED) { /* iteration 0 or the restart, from the norm the chunk computed */
       PetscBool stop;
 
-      if (entry == CycleEntry::RESTART) g->reductions.count++; /* as SGMRESCycleStart() counts its norm */
+      if (entry == CycleEntry::RESTART) g->counters.reductions++; /* as SGMRESCycleStart() counts its norm */
       *rho         = host.rho;
       *res         = *rho;
       g->cycle_rho = *rho;
@@ -307,7 +306,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
       g->xi[step]        = eta;
       *k = g->cycle_k = step;
       (*its)++;
-      g->reductions.count++;
+      g->counters.reductions++;
       PetscCall(KSPFusedMonitorAndTest(ksp, *its, ksp->normtype == KSP_NORM_NONE ? 0.0 : *res));
       if (ksp->reason) break;
     }
@@ -363,7 +362,7 @@ PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its
   PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Z[1]));
   PetscCall(VecAYPX(g->Z[1], -1.0, ksp->vec_rhs));
   PetscCall(OpsDots(nullptr, g->Z[1], 1, &self, &rr));
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->reductions));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->counters));
   *rho = PetscSqrtReal(PetscAbsScalar(rr));
   PetscCall(SGMRESCycleTest(ksp, its, estimate, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
@@ -385,10 +384,10 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
-  g->reductions.count = 0;
-  g->replacements     = 0;
-  g->cycle_k          = 0;
-  ksp->reason         = KSP_CONVERGED_ITERATING;
+  g->counters.reductions   = 0;
+  g->counters.replacements = 0;
+  g->cycle_k               = 0;
+  ksp->reason              = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
   {
     const char *unsupported;
@@ -455,7 +454,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) break;
       PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
       ksp->reason = KSP_CONVERGED_ITERATING;
-      g->replacements++;
+      g->counters.replacements++;
     }
     if (k == 0) {
       ksp->reason = KSP_DIVERGED_BREAKDOWN;
@@ -493,7 +492,7 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
                                g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
                                        : "3 per inner step (SpMV, multi-dot, update + scale), or one persistent kernel per chunk (below), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
-                               g->reductions.count, g->replacements));
+                               g->counters.reductions, g->counters.replacements));
   PetscCall(KSPFusedChunkView(&g->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -680,7 +679,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedSGMRES;
   ksp->ops->buildsolution  = fusedksp::KSPBuildSolution_FusedSGMRES;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetReductionCounter(ksp, &g->reductions));
+  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &g->counters));
   PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &g->chunk));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedSGMRES));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_FusedSGMRES));

@@ -110,11 +110,17 @@ PetscErrorCode BackendSpecs(BackendArrays &arr, int ndots, const OpDot *specs, D
   for (int k = 0; k < ndots; ++k) {
     PetscScalar *a = nullptr;
     bspecs[k].kind = specs[k].kind;
-    if (specs[k].kind == DotKind::DOT_SELF_W || specs[k].kind == DotKind::DOT_VECTOR) {
+    if (specs[k].kind == DotKind::DOT_SELF_W || specs[k].kind == DotKind::DOT_VECTOR || specs[k].kind == DotKind::DOT_VECTOR_W) {
       PetscCheck(specs[k].vec, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector", k);
       PetscCall(arr.Get(specs[k].vec, PETSC_MEMORY_ACCESS_READ, &a));
     }
-    bspecs[k].vec = a;
+    bspecs[k].vec    = a;
+    bspecs[k].weight = nullptr;
+    if (specs[k].kind == DotKind::DOT_VECTOR_W) {
+      PetscCheck(specs[k].weight, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a weight", k);
+      PetscCall(arr.Get(specs[k].weight, PETSC_MEMORY_ACCESS_READ, &a));
+      bspecs[k].weight = a;
+    }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -138,6 +144,11 @@ PetscErrorCode DotsUnfused(Vec in, Vec out, int ndots, const OpDot *specs, Petsc
       break;
     case DotKind::DOT_VECTOR:
       PetscCall(LocalDot(out, specs[k].vec, &dots[k]));
+      break;
+    case DotKind::DOT_VECTOR_W:
+      PetscCheck(work, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "A weighted dot product needs a work vector");
+      PetscCall(VecPointwiseMult(work, specs[k].weight, specs[k].vec));
+      PetscCall(LocalDot(out, work, &dots[k]));
       break;
     }
   }
@@ -232,7 +243,7 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
 
   PetscFunctionBegin;
   PetscCall(AllFused({wl, wr, in, out}, &fusedvecs));
-  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec}, &fusedvecs));
+  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec, specs[k].weight}, &fusedvecs));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
   if (fusedvecs && (fusedmat || fusedmpi)) { /* MPI: the local rows, diagonal block overlapped with the halo exchange */
@@ -273,7 +284,7 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
   PetscFunctionBegin;
   if (!ndots) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(AllFused({in, out}, &fused));
-  for (int k = 0; k < ndots && fused; ++k) PetscCall(AllFused({specs[k].vec}, &fused));
+  for (int k = 0; k < ndots && fused; ++k) PetscCall(AllFused({specs[k].vec, specs[k].weight}, &fused));
   if (fused) {
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
@@ -293,7 +304,7 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
     Vec work = nullptr;
     PetscCall(CheckNoTarget("the dot products"));
     for (int k = 0; k < ndots; ++k)
-      if (specs[k].kind == DotKind::DOT_SELF_W && !work) PetscCall(VecDuplicate(out, &work));
+      if ((specs[k].kind == DotKind::DOT_SELF_W || specs[k].kind == DotKind::DOT_VECTOR_W) && !work) PetscCall(VecDuplicate(out, &work));
     PetscCall(DotsUnfused(in, out, ndots, specs, dots, work));
     PetscCall(VecDestroy(&work));
   }
@@ -485,12 +496,12 @@ PetscBool OpsBatchIsOpen(void)
   return batch_open ? PETSC_TRUE : PETSC_FALSE;
 }
 
-PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter)
+PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, SolveCounters *counter)
 {
   PetscMPIInt size, cnt;
 
   PetscFunctionBegin;
-  if (counter) counter->count++;
+  if (counter) counter->reductions++;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   if (size == 1) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscMPIIntCast(n, &cnt));

@@ -17,13 +17,15 @@ namespace fusedksp
 
 /* One dot product fused into an operator application: see DotKind in backend/backend.hpp */
 struct OpDot {
-  DotKind kind = DotKind::DOT_SELF;
-  Vec     vec  = nullptr; /* DOT_SELF_W: the weight; DOT_VECTOR: the other vector */
+  DotKind kind   = DotKind::DOT_SELF;
+  Vec     vec    = nullptr; /* DOT_SELF_W: the weight; DOT_VECTOR, DOT_VECTOR_W: the other vector */
+  Vec     weight = nullptr; /* DOT_VECTOR_W: the weight                                            */
 };
 
-/* Counts global reductions of a solve (KSPFusedGetReductionCount) */
-struct ReductionCounter {
-  PetscInt count = 0;
+/* What the last solve of a fused KSP counted (KSPFusedGetReductionCount(), KSPFusedGetResidualReplacementCount()) */
+struct SolveCounters {
+  PetscInt reductions   = 0; /* global reductions                                           */
+  PetscInt replacements = 0; /* residual replacements after a failed true-residual check    */
 };
 
 /* x += a p; r -= a q; z = w.*r | z -= a u | z = r; p = z + b p; dots = {<r,z>, <r,r>, <z,z>}.
@@ -67,7 +69,7 @@ PetscErrorCode OpsBatchEnd(void);
 PetscBool      OpsBatchIsOpen(void);
 
 /* The one global reduction of an iteration: sums buf[0..n) over comm in a single MPI_Allreduce */
-PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter);
+PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, SolveCounters *counter);
 
 /* ---- Device-resident scalars: chunks of iterations without a host round trip (src/ksp/fusedchunk.cxx) ---- */
 

@@ -23,15 +23,23 @@ FUSED_HD inline bool NotFinite(PetscScalar v)
   return !(v - v == v - v); /* NaN or Inf */
 }
 
-/* Pipelined preconditioned CG (see src/ksp/fusedcg.cxx):
-     alpha = <r,z> / <p,Ap>,   beta = alpha^2 <Ap, M^{-1} Ap> / <r,z> - 1                       */
-FUSED_HD inline RecurrenceStatus CGCoefficients(PetscScalar rz, PetscScalar pAp, PetscScalar ApMAp, PetscScalar *alpha, PetscScalar *beta)
+/* The values of one CG iteration (src/ksp/fusedcg.cxx), in this order in its reduction buffer and
+   chunk slot: <r,z>, <r,r>, <z,z> of the update and <p,q>, <q,z>, <q,u>, <r,u> of the operator
+   (q = A p, u = M^{-1} q; <r,u> = <q,z> when M is symmetric)                                   */
+enum CGChunkSlot { CG_RZ, CG_RR, CG_ZZ, CG_PQ, CG_QZ, CG_QU, CG_RU, CG_NSLOT };
+
+/* Pipelined preconditioned CG (see src/ksp/fusedcg.cxx), from the values of one iteration:
+     alpha = <r,z> / <p,q>,   beta = (<r,z> - alpha (<q,z> + <r,u>) + alpha^2 <q,u>) / <r,z>
+   (the predicted <r',z'> of the next iteration over the computed <r,z>)                       */
+FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, PetscScalar *alpha, PetscScalar *beta)
 {
-  if (NotFinite(rz) || NotFinite(pAp) || NotFinite(ApMAp)) return RecurrenceStatus::NANORINF;
+  const PetscScalar rz = v[CG_RZ], pq = v[CG_PQ], qz = v[CG_QZ], qu = v[CG_QU], ru = v[CG_RU];
+
+  if (NotFinite(rz) || NotFinite(pq) || NotFinite(qz) || NotFinite(qu) || NotFinite(ru)) return RecurrenceStatus::NANORINF;
   if (rz < 0) return RecurrenceStatus::INDEFINITE_PC;
-  if (pAp <= 0) return RecurrenceStatus::INDEFINITE_MAT;
-  *alpha = rz / pAp;
-  *beta  = (*alpha) * (*alpha) * ApMAp / rz - 1;
+  if (pq <= 0) return RecurrenceStatus::INDEFINITE_MAT;
+  *alpha = rz / pq;
+  *beta  = (rz - (*alpha) * (qz + ru) + (*alpha) * (*alpha) * qu) / rz;
   return RecurrenceStatus::OK;
 }
 
@@ -164,10 +172,6 @@ FUSED_HD inline bool ChunkNormStops(const ChunkControl &c, PetscInt j, const Pet
 {
   return c.normdot >= 0 && ChunkNormSqStops(c, j, slot[c.normdot]);
 }
-
-/* CG chunks (src/ksp/fusedcg.cxx): the values of one iteration in its slot, <r,z>, <r,r>, <z,z> of
-   the update and <p,q>, <q,M^{-1}q> of the operator (q = A p)                                       */
-enum CGChunkSlot { CG_RZ, CG_RR, CG_ZZ, CG_PQ, CG_QU, CG_NSLOT };
 
 /* The control the chained operation of chunk iteration j >= 1 tests with (prev: slot j - 1 of slots
    of nslot values, normsq: the index of the squared norm in slot 0): with the limits of

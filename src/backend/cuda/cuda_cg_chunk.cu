@@ -42,7 +42,7 @@ constexpr int      CG_GRID_BLOCKS_PER_SM  = 6;
    previous iteration (all blocks alike; a failure or a stop of the norm ends the kernel, block 0
    records it as cg_update_chained does); the update of the block's rows, summing its terms of <r,z>,
    <r,r>, <z,z>; a grid barrier (p complete); q = A p on the block's rows, summing its terms of <p,q>,
-   <q,w.*q>; the block's five partials; a grid barrier; every block sums the partials, and block 0   stores them in the slot.  A chunk that starts the solve (a.b) runs iteration 0 first: r = b - A x
+   <q,z>, <q,w.*q> (<r,u> = <q,z>); the block's partials; a grid barrier; every block sums the partials, and block 0   stores them in the slot.  A chunk that starts the solve (a.b) runs iteration 0 first: r = b - A x
    (a.guess; the block's rows, before its update) or x = 0, r = b, then p = z with alpha = beta = 0, and
    its norm (and the norm of b, a.bnorm, summed with it) sets the limits of the stop tests
    (ChunkStartLimits()).
@@ -74,9 +74,9 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
   }
   for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
     PetscScalar *part          = a.partials + (size_t)(j % 2) * CG_NSLOT * gridDim.x;
-    PetscScalar  acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
+    PetscScalar  acc[CG_NSLOT] = {}, alpha = 0, beta = 0;
 
-    if (j > 0 && (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
+    if (j > 0 && (CGCoefficients(prev, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (blockIdx.x == 0 && threadIdx.x == 0) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
@@ -107,9 +107,11 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
       if (lane == 0 && row < range.end) {
         a.q[row] = sum;
         acc[CG_PQ] += sum * __ldcg(a.p + row);
+        acc[CG_QZ] += a.w ? sum * a.w[row] * a.r[row] : sum * a.r[row];
         acc[CG_QU] += a.w ? sum * a.w[row] * sum : sum * sum;
       }
     }
+    acc[CG_RU] = acc[CG_QZ]; /* M = diag(w)^{-1} is symmetric */
     BlockPartials(acc, part);
     if (!j && a.bnorm != CHUNK_BNORM_NONE) BlockPartials(bnorm, a.partials + (size_t)2 * CG_NSLOT * gridDim.x);
     GridBarrier();
@@ -134,7 +136,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
    registers; the block's matrix rows, p, q and the weights live in shared memory, where the sparse
    product gathers p (other blocks' rows through distributed shared memory) and the update reads q.
    The same iteration as CGChunkKernel: coefficients and stop test from the previous sums, update,
-   barrier (p complete), q = A p with <p,q> and <q,w.*q>, the sums (ResidentSums()), slot j, and
+   barrier (p complete), q = A p with <p,q>, <q,z> and <q,w.*q>, the sums (ResidentSums()), slot j, and
    iteration 0 of a chunk that starts the solve (r = b - A x with a.guess, else x = 0 and r = b;
    p = q = 0 entering it; the norm of b first when a.bnorm asks for it).
    x, r, p and q are written back when the kernel ends.  a.chunk: the length of each block's vectors
@@ -190,9 +192,9 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
     if (store) a.ctl->bnormsq = sum[0];
   }
   for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
-    PetscScalar acc[CG_NSLOT] = {0, 0, 0, 0, 0}, alpha = 0, beta = 0;
+    PetscScalar acc[CG_NSLOT] = {}, alpha = 0, beta = 0;
 
-    if (j > 0 && (CGCoefficients(prev[CG_RZ], prev[CG_PQ], prev[CG_QU], &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
+    if (j > 0 && (CGCoefficients(prev, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (store) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
@@ -227,6 +229,13 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
         acc[CG_QU] += a.w ? sum * ws[row] * sum : sum * sum;
       }
     }
+    __syncthreads(); /* q of the block's rows, for <q,z> from the registers' r */
+#pragma unroll
+    for (int t = 0; t < R; ++t) {
+      const PetscInt i = threadIdx.x + t * THREADS;
+      if (i < nloc) acc[CG_QZ] += qs[i] * (a.w ? w[t] * r[t] : r[t]);
+    }
+    acc[CG_RU] = acc[CG_QZ]; /* M = diag(w)^{-1} is symmetric */
     ResidentSums<CLUSTER>(acc, prev, (int)(j % 2));
     if (j == 0) ctl = DeviceStartLimits(ctl, a.ctl, Select(prev, ctl.normdot));
     if (store) {

@@ -283,6 +283,8 @@ __device__ inline PetscScalar DotTerm(const DotSpec &spec, PetscInt64 i, const P
     return out_i * spec.vec[i] * out_i;
   case DotKind::DOT_VECTOR:
     return out_i * spec.vec[i];
+  case DotKind::DOT_VECTOR_W:
+    return out_i * spec.weight[i] * spec.vec[i];
   }
   return 0;
 }
@@ -302,8 +304,9 @@ inline PetscErrorCode MakeDotList(PetscInt n, int ndots, const DotSpec *specs, D
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
   dots->count = ndots;
   for (int d = 0; d < ndots; ++d) {
-    const bool needs_vec = specs[d].kind == DotKind::DOT_SELF_W || specs[d].kind == DotKind::DOT_VECTOR;
-    PetscCheck(!needs_vec || specs[d].vec || n == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector (DOT_SELF_W or DOT_VECTOR) but DotSpec.vec is NULL", d);
+    const bool needs_vec = specs[d].kind == DotKind::DOT_SELF_W || specs[d].kind == DotKind::DOT_VECTOR || specs[d].kind == DotKind::DOT_VECTOR_W;
+    PetscCheck(!needs_vec || specs[d].vec || n == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector (DOT_SELF_W, DOT_VECTOR or DOT_VECTOR_W) but DotSpec.vec is NULL", d);
+    PetscCheck(specs[d].kind != DotKind::DOT_VECTOR_W || specs[d].weight || n == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d (DOT_VECTOR_W) needs a weight but DotSpec.weight is NULL", d);
     dots->spec[d] = specs[d];
   }
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -56,6 +56,8 @@ inline PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, Petsc
     return out_i * s.vec[i] * out_i;
   case DotKind::DOT_VECTOR:
     return out_i * s.vec[i];
+  case DotKind::DOT_VECTOR_W:
+    return out_i * s.weight[i] * s.vec[i];
   }
   return 0;
 }
