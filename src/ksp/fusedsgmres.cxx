@@ -18,14 +18,15 @@
          R_{j,i} = d_j,  h^2 = <w,w> - sum_j R_{j,i}^2  (Pythagoras),
          eta_i = <z_i, v_i> = <z_i, w>/h  (z_i is orthogonal to v_1..v_{i-1}),  xi_i = rho eta_i
      (3) v_i = (w - sum_j R_{j,i} v_j)/h  and  z_{i+1} = z_i - eta_i v_i   (one fused kernel)
-   When more than 1 - 1e-8 of <w,w> cancels in h^2, the norm is recomputed explicitly (one extra
-   reduction) instead of trusting the difference.
-
-   Classical Gram-Schmidt loses orthogonality when the basis becomes ill-conditioned (nearly
-   dependent Krylov vectors: hard nonsymmetric problems, large restarts, or results that change
-   with the number of processes).  -ksp_fusedsgmres_cgs2 adds one reorthogonalization pass (CGS2):
-   a second multi-dot and update; it costs one more reduction per step and keeps the basis
-   orthogonal to working accuracy.
+   Classical Gram-Schmidt loses orthogonality when w nearly lies in span(v_1..v_{i-1}), and the
+   residual-based recurrence z_{i+1} = z_i - eta_i v_i needs that orthogonality more than Arnoldi
+   GMRES does: without it the solver takes many more iterations than KSPGMRES on hard problems
+   (jumping coefficients).  So when the projection keeps less than reorth_tol (1e-2) of <w,w>
+   (h^2 < reorth_tol <w,w>: at least 99% cancels, a loss of about two digits of orthogonality),
+   the step takes a second pass (selective CGS2): w is orthogonalized, a second multi-dot (one
+   more reduction) gives corrections that are added to R(:,i) and the new norm.  On easy problems
+   no step needs it; with jumping coefficients about one step in ten.  -ksp_fusedsgmres_cgs2
+   takes the second pass at every step (2 reductions per step).
 
    Convergence monitor from xi alone: ||r_i|| = ||r_{i-1}|| sqrt(1 - (xi_i / ||r_{i-1}||)^2)
    (a product of sines, no cancellation against rho).  When it meets the tolerance the cycle ends
@@ -41,17 +42,19 @@ namespace fusedksp
 namespace
 {
 
-constexpr PetscReal SGMRES_CANCELLATION = 1.0e-8; /* fraction of <w,w> that h^2 must keep */
+constexpr PetscReal SGMRES_CANCELLATION = 1.0e-8; /* the least fraction of <w,w> that h^2 may keep without a second pass */
 
 struct KSP_FusedSGMRES {
   Vec                      w    = nullptr;
   PCMode                   mode = PCMode::NONE;
   SolveCounters            counters;
-  PetscInt                 restart = 30;
-  PetscBool                cgs2    = PETSC_FALSE;
-  Vec                     *V       = nullptr; /* v_1..v_m (V[0] unused) */
-  Vec                     *Z       = nullptr; /* z_1..z_{m+1}: scaled residuals (Z[0] unused) */
-  PetscInt                 nV      = 0;
+  PetscInt                 restart    = 30;
+  PetscBool                cgs2       = PETSC_FALSE;
+  PetscReal                reorth_tol = 1.0e-2;  /* a second pass when h^2 < reorth_tol <w,w> */
+  PetscInt                 nreorth    = 0;       /* steps of the last solve that took it */
+  Vec                     *V          = nullptr; /* v_1..v_m (V[0] unused) */
+  Vec                     *Z          = nullptr; /* z_1..z_{m+1}: scaled residuals (Z[0] unused) */
+  PetscInt                 nV         = 0;
   std::vector<PetscScalar> R, xi, d, coef;
   std::vector<Vec>         Vz;                   /* v_1..v_{i-1}, z_i: the multi-dot's vectors */
   PetscScalar              zz_local = 0, zz = 1; /* <z_i, z_i>: local partial (pending) and reduced */
@@ -107,6 +110,13 @@ PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec ou
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The fraction of <w,w> below which h^2 takes a second Gram-Schmidt pass: always with CGS2 (and a
+   step of the chunked path with that much cancellation is handed to the per-step path)           */
+PetscReal SGMRESKeep(const KSP_FusedSGMRES *g)
+{
+  return g->cgs2 ? 2.0 : PetscMax(g->reorth_tol, SGMRES_CANCELLATION);
+}
+
 /* One Gram-Schmidt pass of w = V[i] against v_1..v_{i-1}, with <z_i, w>: the multi-dot and its
    reduction; d[0..i-2] = <v_j, w>, d[i-1] = <z_i, w>, d[i] = <w, w>, and d[i+1] = <z_i, z_i> from
    the previous step's update kernel when `withzz` (it completes in the same batch)              */
@@ -135,25 +145,22 @@ PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscB
   if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
   PetscCall(SGMRESOperator(ksp, g, A, g->Z[i], w, ksp->work[VEC_WORK]));
   PetscCall(SGMRESMultiDot(ksp, g, i, i > 1 ? PETSC_TRUE : PETSC_FALSE));
-  *status = SGMRESColumn(i - 1, d, d[i], g->cgs2 ? 2.0 : SGMRES_CANCELLATION, &h2);
+  *status = SGMRESColumn(i - 1, d, d[i], SGMRESKeep(g), &h2);
   if (*status == RecurrenceStatus::NANORINF || NotFinite(d[i - 1])) {
     *status = RecurrenceStatus::NANORINF;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j < i; ++j) Rij(g, j, i) = g->coef[j] = d[j - 1];
   if (*status == RecurrenceStatus::BREAKDOWN) {
-    /* CGS2, or too much cancellation: orthogonalize without scaling, then a second multi-dot */
+    /* CGS2, or too much cancellation: orthogonalize without scaling, then a second pass whose
+       projections are added to R(:,i) and removed from w by the update                         */
     PetscCall(OpsMAXPYScale(i - 1, g->coef.data() + 1, g->V + 1, w, 1.0, nullptr, nullptr));
     PetscCall(SGMRESMultiDot(ksp, g, i, PETSC_FALSE));
-    if (g->cgs2) {
-      *status = SGMRESColumn(i - 1, d, d[i], 0.0, &h2);
-      for (PetscInt j = 1; j < i; ++j) {
-        Rij(g, j, i) += d[j - 1];
-        g->coef[j] = d[j - 1];
-      }
-    } else {
-      for (PetscInt j = 1; j < i; ++j) g->coef[j] = 0;
-      h2 = d[i];
+    g->nreorth++;
+    *status = SGMRESColumn(i - 1, d, d[i], 0.0, &h2);
+    for (PetscInt j = 1; j < i; ++j) {
+      Rij(g, j, i) += d[j - 1];
+      g->coef[j] = d[j - 1];
     }
     if (*status == RecurrenceStatus::NANORINF) PetscFunctionReturn(PETSC_SUCCESS);
     *status = RecurrenceStatus::OK;
@@ -189,7 +196,7 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
 
   PetscFunctionBegin;
   if (g->mode != PCMode::GENERAL) {
-    PetscCall(OpsSGMRESChunk(b->A, b->i0, b->k, g->restart, SGMRES_CANCELLATION, ChunkDeviceSlot(c, 0), ctl, b->b, g->mode == PCMode::JACOBI ? g->w : nullptr, g->V, g->Z, c->settings.persistent));
+    PetscCall(OpsSGMRESChunk(b->A, b->i0, b->k, g->restart, SGMRESKeep(g), ChunkDeviceSlot(c, 0), ctl, b->b, g->mode == PCMode::JACOBI ? g->w : nullptr, g->V, g->Z, c->settings.persistent));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {
@@ -201,7 +208,7 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
     PetscCall(OpsReduceInto(cur, &ctl->stopped));
     PetscCall(OpsMDot(i, g->Vz.data(), g->V[i], PETSC_TRUE, nullptr));
     PetscCall(OpsReduceInto(cur + g->restart + 1, &ctl->stopped));
-    PetscCall(OpsSGMRESUpdateChained(i, g->restart, SGMRES_CANCELLATION, g->V + 1, g->V[i], g->Z[i], g->Z[i + 1], ChunkDeviceSlot(c, j - 1), cur, ctl, j));
+    PetscCall(OpsSGMRESUpdateChained(i, g->restart, SGMRESKeep(g), g->V + 1, g->V[i], g->Z[i], g->Z[i + 1], ChunkDeviceSlot(c, j - 1), cur, ctl, j));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -384,6 +391,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
+  g->nreorth               = 0;
   g->counters.reductions   = 0;
   g->counters.replacements = 0;
   g->cycle_k               = 0;
@@ -488,7 +496,10 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
-  if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart, g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt"));
+  if (ascii)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart,
+                                     g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt, a second pass where it lost orthogonality (selective CGS2)"));
+  if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " steps reorthogonalized (second Gram-Schmidt pass when h^2 < %g <w,w>)\n", g->nreorth, (double)SGMRESKeep(g)));
   PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
                                g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
                                        : "3 per inner step (SpMV, multi-dot, update + scale), or one persistent kernel per chunk (below), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
@@ -507,6 +518,8 @@ PetscErrorCode KSPSetFromOptions_FusedSGMRES(KSP ksp, PetscOptionItems PetscOpti
   PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused simpler GMRES options");
   PetscCall(PetscOptionsInt("-ksp_gmres_restart", "Number of Krylov directions before restart", "KSPGMRESSetRestart", restart, &restart, &flg));
   if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
+  PetscCall(PetscOptionsReal("-ksp_fusedsgmres_reorth_tol", "Reorthogonalize a step (one more reduction) when the projection keeps less than this fraction of <w,w> (0: only against cancellation; see -ksp_fusedsgmres_cgs2 for every step)",
+                             "KSPFUSEDSGMRES", g->reorth_tol, &g->reorth_tol, NULL));
   PetscCall(PetscOptionsBool("-ksp_fusedsgmres_cgs2", "One reorthogonalization pass (CGS2)", "KSPFusedSGMRESSetCGS2", g->cgs2, &g->cgs2, NULL));
   PetscCall(KSPFusedChunkSetFromOptions(PetscOptionsObject, &g->chunk));
   PetscOptionsHeadEnd();
