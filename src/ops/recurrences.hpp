@@ -39,7 +39,9 @@ FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, PetscScala
   if (rz < 0) return RecurrenceStatus::INDEFINITE_PC;
   if (pq <= 0) return RecurrenceStatus::INDEFINITE_MAT;
   *alpha = rz / pq;
-  *beta  = (rz - (*alpha) * (qz + ru) + (*alpha) * (*alpha) * qu) / rz;
+  /* rz + alpha (alpha qu - (qz + ru)) with explicit FMAs, so that the host and the device (where the
+     compiler would contract on its own) round alike and chunks reproduce the per-iteration path   */
+  *beta = fma(*alpha, fma(*alpha, qu, -(qz + ru)), rz) / rz;
   return RecurrenceStatus::OK;
 }
 
