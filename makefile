@@ -1,7 +1,7 @@
 # FusedKSP makefile (PETSc style: reads $PETSC_DIR/lib/petsc/conf/variables)
 #
 #   make                 lib/libfusedksp.so, the tutorials and the tests
-#   make test            every test on the host backend (serial and mpiexec -n 2/3); ends with "N passed, N failed"
+#   make test            every test on the host backend (serial and mpiexec -n 2/3); ends with "N passed, N failed, N skipped"
 #   make test-gpu        the same plus the device-only tests (needs a GPU)
 #   make demo            fused vs classical solvers on tutorials/ex1, one table
 #   make conformance     PETSc's own test programs as shipped and with the plugin loaded (conformance/README.md;

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <petscsys.h>
+#include "sys/errors.hpp"
 #include "ops/recurrences.hpp"
 #include "backend/blas.hpp"
 
@@ -269,11 +270,15 @@ struct Backend {
   /* Deferred second stages.  Between batch_begin() and batch_end(), an operation called while
      batch_defer(PETSC_TRUE) is in effect may return before its dots[] are filled: batch_end()
      fills all of them after ONE device->host copy and ONE wait.  Operations called with
-     batch_defer(PETSC_FALSE) inside a batch complete as usual.  The host backend completes
-     everything at once (no-ops).                                                              */
+     batch_defer(PETSC_FALSE) inside a batch complete as usual.  Batches nest: a batch_begin()
+     inside an open batch starts an inner one, whose batch_end() completes only the operations
+     deferred since then (those of the outer batch stay pending); batch_abandon() closes the
+     innermost batch without filling its dots[] (after an error: they may be gone), leaving the
+     batches around it as they were.  The host backend completes everything at once (no-ops).  */
   PetscErrorCode (*batch_begin)(void);
   PetscErrorCode (*batch_defer)(PetscBool);
   PetscErrorCode (*batch_end)(void);
+  PetscErrorCode (*batch_abandon)(void);
 
   /* Halo exchange of parallel matrices (src/mat/mpiaijfused.cxx).  An MPI rank's product is
      out = wl .* (Ad (wr .* in) + Ao halo) with Ad the diagonal block, Ao the off-diagonal block

@@ -520,7 +520,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
   ksp->ops->setup          = fusedksp::KSPSetUp_FusedBCGS;
-  ksp->ops->solve          = fusedksp::KSPSolve_FusedBCGS;
+  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedBCGS>;
   ksp->ops->destroy        = fusedksp::KSPDestroy_FusedBCGS;
   ksp->ops->view           = fusedksp::KSPView_FusedBCGS;
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedBCGS;

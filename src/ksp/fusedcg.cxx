@@ -395,7 +395,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NATURAL, PC_LEFT, 2));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
   ksp->ops->setup          = fusedksp::KSPSetUp_FusedCG;
-  ksp->ops->solve          = fusedksp::KSPSolve_FusedCG;
+  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedCG>;
   ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCG;
   ksp->ops->view           = fusedksp::KSPView_FusedCG;
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedCG;

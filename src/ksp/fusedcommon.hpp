@@ -51,6 +51,15 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
 /* The counter behind KSPFusedGetReductionCount(), composed on the KSP; removed by KSPFusedDestroyCommon() */
 PetscErrorCode KSPFusedSetReductionCounter(KSP ksp, ReductionCounter *counter);
 
+/* ksp->ops->solve of a fused solver: Solve in a scope of batches of its own (OpsSolveScoped()), so that
+   fused solves nest inside each other's preconditioners and operators and an error leaves no batch open */
+template <PetscErrorCode (*Solve)(KSP)> PetscErrorCode KSPSolveScoped(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(OpsSolveScoped(ksp, Solve));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* What every fused solver's destroy does: the Jacobi weights, the composed counter, KSPDestroyDefault() */
 PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w);
 

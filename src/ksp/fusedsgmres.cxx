@@ -673,7 +673,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
   ksp->ops->setup          = fusedksp::KSPSetUp_FusedSGMRES;
-  ksp->ops->solve          = fusedksp::KSPSolve_FusedSGMRES;
+  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedSGMRES>;
   ksp->ops->reset          = fusedksp::KSPReset_FusedSGMRES;
   ksp->ops->destroy        = fusedksp::KSPDestroy_FusedSGMRES;
   ksp->ops->view           = fusedksp::KSPView_FusedSGMRES;

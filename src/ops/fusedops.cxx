@@ -11,23 +11,37 @@ namespace fusedksp
 namespace
 {
 
-bool batch_open     = false; /* an OpsBatchBegin() without its OpsBatchEnd() */
-bool target_pending = false; /* an OpsReduceInto() not yet used by a fused operation */
-bool batch_defer    = false; /* ... that defers (not a general PC)           */
+/* The batches are per solve (OpsSolveScoped()): scopes[nscopes - 1] is the innermost solve running,
+   scopes[0] the operations called outside any solve.  A solve has at most one batch open; a fused
+   solve nested in another (inside its PC or operator) has a scope of its own, so it neither sees nor
+   joins the batch of the solve around it.                                                           */
+struct Scope {
+  bool batch_open  = false; /* an OpsBatchBegin() of this solve without its OpsBatchEnd() */
+  bool batch_defer = false; /* ... that defers (not a general PC)                         */
+};
+constexpr int MAX_SCOPES = 64; /* fused solves nested in each other, plus the outermost level */
+Scope         scopes[MAX_SCOPES];
+int           nscopes        = 1;
+bool          target_pending = false; /* an OpsReduceInto() not yet used by a fused operation */
+
+inline Scope &Current()
+{
+  return scopes[nscopes - 1];
+}
 
 /* Switches deferral on around one fused kernel inside a deferring batch; the kernel uses up a
    pending OpsReduceInto() target                                                              */
 PetscErrorCode DeferBegin()
 {
   PetscFunctionBegin;
-  if (batch_open && batch_defer && !target_pending) PetscCall(ActiveBackend()->batch_defer(PETSC_TRUE));
+  if (Current().batch_open && Current().batch_defer && !target_pending) PetscCall(ActiveBackend()->batch_defer(PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode DeferEnd()
 {
   PetscFunctionBegin;
-  if (batch_open && batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_FALSE));
+  if (Current().batch_open && Current().batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_FALSE));
   target_pending = false;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -462,27 +476,66 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
 
 PetscErrorCode OpsBatchBegin(PetscBool enable)
 {
+  Scope &scope = Current();
+
   PetscFunctionBegin;
-  PetscCheck(!batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of fused operations is already open");
-  batch_open  = true;
-  batch_defer = enable ? true : false;
-  if (batch_defer) PetscCall(ActiveBackend()->batch_begin());
+  PetscCheck(!scope.batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of fused operations is already open in this solve");
+  if (enable) PetscCall(ActiveBackend()->batch_begin());
+  scope.batch_open  = true;
+  scope.batch_defer = enable ? true : false;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode OpsBatchEnd(void)
 {
+  Scope &scope = Current();
+
   PetscFunctionBegin;
-  PetscCheck(batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of fused operations is open");
-  if (batch_defer) PetscCall(ActiveBackend()->batch_end());
-  batch_open  = false;
-  batch_defer = false;
+  PetscCheck(scope.batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of fused operations is open in this solve");
+  scope.batch_open = false;
+  if (scope.batch_defer) {
+    scope.batch_defer = false;
+    PetscCall(ActiveBackend()->batch_end());
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscBool OpsBatchIsOpen(void)
 {
-  return batch_open ? PETSC_TRUE : PETSC_FALSE;
+  return Current().batch_open ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/* Drops what an error left behind in the innermost scope: its open batch (the deferred results are
+   never filled; the batches of the solves around it stay as they were) and a pending reduce target */
+static PetscErrorCode ScopeAbandon(void)
+{
+  Scope &scope = Current();
+
+  PetscFunctionBegin;
+  if (scope.batch_open && scope.batch_defer) PetscCall(ActiveBackend()->batch_abandon());
+  scope = Scope();
+  if (target_pending) {
+    target_pending = false;
+    PetscCall(ActiveBackend()->reduce_target(nullptr, nullptr));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsSolveScoped(KSP ksp, PetscErrorCode (*solve)(KSP))
+{
+  PetscErrorCode ierr;
+  bool           open;
+
+  PetscFunctionBegin;
+  PetscCheck(nscopes < MAX_SCOPES, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "Fused solves nested more than %d deep", MAX_SCOPES - 1);
+  scopes[nscopes++] = Scope();
+  ierr              = solve(ksp);
+  open              = Current().batch_open;
+  if (ierr || open) PetscCall(ScopeAbandon());
+  nscopes--;
+  PetscCall(ierr);
+  PetscCheck(!open, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The fused solve returned with a batch of fused operations open");
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, ReductionCounter *counter)
