@@ -17,6 +17,10 @@ extern const char *const PCModeNames[];
    (overwritten); w is (re)created like it when missing or of another size.                   */
 PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w);
 
+/* PCApplyTransposeExists(), also asked of the PCs inside a PCKSP or (set up) PCFIELDSPLIT: a PCKSP has a
+   transpose only when its inner solver's PC has one                                                    */
+PetscErrorCode KSPFusedPCHasTranspose(PC pc, PetscBool *has);
+
 /* Applies the preconditioner of the given mode: z = w .* r | PCApply | z = r */
 PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z);
 

@@ -95,7 +95,7 @@ public:
           PetscFunctionReturn(PETSC_SUCCESS);
         }
       PetscCall(VecFusedGetArray(v, mode == PETSC_MEMORY_ACCESS_WRITE ? PETSC_MEMORY_ACCESS_READ_WRITE : mode, a));
-      held_.push_back({v, mode, *a});
+      FusedKSPCallCXX(held_.push_back({v, mode, *a}));
     }
     PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -386,10 +386,11 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
-    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    std::vector<PetscScalar *> va;
     PetscScalar               *ya;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(y, &n));
+    FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ, &ya));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
     PetscCall(PetscLogEventBegin(events.mdot, y, 0, 0, 0));
@@ -417,10 +418,11 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
-    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    std::vector<PetscScalar *> va;
     PetscScalar               *ya, *da;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(y, &n));
+    FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
     PetscCall(arr.Get(dotvec, PETSC_MEMORY_ACCESS_READ, &da));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
@@ -432,7 +434,9 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
     PetscCall(PetscLogFlops(2.0 * n * (nv + 1)));
     PetscCall(arr.RestoreAll());
   } else {
-    std::vector<PetscScalar> neg(nv > 0 ? nv : 1);
+    std::vector<PetscScalar> neg;
+
+    FusedKSPCallCXX(neg.resize(nv > 0 ? nv : 1));
     for (PetscInt j = 0; j < nv; ++j) neg[j] = -coef[j];
     if (nv) PetscCall(VecMAXPY(y, nv, neg.data(), const_cast<Vec *>(V)));
     if (scale != 1.0) PetscCall(VecScale(y, scale));
@@ -451,10 +455,11 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
-    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    std::vector<PetscScalar *> va;
     PetscScalar               *wa, *zo, *zn;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(w, &n));
+    FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
     PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zo));
     PetscCall(arr.Get(znew, PETSC_MEMORY_ACCESS_WRITE, &zn));
@@ -575,11 +580,11 @@ PetscErrorCode OpsChunkKey(Mat A, std::initializer_list<Vec> vecs, std::vector<c
     PetscScalar *a;
     if (!v) continue;
     PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_READ, &a));
-    key->push_back(a);
+    FusedKSPCallCXX(key->push_back(a));
     PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_READ, &a));
   }
   PetscCall(MatAIJFusedGetArraysGeneration(A, &generation));
-  key->push_back(reinterpret_cast<const void *>((uintptr_t)generation));
+  FusedKSPCallCXX(key->push_back(reinterpret_cast<const void *>((uintptr_t)generation)));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -798,13 +803,14 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
 {
   BackendArrays              arr;
   SGMRESChunkArgs            args;
-  std::vector<PetscScalar *> va(m + 1, nullptr), za(m + 2, nullptr);
+  std::vector<PetscScalar *> va, za;
   PetscScalar               *wra, *ba;
   PetscInt                   n;
   PetscInt64                 nnz;
 
   PetscFunctionBegin;
   PetscCheck(i0 >= 0 && k >= 0 && i0 + k <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, i0 + 1, i0 + k, m);
+  FusedKSPCallCXX(va.assign(m + 1, nullptr); za.assign(m + 2, nullptr));
   PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
@@ -841,11 +847,12 @@ PetscErrorCode OpsSGMRESUpdateChained(PetscInt i, PetscInt m, PetscReal keep, co
 {
   PetscBool                  fused;
   BackendArrays              arr;
-  std::vector<PetscScalar *> va(i > 1 ? i - 1 : 1);
+  std::vector<PetscScalar *> va;
   PetscScalar               *wa, *zoa, *zna;
   PetscInt                   n;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(va.resize(i > 1 ? i - 1 : 1));
   PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsSGMRESUpdateChained() needs an OpsReduceInto() target");
   PetscCall(AllFused({w, zold, znew}, &fused));
   for (PetscInt v = 0; v < i - 1 && fused; ++v) PetscCall(AllFused({V[v]}, &fused));
@@ -874,14 +881,14 @@ PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **
   *recorded = capturing;
   if (!capturing) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    const PetscErrorCode ierr = body(ctx);
+    PetscErrorCode ierr = body(ctx);
+    if (!ierr) ierr = be->graph_end(graph);
     if (ierr) {
       target_pending = false;
       PetscCall(be->graph_abort());
       PetscCall(ierr);
     }
   }
-  PetscCall(be->graph_end(graph));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
