@@ -194,10 +194,18 @@ static PetscErrorCode TestSizes(PetscReal rtol)
   PetscCall(VecSetSizes(bad, m + 1, PETSC_DETERMINE));
   PetscCall(VecSetType(bad, vtype));
   PetscCall(VecSet(bad, 1.0));
-  PetscCall(CreateKSP(p.A, NULL, KSPFUSEDCG, rtol, &ksp));
-  PetscCall(SolveCatch(ksp, bad, x, &ierr, msg, sizeof(msg)));
-  PetscCall(Check((PetscBool)(ierr != 0), "right-hand side one entry per rank too long for the %" PetscInt_FMT " x %" PetscInt_FMT " matrix: error %d (%s)", N, N, (int)ierr, msg));
-  PetscCall(KSPDestroy(&ksp));
+  for (PetscInt k = 1; k <= 4; k *= 4) { /* k = 4: on one rank, chunks whose first one computes the start from b */
+    PetscCall(VecDestroy(&bad));
+    PetscCall(VecCreate(PETSC_COMM_WORLD, &bad));
+    PetscCall(VecSetSizes(bad, m + 1, PETSC_DETERMINE));
+    PetscCall(VecSetType(bad, vtype));
+    PetscCall(VecSet(bad, 1.0));
+    PetscCall(CreateKSP(p.A, NULL, KSPFUSEDCG, rtol, &ksp));
+    PetscCall(KSPFusedSetCheckInterval(ksp, k));
+    PetscCall(SolveCatch(ksp, bad, x, &ierr, msg, sizeof(msg)));
+    PetscCall(Check((PetscBool)(ierr != 0), "check interval %" PetscInt_FMT ": right-hand side one entry per rank too long for the %" PetscInt_FMT " x %" PetscInt_FMT " matrix: error %d (%s)", k, N, N, (int)ierr, msg));
+    PetscCall(KSPDestroy(&ksp));
+  }
 
   /* a non-square operator, one column per rank more than rows, ones on the diagonal, of the -mat_type of the problems */
   PetscCall(MatCreate(PETSC_COMM_WORLD, &R));
@@ -221,6 +229,53 @@ static PetscErrorCode TestSizes(PetscReal rtol)
   PetscCall(VecDestroy(&br));
   PetscCall(VecDestroy(&bad));
   PetscCall(VecDestroy(&x));
+  PetscCall(ProblemDestroy(&p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Vectors whose layout differs from the matrix's (the same global length, other local lengths: two ranks or more)
+   and a right-hand side of a different global length: every fused solver stops with a PETSc error naming the
+   lengths, before any kernel runs                                                                             */
+static PetscErrorCode TestLayouts(PetscReal rtol)
+{
+  const KSPType  types[] = {KSPFUSEDCG, KSPFUSEDBCGS, KSPFUSEDSGMRES};
+  Problem        p;
+  Vec            x, b, shifted;
+  VecType        vtype;
+  PetscInt       m, N;
+  PetscMPIInt    rank, size;
+  PetscErrorCode ierr;
+  char           msg[1024];
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(CreateProblem("poisson2d", &p));
+  PetscCall(MatCreateVecs(p.A, &x, &b));
+  PetscCall(VecGetType(x, &vtype));
+  PetscCall(MatGetLocalSize(p.A, &m, NULL));
+  PetscCall(MatGetSize(p.A, &N, NULL));
+  for (size_t t = 0; t < sizeof(types) / sizeof(types[0]) && size > 1; t++) {
+    for (PetscInt k = 1; k <= 4; k *= 4) { /* k = 4: chunks of iterations, whose first one computes the start from b */
+      for (int which = 0; which < 2; which++) {
+        KSP ksp;
+
+        /* one row of every other rank moves to the first: every rank meets the error (errors are not collective) */
+        PetscCall(VecCreate(PETSC_COMM_WORLD, &shifted));
+        PetscCall(VecSetSizes(shifted, rank == 0 ? m + size - 1 : m - 1, N));
+        PetscCall(VecSetType(shifted, vtype));
+        PetscCall(VecSet(shifted, 1.0));
+        PetscCall(CreateKSP(p.A, "layout_", types[t], rtol, &ksp));
+        PetscCall(KSPFusedSetCheckInterval(ksp, k));
+        PetscCall(SolveCatch(ksp, which ? b : shifted, which ? shifted : x, &ierr, msg, sizeof(msg)));
+        PetscCall(Check((PetscBool)(ierr != 0), "%s, check interval %" PetscInt_FMT ": %s with another layout than the matrix: error %d (%s)", types[t], k, which ? "solution" : "right-hand side", (int)ierr, msg));
+        PetscCall(KSPDestroy(&ksp));
+        PetscCall(VecDestroy(&shifted));
+      }
+    }
+  }
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&b));
   PetscCall(ProblemDestroy(&p));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -581,6 +636,7 @@ int main(int argc, char **argv)
   PetscCall(TestNaN(rtol));
   PetscCall(TestSizes(rtol));
   PetscCall(TestPlainVec(rtol));
+  PetscCall(TestLayouts(rtol));
   PetscCall(TestChunkOptions(rtol));
   PetscCall(TestSkew(rtol));
   PetscCall(TestRecovery(rtol));

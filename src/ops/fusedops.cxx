@@ -80,14 +80,27 @@ PetscErrorCode LocalDot(Vec x, Vec y, PetscScalar *val)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Holds backend arrays of several fused vectors for one kernel and gives them back */
+/* Holds backend arrays of several fused vectors for one kernel and gives them back.  After
+   Length(n), every vector it gets must have the local length n: the kernel reads n entries of each
+   array, so a vector of another layout is an error before any kernel runs.                     */
 class BackendArrays {
 public:
+  void Length(PetscInt n)
+  {
+    n_ = n;
+  }
   PetscErrorCode Get(Vec v, PetscMemoryAccessMode mode, PetscScalar **a)
   {
     PetscFunctionBegin;
     *a = nullptr;
     if (v) {
+      if (n_ >= 0) {
+        PetscInt n;
+
+        PetscCall(VecGetLocalSize(v, &n));
+        PetscCheck(n == n_, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+                   "A fused operation on vectors of local length %" PetscInt_FMT " got one of local length %" PetscInt_FMT ": the vectors of a solve must have the layout of the rows and columns of its matrix", n_, n);
+      }
       for (auto &e : held_)
         if (e.v == v) {
           if (mode != PETSC_MEMORY_ACCESS_READ) e.mode = PETSC_MEMORY_ACCESS_READ_WRITE;
@@ -114,6 +127,7 @@ private:
     PetscScalar          *a;
   };
   std::vector<Entry> held_;
+  PetscInt           n_ = -1;
 };
 
 /* Backend DotSpecs for OpDots (arrays fetched read-only) */
@@ -168,6 +182,7 @@ PetscErrorCode GetCGUpdateArrays(BackendArrays &arr, Vec x, Vec r, Vec z, Vec p,
 {
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(x, &a->n));
+  arr.Length(a->n);
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
   PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &a->r));
   PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &a->p));
@@ -191,6 +206,7 @@ PetscErrorCode GetBCGSUpdateArrays(BackendArrays &arr, Vec wr, Vec x, Vec r, Vec
 {
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(x, &a->n));
+  arr.Length(a->n);
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &a->wr));
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
   PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &a->r));
@@ -253,10 +269,14 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
     PetscScalar  *ina, *outa, *wla, *wra;
+    PetscInt      rows, cols;
+    PetscCall(MatGetLocalSize(A, &rows, &cols));
+    arr.Length(cols);
     PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
+    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+    arr.Length(rows);
     PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
     PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
-    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     if (fusedmpi) PetscCall(CheckNoTarget("an MPI operator"));
     PetscCall(DeferBegin());
@@ -294,6 +314,7 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
     PetscScalar  *ina, *outa;
     PetscInt      n;
     PetscCall(VecGetLocalSize(out, &n));
+    arr.Length(n);
     PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
     PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_READ, &outa));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
@@ -326,6 +347,7 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
     PetscScalar  *xa, *va, *ya;
     PetscInt      n;
     PetscCall(VecGetLocalSize(y, &n));
+    arr.Length(n);
     PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
     PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
@@ -390,6 +412,7 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
     PetscScalar               *ya;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(y, &n));
+    arr.Length(n);
     FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ, &ya));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
@@ -422,6 +445,7 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
     PetscScalar               *ya, *da;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(y, &n));
+    arr.Length(n);
     FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
     PetscCall(arr.Get(dotvec, PETSC_MEMORY_ACCESS_READ, &da));
@@ -459,6 +483,7 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
     PetscScalar               *wa, *zo, *zn;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(w, &n));
+    arr.Length(n);
     FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
     PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zo));
@@ -669,16 +694,27 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The checks of a whole-chunk operation (`what`: its solver) and the backend view of its matrix */
+/* The checks of a whole-chunk operation (`what`: its solver) - fused operands, the vectors of the layout of the
+   square matrix - and the backend view of its matrix                                                            */
 static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list<Vec> vecs, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz)
 {
   PetscBool fused, fusedmat;
+  PetscInt  rows, cols;
 
   PetscFunctionBegin;
   PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A chunk of %s iterations writes its own slots: no OpsReduceInto() target may be pending", what);
   PetscCall(AllFused(vecs, &fused));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of %s iterations needs fused vectors and a MATSEQAIJFUSED matrix", what);
+  PetscCall(MatGetLocalSize(A, &rows, &cols));
+  PetscCheck(rows == cols, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A chunk of %s iterations needs a square matrix, not %" PetscInt_FMT " x %" PetscInt_FMT, what, rows, cols);
+  for (Vec v : vecs) {
+    PetscInt n;
+
+    if (!v) continue;
+    PetscCall(VecGetLocalSize(v, &n));
+    PetscCheck(n == rows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A chunk of %s iterations on a matrix of %" PetscInt_FMT " local rows got a vector of local length %" PetscInt_FMT, what, rows, n);
+  }
   PetscCall(MatSeqAIJFusedGetView(A, csr, sell, nnz));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -695,6 +731,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscFunctionBegin;
   PetscCall(ChunkMatrix("CG", A, {b, x, r, p, q, w}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
+  arr.Length(n);
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
   PetscCall(arr.Get(x, b && !guess ? updated : PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
   PetscCall(arr.Get(r, updated, &args.r));
@@ -729,6 +766,7 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   PetscFunctionBegin;
   PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, b, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
+  arr.Length(n);
   PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
@@ -767,6 +805,7 @@ PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cu
   PetscCall(AllFused({x, v, y}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
   PetscCall(VecGetLocalSize(y, &n));
+  arr.Length(n);
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
   PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
@@ -813,6 +852,7 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
   FusedKSPCallCXX(va.assign(m + 1, nullptr); za.assign(m + 2, nullptr));
   PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
+  arr.Length(n);
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
   for (PetscInt v = 1; v <= i0 + k; ++v) {
@@ -858,6 +898,7 @@ PetscErrorCode OpsSGMRESUpdateChained(PetscInt i, PetscInt m, PetscReal keep, co
   for (PetscInt v = 0; v < i - 1 && fused; ++v) PetscCall(AllFused({V[v]}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
   PetscCall(VecGetLocalSize(w, &n));
+  arr.Length(n);
   for (PetscInt v = 0; v < i - 1; ++v) PetscCall(arr.Get(V[v], PETSC_MEMORY_ACCESS_READ, &va[v]));
   PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
   PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zoa));
