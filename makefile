@@ -20,6 +20,20 @@ FUSEDKSP_CONFIG ?= config/local.mk
 ifeq ($(strip $(PETSC_DIR)),)
 $(error PETSc not found: run config/configure first, or set PETSC_DIR (and PETSC_ARCH))
 endif
+# The PETSc builds FusedKSP supports: real double-precision scalars and 32-bit indices (the kernels and the CUDA
+# backend are written for them); any other build is refused here, before anything is compiled
+FK_PETSCCONF := $(firstword $(wildcard $(PETSC_DIR)/$(PETSC_ARCH)/include/petscconf.h $(PETSC_DIR)/include/petscconf.h))
+FK_UNSUPPORTED := $(strip \
+  $(if $(shell grep -s '^\#define PETSC_USE_64BIT_INDICES ' $(FK_PETSCCONF)),64-bit indices (--with-64-bit-indices);) \
+  $(if $(shell grep -s '^\#define PETSC_USE_COMPLEX ' $(FK_PETSCCONF)),complex scalars (--with-scalar-type=complex);) \
+  $(if $(shell grep -s '^\#define PETSC_USE_REAL_DOUBLE ' $(FK_PETSCCONF)),,a precision other than double (--with-precision);))
+ifneq ($(FK_PETSCCONF),)
+ifneq ($(FK_UNSUPPORTED),)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(error FusedKSP supports PETSc builds with real double-precision scalars and 32-bit indices; the PETSc in $(PETSC_DIR) $(PETSC_ARCH) has $(FK_UNSUPPORTED) configure PETSc without these options (config/configure builds a supported one), or set PETSC_DIR/PETSC_ARCH to another build)
+endif
+endif
+endif
 include $(PETSC_DIR)/lib/petsc/conf/variables
 # the mpiexec of PETSc's MPI (Debian's /usr/bin/mpiexec follows alternatives, which may name another MPI)
 FK_MPIEXEC := $(or $(if $(findstring mpich,$(CC)),$(shell command -v mpiexec.mpich)),$(if $(findstring openmpi,$(CC)),$(shell command -v mpiexec.openmpi)),$(MPIEXEC))

@@ -23,7 +23,7 @@
 */
 #pragma once
 
-#include <petscsys.h>
+#include "sys/requirements.hpp"
 #include "sys/errors.hpp"
 #include "ops/recurrences.hpp"
 #include "backend/blas.hpp"

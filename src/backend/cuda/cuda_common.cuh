@@ -24,10 +24,6 @@
 #include <cuda_runtime.h>
 #include <cub/block/block_reduce.cuh>
 
-#if defined(PETSC_USE_COMPLEX) || !defined(PETSC_USE_REAL_DOUBLE)
-#error "The CUDA backend of FusedKSP needs a PETSc with real double precision scalars"
-#endif
-
 /* Turns a cudaError_t into a PETSc error (PETSC_ERR_MEM for an allocation, else PETSC_ERR_LIB) after
    clearing the error, so that the next check does not report it again; a sticky error (a kernel
    fault: every later CUDA call fails) is said to be one                                          */
