@@ -319,7 +319,8 @@ struct Backend {
      reduce_target(slot, stop) makes the NEXT reducing operation - spmv_dots, spmv_sell_dots, dots
      or cg_update_chained - write its ndots results to slot[0..ndots) in backend memory instead of
      dots[] (dots may then be NULL), and, when stop is not NULL, do nothing at all (no output, no
-     result) if *stop >= 0 when it runs.  Nothing is copied to the host and nothing waits.       */
+     result) if *stop >= 0 when it runs.  Nothing is copied to the host and nothing waits.
+     reduce_target(NULL, NULL) drops a target not used yet (after an error).                       */
   PetscErrorCode (*reduce_target)(PetscScalar *slot, const PetscInt *stop);
 
   /* The CG update of chunk iteration j >= 1 with its coefficients computed where it runs: from

@@ -54,6 +54,17 @@ PetscErrorCode CheckNoTarget(const char *what)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Forgets a pending OpsReduceInto() target (after an error: the operation that would use it did not run) */
+PetscErrorCode TargetDrop()
+{
+  PetscFunctionBegin;
+  if (target_pending) {
+    target_pending = false;
+    PetscCall(ActiveBackend()->reduce_target(nullptr, nullptr));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* PETSC_TRUE when every non-NULL vector is fused (then the backend kernel runs) */
 PetscErrorCode AllFused(std::initializer_list<Vec> vecs, PetscBool *fused)
 {
@@ -539,15 +550,13 @@ PetscBool OpsBatchIsOpen(void)
    never filled; the batches of the solves around it stay as they were) and a pending reduce target */
 static PetscErrorCode ScopeAbandon(void)
 {
-  Scope &scope = Current();
+  Scope     &scope = Current();
+  const bool defer = scope.batch_open && scope.batch_defer;
 
   PetscFunctionBegin;
-  if (scope.batch_open && scope.batch_defer) PetscCall(ActiveBackend()->batch_abandon());
   scope = Scope();
-  if (target_pending) {
-    target_pending = false;
-    PetscCall(ActiveBackend()->reduce_target(nullptr, nullptr));
-  }
+  PetscCall(TargetDrop());
+  if (defer) PetscCall(ActiveBackend()->batch_abandon());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -561,9 +570,14 @@ PetscErrorCode OpsSolveScoped(KSP ksp, PetscErrorCode (*solve)(KSP))
   scopes[nscopes++] = Scope();
   ierr              = solve(ksp);
   open              = Current().batch_open;
-  if (ierr || open) PetscCall(ScopeAbandon());
-  nscopes--;
-  PetscCall(ierr);
+  if (ierr || open) {
+    const PetscErrorCode aerr = ScopeAbandon();
+
+    nscopes--;
+    PetscCall(ierr);
+    PetscCall(aerr);
+  } else
+    nscopes--;
   PetscCheck(!open, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The fused solve returned with a batch of fused operations open");
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -925,7 +939,7 @@ PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **
     PetscErrorCode ierr = body(ctx);
     if (!ierr) ierr = be->graph_end(graph);
     if (ierr) {
-      target_pending = false;
+      PetscCall(TargetDrop());
       PetscCall(be->graph_abort());
       PetscCall(ierr);
     }
