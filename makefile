@@ -1,7 +1,7 @@
 # FusedKSP makefile (PETSc style: reads $PETSC_DIR/lib/petsc/conf/variables)
 #
 #   make                 lib/libfusedksp.so, the tutorials and the tests
-#   make test            every test on the host backend (serial and mpiexec -n 2/3); ends with "N passed, N failed"
+#   make test            every test on the host backend (serial and mpiexec -n 2/3); ends with "N passed, N failed, N skipped"
 #   make test-gpu        the same plus the device-only tests (needs a GPU)
 #   make demo            fused vs classical solvers on tutorials/ex1, one table
 #   make conformance     PETSc's own test programs as shipped and with the plugin loaded (conformance/README.md;
@@ -19,6 +19,20 @@ FUSEDKSP_CONFIG ?= config/local.mk
 -include $(FUSEDKSP_CONFIG)
 ifeq ($(strip $(PETSC_DIR)),)
 $(error PETSc not found: run config/configure first, or set PETSC_DIR (and PETSC_ARCH))
+endif
+# The PETSc builds FusedKSP supports: real double-precision scalars and 32-bit indices (the kernels and the CUDA
+# backend are written for them); any other build is refused here, before anything is compiled
+FK_PETSCCONF := $(firstword $(wildcard $(PETSC_DIR)/$(PETSC_ARCH)/include/petscconf.h $(PETSC_DIR)/include/petscconf.h))
+FK_UNSUPPORTED := $(strip \
+  $(if $(shell grep -s '^\#define PETSC_USE_64BIT_INDICES ' $(FK_PETSCCONF)),64-bit indices (--with-64-bit-indices);) \
+  $(if $(shell grep -s '^\#define PETSC_USE_COMPLEX ' $(FK_PETSCCONF)),complex scalars (--with-scalar-type=complex);) \
+  $(if $(shell grep -s '^\#define PETSC_USE_REAL_DOUBLE ' $(FK_PETSCCONF)),,a precision other than double (--with-precision);))
+ifneq ($(FK_PETSCCONF),)
+ifneq ($(FK_UNSUPPORTED),)
+ifeq ($(filter clean,$(MAKECMDGOALS)),)
+$(error FusedKSP supports PETSc builds with real double-precision scalars and 32-bit indices; the PETSc in $(PETSC_DIR) $(PETSC_ARCH) has $(FK_UNSUPPORTED) configure PETSc without these options (config/configure builds a supported one), or set PETSC_DIR/PETSC_ARCH to another build)
+endif
+endif
 endif
 include $(PETSC_DIR)/lib/petsc/conf/variables
 # the mpiexec of PETSc's MPI (Debian's /usr/bin/mpiexec follows alternatives, which may name another MPI)

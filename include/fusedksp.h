@@ -62,3 +62,8 @@ PETSC_EXTERN PetscErrorCode FusedKSPMeasureDeviceGraphFloor(PetscInt reps, Petsc
 /* Work done by the active backend since the program started: fused kernel launches (host backend:
    fused loops), device->host and host->device copies.  For tests of kernels per iteration. */
 PETSC_EXTERN PetscErrorCode FusedKSPGetBackendCounters(PetscInt64 *launches, PetscInt64 *device_to_host, PetscInt64 *host_to_device);
+
+/* Fault injection (tests of the error paths): the n-th allocation of FusedKSP from now on fails with
+   PETSC_ERR_MEM (0: none); the number of allocations since the last FusedKSPDebugFailAllocation() */
+PETSC_EXTERN PetscErrorCode FusedKSPDebugFailAllocation(PetscInt64 n);
+PETSC_EXTERN PetscErrorCode FusedKSPDebugGetAllocationCount(PetscInt64 *count);

@@ -23,7 +23,8 @@
 */
 #pragma once
 
-#include <petscsys.h>
+#include "sys/requirements.hpp"
+#include "sys/errors.hpp"
 #include "ops/recurrences.hpp"
 #include "backend/blas.hpp"
 
@@ -271,11 +272,15 @@ struct Backend {
   /* Deferred second stages.  Between batch_begin() and batch_end(), an operation called while
      batch_defer(PETSC_TRUE) is in effect may return before its dots[] are filled: batch_end()
      fills all of them after ONE device->host copy and ONE wait.  Operations called with
-     batch_defer(PETSC_FALSE) inside a batch complete as usual.  The host backend completes
-     everything at once (no-ops).                                                              */
+     batch_defer(PETSC_FALSE) inside a batch complete as usual.  Batches nest: a batch_begin()
+     inside an open batch starts an inner one, whose batch_end() completes only the operations
+     deferred since then (those of the outer batch stay pending); batch_abandon() closes the
+     innermost batch without filling its dots[] (after an error: they may be gone), leaving the
+     batches around it as they were.  The host backend completes everything at once (no-ops).  */
   PetscErrorCode (*batch_begin)(void);
   PetscErrorCode (*batch_defer)(PetscBool);
   PetscErrorCode (*batch_end)(void);
+  PetscErrorCode (*batch_abandon)(void);
 
   /* Halo exchange of parallel matrices (src/mat/mpiaijfused.cxx).  An MPI rank's product is
      out = wl .* (Ad (wr .* in) + Ao halo) with Ad the diagonal block, Ao the off-diagonal block
@@ -316,7 +321,8 @@ struct Backend {
      reduce_target(slot, stop) makes the NEXT reducing operation - spmv_dots, spmv_sell_dots, dots
      or cg_update_chained - write its ndots results to slot[0..ndots) in backend memory instead of
      dots[] (dots may then be NULL), and, when stop is not NULL, do nothing at all (no output, no
-     result) if *stop >= 0 when it runs.  Nothing is copied to the host and nothing waits.       */
+     result) if *stop >= 0 when it runs.  Nothing is copied to the host and nothing waits.
+     reduce_target(NULL, NULL) drops a target not used yet (after an error).                       */
   PetscErrorCode (*reduce_target)(PetscScalar *slot, const PetscInt *stop);
 
   /* The CG update of chunk iteration j >= 1 with its coefficients computed where it runs: from

@@ -108,10 +108,11 @@ PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *a)
 {
   const PetscInt             n  = a->csr ? a->csr->nrows : a->sell->nrows;
   const PetscInt             nd = SGMRESChunkSlot(a->m);
-  std::vector<PetscScalar *> vz((size_t)a->i0 + a->k);
+  std::vector<PetscScalar *> vz;
 
   PetscFunctionBegin;
   PetscCheck(a->i0 >= 0 && a->k >= 0 && a->i0 + a->k <= a->m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, a->i0 + 1, a->i0 + a->k, a->m);
+  FusedKSPCallCXX(vz.resize((size_t)a->i0 + a->k));
   for (PetscInt j = 1; j <= a->k; ++j) {
     const PetscInt i    = a->i0 + j;
     PetscScalar   *prev = a->slots + (j - 1) * nd, *cur = prev + nd;

@@ -11,11 +11,12 @@ namespace fusedksp
 */
 PetscErrorCode TriangularLevels(PetscInt n, PetscBool upper, const PetscInt *rowptr, const PetscInt *colidx, PetscInt *nlevels, PetscInt *levelptr, PetscInt *rows)
 {
-  std::vector<PetscInt> level(n);
+  std::vector<PetscInt> level, next;
   PetscInt              nl = 0;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative size %" PetscInt_FMT, n);
+  FusedKSPCallCXX(level.resize(n));
   for (PetscInt t = 0; t < n; ++t) {
     const PetscInt i = upper ? n - 1 - t : t;
     PetscInt       l = 0;
@@ -33,7 +34,7 @@ PetscErrorCode TriangularLevels(PetscInt n, PetscBool upper, const PetscInt *row
   for (PetscInt l = 0; l <= nl; ++l) levelptr[l] = 0;
   for (PetscInt i = 0; i < n; ++i) levelptr[level[i] + 1]++;
   for (PetscInt l = 0; l < nl; ++l) levelptr[l + 1] += levelptr[l];
-  std::vector<PetscInt> next(levelptr, levelptr + nl);
+  FusedKSPCallCXX(next.assign(levelptr, levelptr + nl));
   for (PetscInt i = 0; i < n; ++i) rows[next[level[i]]++] = i;
   *nlevels = nl;
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -110,7 +110,7 @@ PetscErrorCode BCGSShadowTranspose(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec rstar,
   if (!has) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(KSPGetPC(ksp, &pc));
   if (bc->mode == PCMode::GENERAL) {
-    PetscCall(PCApplyTransposeExists(pc, &has));
+    PetscCall(KSPFusedPCHasTranspose(pc, &has));
     if (!has) PetscFunctionReturn(PETSC_SUCCESS);
   }
   const Vec t = ksp->pc_side == PC_RIGHT ? scratch : rstar;
@@ -209,8 +209,7 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, BCGS_NSLOT, c->k));
   PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], wr}, &key));
-  key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode));
-  key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side));
+  FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode)); key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side)));
   c->nograph            = nullptr;
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
@@ -218,8 +217,9 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
     PetscInt                  j, performed;
     PetscBool                 restarted = PETSC_FALSE;
     BCGSChunk                 body      = {ksp, bc, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, wr, pt, st, PetscMin(c->k, ksp->max_it - it)};
-    std::vector<const void *> chunk_key = key;
+    std::vector<const void *> chunk_key;
 
+    FusedKSPCallCXX(chunk_key = key);
     if (it >= ksp->max_it) {
       ksp->reason = KSP_DIVERGED_ITS;
       break;
@@ -509,9 +509,10 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
 {
-  auto *bc = new fusedksp::KSP_FusedBCGS;
+  fusedksp::KSP_FusedBCGS *bc;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(bc = new fusedksp::KSP_FusedBCGS);
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself (or its first chunk does) */
   ksp->data           = bc;
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
@@ -519,7 +520,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
   ksp->ops->setup          = fusedksp::KSPSetUp_FusedBCGS;
-  ksp->ops->solve          = fusedksp::KSPSolve_FusedBCGS;
+  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedBCGS>;
   ksp->ops->destroy        = fusedksp::KSPDestroy_FusedBCGS;
   ksp->ops->view           = fusedksp::KSPView_FusedBCGS;
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedBCGS;

@@ -196,14 +196,15 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, CG_NSLOT, c->k));
   PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &key));
-  key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode));
+  FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
   c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
   for (PetscInt it = 0; !ksp->reason;) {
     PetscInt                  j, performed;
     PetscBool                 restarted = PETSC_FALSE;
     CGChunk                   body      = {ksp, cg, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, PetscMin(c->k, ksp->max_it - it)};
-    std::vector<const void *> chunk_key = key;
+    std::vector<const void *> chunk_key;
 
+    FusedKSPCallCXX(chunk_key = key);
     if (it >= ksp->max_it) {
       ksp->reason = KSP_DIVERGED_ITS;
       break;
@@ -211,8 +212,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
     PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
     if (start) { /* the record that computes the start reads b, and x when it is the guess */
       PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key));
-      chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1)));
-      chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1)));
+      FusedKSPCallCXX(chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1))); chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1))));
     }
     PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
     PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
@@ -393,9 +393,10 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
 {
-  auto *cg = new fusedksp::KSP_FusedCG;
+  fusedksp::KSP_FusedCG *cg;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(cg = new fusedksp::KSP_FusedCG);
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve does it (a chunk that computes the start: on the device) */
   ksp->data           = cg;
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
@@ -403,7 +404,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NATURAL, PC_LEFT, 2));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
   ksp->ops->setup          = fusedksp::KSPSetUp_FusedCG;
-  ksp->ops->solve          = fusedksp::KSPSolve_FusedCG;
+  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedCG>;
   ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCG;
   ksp->ops->view           = fusedksp::KSPView_FusedCG;
   ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedCG;

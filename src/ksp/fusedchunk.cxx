@@ -297,15 +297,15 @@ PetscErrorCode KSPFusedChunkRun(Chunker *c, PetscInt k, PetscBool graphsafe, con
   PetscCheck(k >= 1 && k <= c->capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Chunk of %" PetscInt_FMT " iterations, the buffer holds %" PetscInt_FMT, k, c->capacity);
   c->chunks++;
   if (graphsafe && !c->nograph && c->settings.graph && k == c->k) {
-    std::vector<const void *> full = key;
-    full.push_back(c->buf.device);
+    std::vector<const void *> full;
+    FusedKSPCallCXX(full = key; full.push_back(c->buf.device));
     auto rec = std::find_if(c->records_made.begin(), c->records_made.end(), [&](const Chunker::Record &r) { return r.key == full; });
     if (rec == c->records_made.end()) {              /* new operands: run directly (the buffers get sized), record next time */
       if (c->records_made.size() == CHUNK_RECORDS) { /* forget the least recently used */
         PetscCall(OpsGraphDestroy(&c->records_made.front().graph));
         c->records_made.erase(c->records_made.begin());
       }
-      c->records_made.push_back({full, nullptr});
+      FusedKSPCallCXX(c->records_made.push_back({full, nullptr}));
     } else {
       Chunker::Record *used;
       std::rotate(rec, rec + 1, c->records_made.end()); /* the most recently used last */

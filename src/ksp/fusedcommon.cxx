@@ -1,10 +1,43 @@
 /* Shared parts of the fused solvers */
 #include "ksp/fusedcommon.hpp"
+#include <petsc/private/pcimpl.h>
 
 namespace fusedksp
 {
 
 const char *const PCModeNames[] = {"none", "jacobi (fused into the kernels)", "general (PCApply)"};
+
+PetscErrorCode KSPFusedPCHasTranspose(PC pc, PetscBool *has)
+{
+  PetscBool isksp, issplit;
+
+  PetscFunctionBegin;
+  PetscCall(PCApplyTransposeExists(pc, has));
+  if (!*has) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCKSP, &isksp));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCFIELDSPLIT, &issplit));
+  if (isksp) {
+    KSP inner;
+    PC  innerpc;
+
+    PetscCall(PCKSPGetKSP(pc, &inner));
+    PetscCall(KSPGetPC(inner, &innerpc));
+    PetscCall(KSPFusedPCHasTranspose(innerpc, has));
+  } else if (issplit && pc->setupcalled) {
+    KSP     *sub;
+    PetscInt nsub;
+
+    PetscCall(PCFieldSplitGetSubKSP(pc, &nsub, &sub));
+    for (PetscInt i = 0; i < nsub && *has; ++i) {
+      PC subpc;
+
+      PetscCall(KSPGetPC(sub[i], &subpc));
+      PetscCall(KSPFusedPCHasTranspose(subpc, has));
+    }
+    PetscCall(PetscFree(sub));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w)
 {

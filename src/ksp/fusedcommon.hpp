@@ -17,6 +17,10 @@ extern const char *const PCModeNames[];
    (overwritten); w is (re)created like it when missing or of another size.                   */
 PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w);
 
+/* PCApplyTransposeExists(), also asked of the PCs inside a PCKSP or (set up) PCFIELDSPLIT: a PCKSP has a
+   transpose only when its inner solver's PC has one                                                    */
+PetscErrorCode KSPFusedPCHasTranspose(PC pc, PetscBool *has);
+
 /* Applies the preconditioner of the given mode: z = w .* r | PCApply | z = r */
 PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z);
 
@@ -50,6 +54,15 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
 
 /* The counter behind KSPFusedGetReductionCount(), composed on the KSP; removed by KSPFusedDestroyCommon() */
 PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter);
+
+/* ksp->ops->solve of a fused solver: Solve in a scope of batches of its own (OpsSolveScoped()), so that
+   fused solves nest inside each other's preconditioners and operators and an error leaves no batch open */
+template <PetscErrorCode (*Solve)(KSP)> PetscErrorCode KSPSolveScoped(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(OpsSolveScoped(ksp, Solve));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /* What every fused solver's destroy does: the Jacobi weights, the composed counter, KSPDestroyDefault() */
 PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w);

@@ -83,11 +83,7 @@ PetscErrorCode KSPSetUp_FusedSGMRES(KSP ksp)
     PetscCall(KSPCreateVecs(ksp, g->restart + 2, &g->Z, 0, NULL));
     g->nV = g->restart + 1;
   }
-  g->R.assign((size_t)(g->restart + 1) * (g->restart + 1), 0.0);
-  g->xi.assign(g->restart + 1, 0.0);
-  g->d.assign(g->restart + 2, 0.0);
-  g->coef.assign(g->restart + 1, 0.0);
-  g->Vz.assign(g->restart + 1, nullptr);
+  FusedKSPCallCXX(g->R.assign((size_t)(g->restart + 1) * (g->restart + 1), 0.0); g->xi.assign(g->restart + 1, 0.0); g->d.assign(g->restart + 2, 0.0); g->coef.assign(g->restart + 1, 0.0); g->Vz.assign(g->restart + 1, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -257,10 +253,11 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
 {
   Chunker                  *c = &g->chunk;
   const PetscInt            m = g->restart, nd = SGMRESChunkSlot(m);
-  std::vector<PetscScalar>  entering(nd, 0.0);
+  std::vector<PetscScalar>  entering;
   std::vector<const void *> key;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(entering.assign(nd, 0.0));
   PetscCall(KSPFusedChunkReserve(c, nd, PetscMin(c->k, m)));
   entering[m + 1] = 1; /* <z_1, z_1> */
   entering[m + 2] = *rho * *rho;
@@ -273,7 +270,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
     key.clear();
     PetscCall(OpsChunkKey(A, {ksp->vec_sol, body.b, g->w, ksp->work[VEC_WORK]}, &key));
     for (PetscInt v = 1; v <= m + 1; ++v) PetscCall(OpsChunkKey(A, {v <= m ? g->V[v] : nullptr, g->Z[v]}, &key));
-    key.push_back(reinterpret_cast<const void *>((uintptr_t)(i0 * 4 + (PetscInt)g->mode)));
+    FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)(i0 * 4 + (PetscInt)g->mode))));
     ChunkHostControl(c)->rho = *rho;
     if (entry == CycleEntry::RESTART)
       PetscCall(KSPFusedChunkRestart(ksp, c, *its, ksp->normtype == KSP_NORM_NONE ? -1 : 0));
@@ -327,7 +324,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
       g->zz_local = ChunkHostSlot(c, performed)[m + 1];
       break;
     }
-    entering.assign(ChunkHostSlot(c, performed), ChunkHostSlot(c, performed) + nd);
+    FusedKSPCallCXX(entering.assign(ChunkHostSlot(c, performed), ChunkHostSlot(c, performed) + nd));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -335,11 +332,12 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
 /* x += M^{-1} Z_k y with R_k y = rho xi_{1..k} */
 PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho, Vec x)
 {
-  std::vector<PetscScalar> y(k + 1, 0.0), negy(k + 1, 0.0);
+  std::vector<PetscScalar> y, negy;
   Vec                      T = ksp->work[VEC_T], T2 = ksp->work[VEC_T2];
 
   PetscFunctionBegin;
   if (k == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  FusedKSPCallCXX(y.assign(k + 1, 0.0); negy.assign(k + 1, 0.0));
   for (PetscInt i = k; i >= 1; --i) {
     PetscScalar s = rho * g->xi[i]; /* xi_i = rho eta_i */
     for (PetscInt j = i + 1; j <= k; ++j) s -= Rij(g, i, j) * y[j];
@@ -677,15 +675,16 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
 {
-  auto *g = new fusedksp::KSP_FusedSGMRES;
+  fusedksp::KSP_FusedSGMRES *g;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(g = new fusedksp::KSP_FusedSGMRES);
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself */
   ksp->data           = g;
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
   ksp->ops->setup          = fusedksp::KSPSetUp_FusedSGMRES;
-  ksp->ops->solve          = fusedksp::KSPSolve_FusedSGMRES;
+  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedSGMRES>;
   ksp->ops->reset          = fusedksp::KSPReset_FusedSGMRES;
   ksp->ops->destroy        = fusedksp::KSPDestroy_FusedSGMRES;
   ksp->ops->view           = fusedksp::KSPView_FusedSGMRES;

@@ -488,7 +488,7 @@ PetscErrorCode MatConvertToFused(Mat A)
 
   PetscFunctionBegin;
   PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix MATSEQAIJFUSED in place: it is not a plain MATSEQAIJ", ((PetscObject)A)->type_name);
-  d          = new MatFusedData;
+  FusedKSPCallCXX(d = new MatFusedData);
   d->backend = ActiveBackend();
   A->spptr   = d;
 #define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \

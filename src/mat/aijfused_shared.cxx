@@ -25,10 +25,10 @@ PetscErrorCode ProductOperandType(Mat M, std::string *type, PetscErrorCode (**ho
   PetscFunctionBegin;
   PetscCall(MatSeqAIJFusedHostProductSetFromOptions(M, &f));
   if (f)
-    *type = MATSEQAIJ;
+    FusedKSPCallCXX(*type = MATSEQAIJ);
   else {
     PetscCall(MatMPIAIJFusedHostProductSetFromOptions(M, &f));
-    *type = f ? MATMPIAIJ : ((PetscObject)M)->type_name;
+    FusedKSPCallCXX(*type = f ? MATMPIAIJ : ((PetscObject)M)->type_name);
   }
   if (!f) f = M->ops->productsetfromoptions;
   *host = f;
@@ -43,8 +43,17 @@ PetscErrorCode MatAIJFusedConvert(Mat A, MatReuse reuse, Mat *M, PetscErrorCode 
     PetscCall(MatCopy(A, *M, SAME_NONZERO_PATTERN));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  if (reuse == MAT_INITIAL_MATRIX) PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
-  PetscCall(change(*M));
+  if (reuse == MAT_INITIAL_MATRIX) {
+    PetscErrorCode ierr;
+
+    PetscCall(MatDuplicate(A, MAT_COPY_VALUES, M));
+    ierr = change(*M);
+    if (ierr) { /* the caller gets no matrix: the duplicate is ours to destroy */
+      PetscCall(MatDestroy(M));
+      PetscCall(ierr);
+    }
+  } else
+    PetscCall(change(*M));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -73,9 +82,10 @@ PetscErrorCode MatFusedOnBackend(std::initializer_list<Vec> vecs, PetscBool *bac
 */
 PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused)
 {
-  const std::string to = std::string("MatConvert_") + base + "_" + fused + "_C", from = std::string("MatConvert_") + fused + "_" + base + "_C";
+  std::string to, from;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(to = std::string("MatConvert_") + base + "_" + fused + "_C"; from = std::string("MatConvert_") + fused + "_" + base + "_C");
   PetscCall(PetscObjectComposeFunction((PetscObject)A, to.c_str(), to_fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)A, from.c_str(), from_fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatProductSetFromOptions_anytype_C", to_fused ? MatProductSetFromOptions_AIJFused : nullptr));
@@ -93,18 +103,19 @@ PetscErrorCode MatProductSetFromOptions_AIJFused(Mat C)
 {
   Mat_Product *product = C->product;
   Mat          ops[3]  = {product->A, product->B, product->type == MATPRODUCT_ABC ? product->C : nullptr};
-  std::string  types[3], name = "MatProductSetFromOptions";
+  std::string  types[3], name;
   PetscErrorCode (*host[3])(Mat) = {nullptr, nullptr, nullptr};
   PetscErrorCode (*f)(Mat)       = nullptr;
   PetscBool same                 = PETSC_TRUE;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(name = "MatProductSetFromOptions");
   for (int i = 0; i < 3 && ops[i]; ++i) {
     PetscCall(ProductOperandType(ops[i], &types[i], &host[i]));
-    name += "_" + types[i];
+    FusedKSPCallCXX(name += "_" + types[i]);
     if (types[i] != types[0]) same = PETSC_FALSE;
   }
-  name += "_C";
+  FusedKSPCallCXX(name += "_C");
   if (same && (types[0] == MATSEQAIJ || types[0] == MATMPIAIJ)) {
     PetscCall(host[0](C));
     PetscFunctionReturn(PETSC_SUCCESS);

@@ -62,10 +62,11 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
 {
   const PetscInt          nnz     = ai[nrows];
   const int               threads = SELLThreadsPerRow(nrows, nnz);
-  std::vector<PetscInt64> diag(nrows, -1);
+  std::vector<PetscInt64> diag;
 
   PetscFunctionBegin;
   PetscCall(MirrorFree(be, m));
+  FusedKSPCallCXX(diag.assign(nrows, -1));
   m->format     = ChooseFormat(be, requested, nrows, ai, threads);
   m->alldiag    = PETSC_TRUE;
   m->generation = ++generations;
@@ -110,12 +111,12 @@ PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat reque
   PetscFunctionBegin;
   if (structure) {
     const PetscInt        nnz = ai[nrows];
-    std::vector<PetscInt> tai(ncols + 1, 0), taj(nnz), next;
+    std::vector<PetscInt> tai, taj, next;
 
-    source->resize(nnz);
+    FusedKSPCallCXX(tai.assign(ncols + 1, 0); taj.resize(nnz); source->resize(nnz));
     for (PetscInt k = 0; k < nnz; ++k) tai[aj[k] + 1]++;
     for (PetscInt c = 0; c < ncols; ++c) tai[c + 1] += tai[c];
-    next.assign(tai.begin(), tai.end() - 1);
+    FusedKSPCallCXX(next.assign(tai.begin(), tai.end() - 1));
     for (PetscInt i = 0; i < nrows; ++i)
       for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
         const PetscInt t = next[aj[k]]++;
@@ -125,7 +126,9 @@ PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat reque
     PetscCall(MirrorBuild(be, requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
   }
   {
-    std::vector<PetscScalar> tvals(source->size());
+    std::vector<PetscScalar> tvals;
+
+    FusedKSPCallCXX(tvals.resize(source->size()));
     for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[(*source)[t]];
     PetscCall(MirrorSetValues(be, tvals.data(), PETSC_FALSE, m));
   }
@@ -139,7 +142,9 @@ PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBo
 {
   PetscFunctionBegin;
   if (m->format == MAT_AIJFUSED_SELL) {
-    std::vector<PetscScalar> vals(m->nvals);
+    std::vector<PetscScalar> vals;
+
+    FusedKSPCallCXX(vals.resize(m->nvals));
     SELLFillValues(m->layout, aa, vals.data());
     PetscCall(be->copy_to_backend(m->vals, vals.data(), sizeof(PetscScalar) * m->nvals));
     m->sell.vals = m->vals;

@@ -159,10 +159,9 @@ PetscErrorCode MirrorOffDiagonalBlock(const Backend *be, Mat S, PetscBool struct
     PetscCall(FreeBlock(be, b));
     for (PetscInt i = 0; i < m; ++i)
       if (ai[i + 1] > ai[i]) {
-        b->host_rows.push_back(i);
-        b->host_rowptr.push_back(ai[i]);
+        FusedKSPCallCXX(b->host_rows.push_back(i); b->host_rowptr.push_back(ai[i]));
       }
-    b->host_rowptr.push_back(ai[m]);
+    FusedKSPCallCXX(b->host_rowptr.push_back(ai[m]));
     b->nnz = ai[m];
     if (be != HostBackend()) {
       const size_t nb = b->host_rows.size();
@@ -259,8 +258,7 @@ PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
      sends the (partial sums of the) halo back to its owners, in the same buffers, and receives theirs */
   PetscCall(PetscObjectGetNewTag((PetscObject)A, &tag));
   PetscCall(PetscObjectGetNewTag((PetscObject)A, &rtag));
-  h.requests.resize((size_t)h.nrecv_ranks + h.nsend_ranks, MPI_REQUEST_NULL);
-  h.reverse.resize(h.requests.size(), MPI_REQUEST_NULL);
+  FusedKSPCallCXX(h.requests.resize((size_t)h.nrecv_ranks + h.nsend_ranks, MPI_REQUEST_NULL); h.reverse.resize(h.requests.size(), MPI_REQUEST_NULL));
   for (PetscMPIInt j = 0; j < h.nrecv_ranks; ++j) {
     PetscCall(PetscMPIIntCast(roffset[j + 1] - roffset[j], &count));
     PetscCallMPI(MPI_Recv_init(recvptr + roffset[j], count, MPIU_SCALAR, rranks[j], tag, comm, &h.requests[j]));
@@ -724,7 +722,7 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
 
   PetscFunctionBegin;
   PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix MATMPIAIJFUSED in place: it is not a plain MATMPIAIJ", ((PetscObject)A)->type_name);
-  d          = new MatMPIFusedData;
+  FusedKSPCallCXX(d = new MatMPIFusedData);
   d->backend = ActiveBackend();
   A->spptr   = d;
 #define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \

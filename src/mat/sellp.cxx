@@ -38,10 +38,9 @@ PetscErrorCode SELLBuild(PetscInt nrows, const PetscInt *rowptr, const PetscInt 
   PetscFunctionBegin;
   PetscCheck(threads == 1 || threads == 2 || threads == 4 || threads == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", threads);
   layout->threads = threads;
-  layout->sliceptr.assign(nslices + 1, 0);
+  FusedKSPCallCXX(layout->sliceptr.assign(nslices + 1, 0));
   for (PetscInt64 s = 0; s < nslices; ++s) layout->sliceptr[s + 1] = layout->sliceptr[s] + SliceLength(nrows, rowptr, threads, s) * FUSED_SELL_HEIGHT;
-  layout->colidx.assign(layout->Entries(), -1);
-  layout->position.resize(nrows ? rowptr[nrows] : 0);
+  FusedKSPCallCXX(layout->colidx.assign(layout->Entries(), -1); layout->position.resize(nrows ? rowptr[nrows] : 0));
   for (PetscInt64 i = 0; i < nrows; ++i) {
     const PetscInt64 base = layout->sliceptr[i / FUSED_SELL_HEIGHT], lane = i % FUSED_SELL_HEIGHT;
     for (PetscInt64 k = rowptr[i]; k < rowptr[i + 1]; ++k) {

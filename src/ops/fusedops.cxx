@@ -11,23 +11,37 @@ namespace fusedksp
 namespace
 {
 
-bool batch_open     = false; /* an OpsBatchBegin() without its OpsBatchEnd() */
-bool target_pending = false; /* an OpsReduceInto() not yet used by a fused operation */
-bool batch_defer    = false; /* ... that defers (not a general PC)           */
+/* The batches are per solve (OpsSolveScoped()): scopes[nscopes - 1] is the innermost solve running,
+   scopes[0] the operations called outside any solve.  A solve has at most one batch open; a fused
+   solve nested in another (inside its PC or operator) has a scope of its own, so it neither sees nor
+   joins the batch of the solve around it.                                                           */
+struct Scope {
+  bool batch_open  = false; /* an OpsBatchBegin() of this solve without its OpsBatchEnd() */
+  bool batch_defer = false; /* ... that defers (not a general PC)                         */
+};
+constexpr int MAX_SCOPES = 64; /* fused solves nested in each other, plus the outermost level */
+Scope         scopes[MAX_SCOPES];
+int           nscopes        = 1;
+bool          target_pending = false; /* an OpsReduceInto() not yet used by a fused operation */
+
+inline Scope &Current()
+{
+  return scopes[nscopes - 1];
+}
 
 /* Switches deferral on around one fused kernel inside a deferring batch; the kernel uses up a
    pending OpsReduceInto() target                                                              */
 PetscErrorCode DeferBegin()
 {
   PetscFunctionBegin;
-  if (batch_open && batch_defer && !target_pending) PetscCall(ActiveBackend()->batch_defer(PETSC_TRUE));
+  if (Current().batch_open && Current().batch_defer && !target_pending) PetscCall(ActiveBackend()->batch_defer(PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode DeferEnd()
 {
   PetscFunctionBegin;
-  if (batch_open && batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_FALSE));
+  if (Current().batch_open && Current().batch_defer) PetscCall(ActiveBackend()->batch_defer(PETSC_FALSE));
   target_pending = false;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -37,6 +51,17 @@ PetscErrorCode CheckNoTarget(const char *what)
 {
   PetscFunctionBegin;
   PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident dot products (OpsReduceInto) need %s to run fused: fused vectors and a MATSEQAIJFUSED matrix", what);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Forgets a pending OpsReduceInto() target (after an error: the operation that would use it did not run) */
+PetscErrorCode TargetDrop()
+{
+  PetscFunctionBegin;
+  if (target_pending) {
+    target_pending = false;
+    PetscCall(ActiveBackend()->reduce_target(nullptr, nullptr));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -66,14 +91,27 @@ PetscErrorCode LocalDot(Vec x, Vec y, PetscScalar *val)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Holds backend arrays of several fused vectors for one kernel and gives them back */
+/* Holds backend arrays of several fused vectors for one kernel and gives them back.  After
+   Length(n), every vector it gets must have the local length n: the kernel reads n entries of each
+   array, so a vector of another layout is an error before any kernel runs.                     */
 class BackendArrays {
 public:
+  void Length(PetscInt n)
+  {
+    n_ = n;
+  }
   PetscErrorCode Get(Vec v, PetscMemoryAccessMode mode, PetscScalar **a)
   {
     PetscFunctionBegin;
     *a = nullptr;
     if (v) {
+      if (n_ >= 0) {
+        PetscInt n;
+
+        PetscCall(VecGetLocalSize(v, &n));
+        PetscCheck(n == n_, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ,
+                   "A fused operation on vectors of local length %" PetscInt_FMT " got one of local length %" PetscInt_FMT ": the vectors of a solve must have the layout of the rows and columns of its matrix", n_, n);
+      }
       for (auto &e : held_)
         if (e.v == v) {
           if (mode != PETSC_MEMORY_ACCESS_READ) e.mode = PETSC_MEMORY_ACCESS_READ_WRITE;
@@ -81,7 +119,7 @@ public:
           PetscFunctionReturn(PETSC_SUCCESS);
         }
       PetscCall(VecFusedGetArray(v, mode == PETSC_MEMORY_ACCESS_WRITE ? PETSC_MEMORY_ACCESS_READ_WRITE : mode, a));
-      held_.push_back({v, mode, *a});
+      FusedKSPCallCXX(held_.push_back({v, mode, *a}));
     }
     PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -100,6 +138,7 @@ private:
     PetscScalar          *a;
   };
   std::vector<Entry> held_;
+  PetscInt           n_ = -1;
 };
 
 /* Backend DotSpecs for OpDots (arrays fetched read-only) */
@@ -165,6 +204,7 @@ PetscErrorCode GetCGUpdateArrays(BackendArrays &arr, Vec x, Vec r, Vec z, Vec p,
 {
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(x, &a->n));
+  arr.Length(a->n);
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
   PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &a->r));
   PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &a->p));
@@ -188,6 +228,7 @@ PetscErrorCode GetBCGSUpdateArrays(BackendArrays &arr, Vec wr, Vec x, Vec r, Vec
 {
   PetscFunctionBegin;
   PetscCall(VecGetLocalSize(x, &a->n));
+  arr.Length(a->n);
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &a->wr));
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
   PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &a->r));
@@ -250,10 +291,14 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
     PetscScalar  *ina, *outa, *wla, *wra;
+    PetscInt      rows, cols;
+    PetscCall(MatGetLocalSize(A, &rows, &cols));
+    arr.Length(cols);
     PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
+    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+    arr.Length(rows);
     PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
     PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
-    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     if (fusedmpi) PetscCall(CheckNoTarget("an MPI operator"));
     PetscCall(DeferBegin());
@@ -291,6 +336,7 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
     PetscScalar  *ina, *outa;
     PetscInt      n;
     PetscCall(VecGetLocalSize(out, &n));
+    arr.Length(n);
     PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
     PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_READ, &outa));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
@@ -323,6 +369,7 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
     PetscScalar  *xa, *va, *ya;
     PetscInt      n;
     PetscCall(VecGetLocalSize(y, &n));
+    arr.Length(n);
     PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
     PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
@@ -383,10 +430,12 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
-    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    std::vector<PetscScalar *> va;
     PetscScalar               *ya;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(y, &n));
+    arr.Length(n);
+    FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ, &ya));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
     PetscCall(PetscLogEventBegin(events.mdot, y, 0, 0, 0));
@@ -414,10 +463,12 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
-    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    std::vector<PetscScalar *> va;
     PetscScalar               *ya, *da;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(y, &n));
+    arr.Length(n);
+    FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
     PetscCall(arr.Get(dotvec, PETSC_MEMORY_ACCESS_READ, &da));
     for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
@@ -429,7 +480,9 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
     PetscCall(PetscLogFlops(2.0 * n * (nv + 1)));
     PetscCall(arr.RestoreAll());
   } else {
-    std::vector<PetscScalar> neg(nv > 0 ? nv : 1);
+    std::vector<PetscScalar> neg;
+
+    FusedKSPCallCXX(neg.resize(nv > 0 ? nv : 1));
     for (PetscInt j = 0; j < nv; ++j) neg[j] = -coef[j];
     if (nv) PetscCall(VecMAXPY(y, nv, neg.data(), const_cast<Vec *>(V)));
     if (scale != 1.0) PetscCall(VecScale(y, scale));
@@ -448,10 +501,12 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
   for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
-    std::vector<PetscScalar *> va(nv > 0 ? nv : 1);
+    std::vector<PetscScalar *> va;
     PetscScalar               *wa, *zo, *zn;
     PetscInt                   n;
     PetscCall(VecGetLocalSize(w, &n));
+    arr.Length(n);
+    FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
     PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
     PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zo));
     PetscCall(arr.Get(znew, PETSC_MEMORY_ACCESS_WRITE, &zn));
@@ -473,27 +528,69 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
 
 PetscErrorCode OpsBatchBegin(PetscBool enable)
 {
+  Scope &scope = Current();
+
   PetscFunctionBegin;
-  PetscCheck(!batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of fused operations is already open");
-  batch_open  = true;
-  batch_defer = enable ? true : false;
-  if (batch_defer) PetscCall(ActiveBackend()->batch_begin());
+  PetscCheck(!scope.batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of fused operations is already open in this solve");
+  if (enable) PetscCall(ActiveBackend()->batch_begin());
+  scope.batch_open  = true;
+  scope.batch_defer = enable ? true : false;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode OpsBatchEnd(void)
 {
+  Scope &scope = Current();
+
   PetscFunctionBegin;
-  PetscCheck(batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of fused operations is open");
-  if (batch_defer) PetscCall(ActiveBackend()->batch_end());
-  batch_open  = false;
-  batch_defer = false;
+  PetscCheck(scope.batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of fused operations is open in this solve");
+  scope.batch_open = false;
+  if (scope.batch_defer) {
+    scope.batch_defer = false;
+    PetscCall(ActiveBackend()->batch_end());
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscBool OpsBatchIsOpen(void)
 {
-  return batch_open ? PETSC_TRUE : PETSC_FALSE;
+  return Current().batch_open ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/* Drops what an error left behind in the innermost scope: its open batch (the deferred results are
+   never filled; the batches of the solves around it stay as they were) and a pending reduce target */
+static PetscErrorCode ScopeAbandon(void)
+{
+  Scope     &scope = Current();
+  const bool defer = scope.batch_open && scope.batch_defer;
+
+  PetscFunctionBegin;
+  scope = Scope();
+  PetscCall(TargetDrop());
+  if (defer) PetscCall(ActiveBackend()->batch_abandon());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsSolveScoped(KSP ksp, PetscErrorCode (*solve)(KSP))
+{
+  PetscErrorCode ierr;
+  bool           open;
+
+  PetscFunctionBegin;
+  PetscCheck(nscopes < MAX_SCOPES, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "Fused solves nested more than %d deep", MAX_SCOPES - 1);
+  scopes[nscopes++] = Scope();
+  ierr              = solve(ksp);
+  open              = Current().batch_open;
+  if (ierr || open) {
+    const PetscErrorCode aerr = ScopeAbandon();
+
+    nscopes--;
+    PetscCall(ierr);
+    PetscCall(aerr);
+  } else
+    nscopes--;
+  PetscCheck(!open, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The fused solve returned with a batch of fused operations open");
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, SolveCounters *counter)
@@ -533,11 +630,11 @@ PetscErrorCode OpsChunkKey(Mat A, std::initializer_list<Vec> vecs, std::vector<c
     PetscScalar *a;
     if (!v) continue;
     PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_READ, &a));
-    key->push_back(a);
+    FusedKSPCallCXX(key->push_back(a));
     PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_READ, &a));
   }
   PetscCall(MatAIJFusedGetArraysGeneration(A, &generation));
-  key->push_back(reinterpret_cast<const void *>((uintptr_t)generation));
+  FusedKSPCallCXX(key->push_back(reinterpret_cast<const void *>((uintptr_t)generation)));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -622,16 +719,27 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The checks of a whole-chunk operation (`what`: its solver) and the backend view of its matrix */
+/* The checks of a whole-chunk operation (`what`: its solver) - fused operands, the vectors of the layout of the
+   square matrix - and the backend view of its matrix                                                            */
 static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list<Vec> vecs, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz)
 {
   PetscBool fused, fusedmat;
+  PetscInt  rows, cols;
 
   PetscFunctionBegin;
   PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A chunk of %s iterations writes its own slots: no OpsReduceInto() target may be pending", what);
   PetscCall(AllFused(vecs, &fused));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of %s iterations needs fused vectors and a MATSEQAIJFUSED matrix", what);
+  PetscCall(MatGetLocalSize(A, &rows, &cols));
+  PetscCheck(rows == cols, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A chunk of %s iterations needs a square matrix, not %" PetscInt_FMT " x %" PetscInt_FMT, what, rows, cols);
+  for (Vec v : vecs) {
+    PetscInt n;
+
+    if (!v) continue;
+    PetscCall(VecGetLocalSize(v, &n));
+    PetscCheck(n == rows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A chunk of %s iterations on a matrix of %" PetscInt_FMT " local rows got a vector of local length %" PetscInt_FMT, what, rows, n);
+  }
   PetscCall(MatSeqAIJFusedGetView(A, csr, sell, nnz));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -648,6 +756,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscFunctionBegin;
   PetscCall(ChunkMatrix("CG", A, {b, x, r, p, q, w}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
+  arr.Length(n);
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
   PetscCall(arr.Get(x, b && !guess ? updated : PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
   PetscCall(arr.Get(r, updated, &args.r));
@@ -682,6 +791,7 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   PetscFunctionBegin;
   PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, b, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(x, &n));
+  arr.Length(n);
   PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
@@ -720,6 +830,7 @@ PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cu
   PetscCall(AllFused({x, v, y}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
   PetscCall(VecGetLocalSize(y, &n));
+  arr.Length(n);
   PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
   PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
@@ -756,15 +867,17 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
 {
   BackendArrays              arr;
   SGMRESChunkArgs            args;
-  std::vector<PetscScalar *> va(m + 1, nullptr), za(m + 2, nullptr);
+  std::vector<PetscScalar *> va, za;
   PetscScalar               *wra, *ba;
   PetscInt                   n;
   PetscInt64                 nnz;
 
   PetscFunctionBegin;
   PetscCheck(i0 >= 0 && k >= 0 && i0 + k <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, i0 + 1, i0 + k, m);
+  FusedKSPCallCXX(va.assign(m + 1, nullptr); za.assign(m + 2, nullptr));
   PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
   PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
+  arr.Length(n);
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
   for (PetscInt v = 1; v <= i0 + k; ++v) {
@@ -799,16 +912,18 @@ PetscErrorCode OpsSGMRESUpdateChained(PetscInt i, PetscInt m, PetscReal keep, co
 {
   PetscBool                  fused;
   BackendArrays              arr;
-  std::vector<PetscScalar *> va(i > 1 ? i - 1 : 1);
+  std::vector<PetscScalar *> va;
   PetscScalar               *wa, *zoa, *zna;
   PetscInt                   n;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(va.resize(i > 1 ? i - 1 : 1));
   PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsSGMRESUpdateChained() needs an OpsReduceInto() target");
   PetscCall(AllFused({w, zold, znew}, &fused));
   for (PetscInt v = 0; v < i - 1 && fused; ++v) PetscCall(AllFused({V[v]}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
   PetscCall(VecGetLocalSize(w, &n));
+  arr.Length(n);
   for (PetscInt v = 0; v < i - 1; ++v) PetscCall(arr.Get(V[v], PETSC_MEMORY_ACCESS_READ, &va[v]));
   PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
   PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zoa));
@@ -832,14 +947,14 @@ PetscErrorCode OpsGraphRecord(PetscErrorCode (*body)(void *), void *ctx, void **
   *recorded = capturing;
   if (!capturing) PetscFunctionReturn(PETSC_SUCCESS);
   {
-    const PetscErrorCode ierr = body(ctx);
+    PetscErrorCode ierr = body(ctx);
+    if (!ierr) ierr = be->graph_end(graph);
     if (ierr) {
-      target_pending = false;
+      PetscCall(TargetDrop());
       PetscCall(be->graph_abort());
       PetscCall(ierr);
     }
   }
-  PetscCall(be->graph_end(graph));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -63,10 +63,21 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
    Ops* operations are filled only by OpsBatchEnd(), after ONE device->host copy and ONE wait (on
    the CUDA backend; the host backend fills them at once).  Only Ops* calls defer; any other
    reduction inside a batch (a user monitor's VecNorm, say) completes as usual.  With enable
-   PETSC_FALSE (a general PC, whose PCApply may need its own results) nothing is deferred.      */
+   PETSC_FALSE (a general PC, whose PCApply may need its own results) nothing is deferred.
+   Batches belong to the solve running (OpsSolveScoped()): a solve has at most one open, and
+   OpsBatchIsOpen() says whether it has.  A fused solve nested inside the PC or the operator of
+   another (PCKSP, PCFIELDSPLIT, PCMG smoothers, a PCSHELL or MATSHELL calling KSPSolve()) opens
+   and completes its own batches while the outer solve's batch stays open, its deferred results
+   pending (the CUDA backend keeps the batches as a stack).                                     */
 PetscErrorCode OpsBatchBegin(PetscBool enable);
 PetscErrorCode OpsBatchEnd(void);
 PetscBool      OpsBatchIsOpen(void);
+
+/* Runs solve(ksp) in a scope of batches of its own (see OpsBatchBegin()).  When solve returns an
+   error, the batch it left open is abandoned (its deferred results are never filled) and a pending
+   OpsReduceInto() target dropped, so the next solve starts from a clean state; the error is
+   returned.  A solve that returns success with a batch open is an error (PETSC_ERR_PLIB).       */
+PetscErrorCode OpsSolveScoped(KSP ksp, PetscErrorCode (*solve)(KSP));
 
 /* The one global reduction of an iteration: sums buf[0..n) over comm in a single MPI_Allreduce */
 PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, SolveCounters *counter);

@@ -3,6 +3,7 @@
    by the object's address (set at creation, erased at destruction). */
 #pragma once
 
+#include "sys/errors.hpp"
 #include <unordered_map>
 
 namespace fusedksp
@@ -14,9 +15,11 @@ public:
     auto it = map_.find(obj);
     return it == map_.end() ? nullptr : it->second;
   }
-  void Set(const void *obj, T *data)
+  PetscErrorCode Set(const void *obj, T *data)
   {
-    map_[obj] = data;
+    PetscFunctionBegin;
+    FusedKSPCallCXX(map_[obj] = data);
+    PetscFunctionReturn(PETSC_SUCCESS);
   }
   T *Take(const void *obj)
   {

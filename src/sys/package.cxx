@@ -21,8 +21,8 @@ const Backend *ActiveBackend()
 static PetscErrorCode SelectBackend()
 {
   const char    *names[] = {"host", "cuda"};
-  PetscInt       choice = 0, device = -1;
-  PetscBool      set = PETSC_FALSE, device_set = PETSC_FALSE;
+  PetscInt       choice = 0, device = -1, fail = 0;
+  PetscBool      set = PETSC_FALSE, device_set = PETSC_FALSE, fail_set = PETSC_FALSE;
   const Backend *cuda = nullptr;
   PetscMPIInt    usable, usable_everywhere;
 
@@ -37,7 +37,9 @@ static PetscErrorCode SelectBackend()
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "FusedKSP package options", "KSP");
   PetscCall(PetscOptionsEList("-fused_backend", "Backend of the fused operations", "FusedKSPInitializePackage", names, 2, names[choice], &choice, &set));
   PetscCall(PetscOptionsRangeInt("-fused_device_id", "CUDA device of every rank; -1: node-local rank modulo the number of GPUs of the node (ignored by the host backend)", "FusedKSPInitializePackage", device, &device, &device_set, -1, PETSC_INT_MAX));
+  PetscCall(PetscOptionsRangeInt("-fused_debug_fail_alloc", "Make the n-th allocation of FusedKSP fail, for tests of the error paths (0: none)", "FusedKSPDebugFailAllocation", fail, &fail, &fail_set, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
+  if (fail_set) PetscCall(FusedKSPDebugFailAllocation(fail));
   if (choice == 1 && !cuda) {
     PetscCheck(!set, PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend cuda: %s",
 #if defined(FUSEDKSP_HAVE_CUDA)
@@ -138,7 +140,8 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
 
   Options Database Keys:
 + -fused_backend <host,cuda> - where the fused operations run (default: cuda when every MPI rank has a usable GPU, else host)
-- -fused_device_id <id>      - the CUDA device of every MPI rank (default -1: the node-local rank modulo the number of GPUs of the node)
+. -fused_device_id <id>      - the CUDA device of every MPI rank (default -1: the node-local rank modulo the number of GPUs of the node)
+- -fused_debug_fail_alloc <n> - make the n-th allocation of FusedKSP fail (tests of the error paths, see `FusedKSPDebugFailAllocation()`)
 
   Level: beginner
 

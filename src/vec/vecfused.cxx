@@ -206,18 +206,24 @@ PetscErrorCode VecView_Fused(Vec v, PetscViewer viewer)
 /* Turns a freshly typed VECSEQ/VECMPI into its fused counterpart */
 PetscErrorCode VecConvertToFused(Vec v, const char *name)
 {
-  VecFusedData *d = new VecFusedData;
+  VecFusedData  *d = nullptr;
+  PetscErrorCode ierr;
 
   PetscFunctionBegin;
-  d->backend           = ActiveBackend();
-  d->n                 = v->map->n;
-  d->host_destroy      = v->ops->destroy;
-  d->host_placearray   = v->ops->placearray;
-  d->host_replacearray = v->ops->replacearray;
-  d->host_resetarray   = v->ops->resetarray;
-  d->host_view         = v->ops->view;
-  v->ops->view         = VecView_Fused;
-  registry.Set(v, d);
+  FusedKSPCallCXX(d = new VecFusedData);
+  ierr = registry.Set(v, d);
+  if (ierr) {
+    delete d;
+    PetscCall(ierr);
+  }
+  d->backend                = ActiveBackend();
+  d->n                      = v->map->n;
+  d->host_destroy           = v->ops->destroy;
+  d->host_placearray        = v->ops->placearray;
+  d->host_replacearray      = v->ops->replacearray;
+  d->host_resetarray        = v->ops->resetarray;
+  d->host_view              = v->ops->view;
+  v->ops->view              = VecView_Fused;
   v->offloadmask            = PETSC_OFFLOAD_CPU;
   v->ops->destroy           = VecDestroy_Fused;
   v->ops->duplicate         = VecDuplicate_Fused;

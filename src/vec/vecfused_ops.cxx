@@ -61,7 +61,7 @@ PetscErrorCode DeviceKernelsMulti(Vec x, PetscInt nv, const Vec Y[], const BlasK
 PetscErrorCode GetArraysRead(PetscInt nv, const Vec Y[], std::vector<const PetscScalar *> &arrays)
 {
   PetscFunctionBegin;
-  arrays.resize(nv);
+  FusedKSPCallCXX(arrays.resize(nv));
   for (PetscInt j = 0; j < nv; ++j) {
     PetscScalar *a;
 

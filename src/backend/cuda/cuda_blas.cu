@@ -304,10 +304,11 @@ PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, const Pets
 /* y += sum_j alpha[j] X[j]: the Gram-Schmidt update y - sum (-alpha_j) X_j (MAXPYScale, cuda_gmres.cu) */
 PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, const PetscScalar *const *X, PetscScalar *y)
 {
-  std::vector<PetscScalar> coef(nv > 0 ? nv : 1);
+  std::vector<PetscScalar> coef;
 
   PetscFunctionBegin;
   PetscCheck(n >= 0 && nv >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT " or number of vectors %" PetscInt_FMT, n, nv);
+  FusedKSPCallCXX(coef.resize(nv > 0 ? nv : 1));
   for (PetscInt j = 0; j < nv; ++j) coef[j] = -alpha[j];
   PetscCall(MAXPYScale(n, nv, coef.data(), X, y, 1.0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);

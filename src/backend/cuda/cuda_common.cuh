@@ -24,15 +24,17 @@
 #include <cuda_runtime.h>
 #include <cub/block/block_reduce.cuh>
 
-#if defined(PETSC_USE_COMPLEX) || !defined(PETSC_USE_REAL_DOUBLE)
-#error "The CUDA backend of FusedKSP needs a PETSc with real double precision scalars"
-#endif
-
-/* Turns a cudaError_t into a PETSc error (PETSC_ERR_LIB) */
+/* Turns a cudaError_t into a PETSc error (PETSC_ERR_MEM for an allocation, else PETSC_ERR_LIB) after
+   clearing the error, so that the next check does not report it again; a sticky error (a kernel
+   fault: every later CUDA call fails) is said to be one                                          */
 #define FusedKSPCallCUDA(...)                                                                                                                                                                                                                            \
   do {                                                                                                                                                                                                                                                   \
     const cudaError_t fusedksp_cuda_err_ = (__VA_ARGS__);                                                                                                                                                                                                \
-    PetscCheck(fusedksp_cuda_err_ == cudaSuccess, PETSC_COMM_SELF, PETSC_ERR_LIB, "CUDA error %d (%s): %s", (int)fusedksp_cuda_err_, cudaGetErrorName(fusedksp_cuda_err_), cudaGetErrorString(fusedksp_cuda_err_));                                      \
+    if (PetscUnlikely(fusedksp_cuda_err_ != cudaSuccess)) {                                                                                                                                                                                              \
+      const bool fusedksp_cuda_sticky_ = ::fusedksp::cuda::ClearLastError();                                                                                                                                                                             \
+      SETERRQ(PETSC_COMM_SELF, fusedksp_cuda_err_ == cudaErrorMemoryAllocation ? PETSC_ERR_MEM : PETSC_ERR_LIB, "CUDA error %d (%s): %s%s", (int)fusedksp_cuda_err_, cudaGetErrorName(fusedksp_cuda_err_), cudaGetErrorString(fusedksp_cuda_err_),       \
+              fusedksp_cuda_sticky_ ? " (a sticky error: the CUDA context is unusable until the process ends)" : "");                                                                                                                                    \
+    }                                                                                                                                                                                                                                                    \
   } while (0)
 
 /* Checks the launch that precedes it (configuration errors; faults show up at the next wait) */
@@ -42,6 +44,13 @@ namespace fusedksp
 {
 namespace cuda
 {
+
+/* Resets the CUDA error state after a failed call; true when the error is sticky (it stays) */
+inline bool ClearLastError()
+{
+  (void)cudaGetLastError();
+  return cudaPeekAtLastError() != cudaSuccess;
+}
 
 constexpr int BLOCK_SIZE = 256; /* threads per block of every fused kernel */
 

@@ -88,7 +88,7 @@ PetscErrorCode CUDASelectDevice(MPI_Comm comm, PetscInt requested)
   PetscCallMPI(MPI_Comm_size(node, &local_size));
   device = requested >= 0 ? (int)requested : local_rank % ndevices;
   FusedKSPCallCUDA(cudaGetDeviceProperties(&prop, device));
-  uuids.resize((size_t)local_size * sizeof(prop.uuid));
+  FusedKSPCallCXX(uuids.resize((size_t)local_size * sizeof(prop.uuid)));
   PetscCallMPI(MPI_Allgather(&prop.uuid, (PetscMPIInt)sizeof(prop.uuid), MPI_BYTE, uuids.data(), (PetscMPIInt)sizeof(prop.uuid), MPI_BYTE, node));
   PetscCallMPI(MPI_Comm_free(&node));
   sharing.ranks = 0;

@@ -50,7 +50,7 @@ PetscErrorCode LogTransfer(bool to_host, size_t bytes)
   else
     counters.h2d++;
   if (recording)
-    (to_host ? recorded_to_host : recorded_to_backend).push_back(bytes);
+    FusedKSPCallCXX((to_host ? recorded_to_host : recorded_to_backend).push_back(bytes));
   else if (to_host)
     PetscCall(PetscLogGpuToCpu((PetscLogDouble)bytes));
   else
@@ -91,10 +91,13 @@ PetscErrorCode GraphEnd(void **graph)
 
   PetscFunctionBegin;
   PetscCheck(recording, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No graph is being recorded");
+  if (!g) { /* a failure leaves the capture to graph_abort() */
+    FusedKSPCallCXX(g = new Graph);
+    *graph = g;
+  }
   PetscCall(GetStream(&stream));
   recording = false;
   FusedKSPCallCUDA(cudaStreamEndCapture(stream, &record));
-  if (!g) g = new Graph;
   if (g->exec && (g->persistent || recorded_persistent)) { /* an update may keep the old launch attributes (cooperative, cluster shape): instantiate anew */
     FusedKSPCallCUDA(cudaGraphExecDestroy(g->exec));
     g->exec = nullptr;
@@ -117,10 +120,9 @@ PetscErrorCode GraphEnd(void **graph)
     }
   }
   FusedKSPCallCUDA(cudaGraphDestroy(record));
-  g->generation     = buffers_generation;
-  g->persistent     = recorded_persistent;
-  g->to_host        = recorded_to_host;
-  g->to_backend     = recorded_to_backend;
+  g->generation = buffers_generation;
+  g->persistent = recorded_persistent;
+  FusedKSPCallCXX(g->to_host = recorded_to_host; g->to_backend = recorded_to_backend);
   g->launches       = counters.launches - at_begin.launches;
   g->d2h            = counters.d2h - at_begin.d2h;
   g->h2d            = counters.h2d - at_begin.h2d;

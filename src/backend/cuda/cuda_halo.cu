@@ -1,6 +1,7 @@
 /* CUDA backend: the halo exchange operations of parallel matrices (pack, unpack, off-diagonal
    product fused with the first stage of dot products), staging buffers, asynchronous copies, fences */
 #include "backend/cuda/cuda_common.cuh"
+#include <unistd.h>
 
 namespace fusedksp
 {
@@ -138,21 +139,25 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
 
 /*
    MallocHost - pinned host memory (cudaMallocHost), so that the asynchronous copies are; a
-   failure is a PETSC_ERR_MEM error naming the bytes requested
+   failure is a PETSC_ERR_MEM error naming the bytes requested and the free host memory, with the
+   (non-sticky) allocation error cleared
 */
 PetscErrorCode MallocHost(size_t bytes, void **ptr)
 {
-  cudaError_t err;
+  void       *p   = nullptr;
+  cudaError_t err = cudaErrorMemoryAllocation;
 
   PetscFunctionBegin;
   *ptr = nullptr;
   if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  err = cudaMallocHost(ptr, bytes);
+  if (!AllocationFails()) err = cudaMallocHost(&p, bytes);
   if (err != cudaSuccess) {
-    *ptr = nullptr;
+    const long pages = sysconf(_SC_AVPHYS_PAGES), pagesize = sysconf(_SC_PAGESIZE);
+
     (void)cudaGetLastError();
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "cudaMallocHost of %zu bytes of pinned host memory failed (%s)", bytes, cudaGetErrorName(err));
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "cudaMallocHost of %zu bytes of pinned host memory failed (%s): %zu bytes of host memory are free", bytes, cudaGetErrorName(err), pages > 0 && pagesize > 0 ? (size_t)pages * (size_t)pagesize : (size_t)0);
   }
+  *ptr = p;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -23,15 +23,22 @@ static const PetscInt *target_stop        = nullptr;
 bool               recording          = false;
 unsigned long long buffers_generation = 0;
 
-/* A batch of deferred results: those of the deferred calls lie one after the other in
-   results_device[0, batch_used); calls that complete at once use the slots after them.      */
+/* The open batches of deferred results, innermost last: those of the deferred calls lie one after
+   the other in results_device[0, batch_used), each batch's after those of the batches around it
+   (from its frame's start); calls that complete at once use the slots after them.              */
 struct PendingResult {
   int          ndots;
   size_t       offset;
   PetscScalar *dots;
   bool         add; /* dots[] += results (else =) */
 };
-static bool                       batch_open  = false;
+struct BatchFrame {
+  size_t start;   /* batch_used when the batch began        */
+  size_t pending; /* batch_pending.size() when it began     */
+};
+constexpr int                     MAX_BATCHES = 64; /* nested solves (see OpsBatchBegin) */
+static BatchFrame                 batch_frames[MAX_BATCHES];
+static int                        nbatches    = 0;
 static bool                       batch_defer = false;
 static size_t                     batch_used  = 0;
 static std::vector<PendingResult> batch_pending;
@@ -75,9 +82,32 @@ PetscErrorCode GetStream(cudaStream_t *s)
 }
 
 /*
+   DeviceAlloc - cudaMalloc of bytes into *ptr, which is changed only on success; a failure is a
+   PETSC_ERR_MEM error naming the bytes requested and the free and total device memory, with the
+   (non-sticky) allocation error cleared
+*/
+static PetscErrorCode DeviceAlloc(size_t bytes, void **ptr)
+{
+  void       *p   = nullptr;
+  cudaError_t err = cudaErrorMemoryAllocation;
+
+  PetscFunctionBegin;
+  if (!AllocationFails()) err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) {
+    size_t free_bytes = 0, total_bytes = 0;
+
+    (void)cudaGetLastError();
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
+    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "cudaMalloc of %zu bytes failed (%s): %zu of %zu bytes of device memory are free", bytes, cudaGetErrorName(err), free_bytes, total_bytes);
+  }
+  *ptr = p;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
    GetPartials - the partial-sum buffer, grown to at least count entries (geometrically: after the
    first iterations of a solve it is never reallocated; growing waits for the stream, whose kernels
-   may still use the old buffer)
+   may still use the old buffer).  A failed allocation leaves the old buffer in place.
 */
 PetscErrorCode GetPartials(size_t count, PetscScalar **buffer)
 {
@@ -87,13 +117,14 @@ PetscErrorCode GetPartials(size_t count, PetscScalar **buffer)
   PetscCall(GetStream(&s));
   if (count > partials_capacity) {
     const size_t capacity = PetscMax(count, 2 * partials_capacity);
+    void        *grown;
 
     PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The partial-sum buffer must grow to %zu entries while a graph is recorded; run the operations once before recording them", count);
+    PetscCall(DeviceAlloc(capacity * sizeof(PetscScalar), &grown));
     buffers_generation++;
-
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
     FusedKSPCallCUDA(cudaFree(partials));
-    FusedKSPCallCUDA(cudaMalloc((void **)&partials, capacity * sizeof(PetscScalar)));
+    partials          = (PetscScalar *)grown;
     partials_capacity = capacity;
   }
   *buffer = partials;
@@ -103,9 +134,9 @@ PetscErrorCode GetPartials(size_t count, PetscScalar **buffer)
 /*
    GetReduction - the reduction target of the next launch: the partial-sum buffer (at least
    ndots * nblocks entries, grown geometrically, so after the first iterations of a solve it is
-   never reallocated) and ndots result slots after those of the deferred calls of an open batch.
-   Growing waits for the stream (the old buffers may be in use) and, inside a batch, moves the
-   pending results to the new buffer.
+   never reallocated) and ndots result slots after those of the deferred calls of the open batches.
+   Growing waits for the stream (the old buffers may be in use) and moves the pending results to
+   the new buffer; a failed allocation leaves the old buffers in place.
 */
 PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
 {
@@ -115,7 +146,10 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
   PetscFunctionBegin;
   PetscCall(GetStream(&s));
   if (!tickets) {
-    FusedKSPCallCUDA(cudaMalloc((void **)&tickets, MAX_GRID_ROWS * sizeof(unsigned int)));
+    void *t;
+
+    PetscCall(DeviceAlloc(MAX_GRID_ROWS * sizeof(unsigned int), &t));
+    tickets = (unsigned int *)t;
     FusedKSPCallCUDA(cudaMemsetAsync(tickets, 0, MAX_GRID_ROWS * sizeof(unsigned int), s));
   }
   PetscCall(GetPartials(count, &red->partials));
@@ -127,18 +161,24 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
   }
   if (batch_used + ndots > results_capacity) {
     const size_t capacity = PetscMax(PetscMax(batch_used + ndots, 2 * results_capacity), (size_t)64);
-    PetscScalar *device, *host;
+    void        *device, *host;
 
-    FusedKSPCallCUDA(cudaMalloc((void **)&device, capacity * sizeof(PetscScalar)));
-    FusedKSPCallCUDA(cudaMallocHost((void **)&host, capacity * sizeof(PetscScalar)));
+    PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The result buffer must grow while a graph is recorded");
+    PetscCall(DeviceAlloc(capacity * sizeof(PetscScalar), &device));
+    {
+      const PetscErrorCode ierr = MallocHost(capacity * sizeof(PetscScalar), &host);
+      if (ierr) {
+        (void)cudaFree(device);
+        PetscCall(ierr);
+      }
+    }
     if (batch_used) FusedKSPCallCUDA(cudaMemcpyAsync(device, results_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToDevice, s));
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
     FusedKSPCallCUDA(cudaFree(results_device));
     FusedKSPCallCUDA(cudaFreeHost(results_host));
-    PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The result buffer must grow while a graph is recorded");
     buffers_generation++;
-    results_device   = device;
-    results_host     = host;
+    results_device   = (PetscScalar *)device;
+    results_host     = (PetscScalar *)host;
     results_capacity = capacity;
   }
   red->result = results_device + batch_used;
@@ -168,8 +208,8 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
       for (int d = 0; d < ndots; ++d) dots[d] = 0;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  if (batch_open && batch_defer) {
-    batch_pending.push_back({ndots, batch_used, dots, add});
+  if (nbatches && batch_defer) {
+    FusedKSPCallCXX(batch_pending.push_back({ndots, batch_used, dots, add}));
     batch_used += ndots;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -200,15 +240,15 @@ bool ReduceTargetIsSet(void)
 }
 
 /*
-   BatchBegin - opens a batch; BatchDefer(PETSC_TRUE) then makes FinishReduction() defer
+   BatchBegin - opens a batch (inside the open ones: their deferred results stay pending);
+   BatchDefer(PETSC_TRUE) then makes FinishReduction() defer
 */
 PetscErrorCode BatchBegin(void)
 {
   PetscFunctionBegin;
-  PetscCheck(!batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of reductions is already open");
-  batch_open  = true;
-  batch_defer = false;
-  batch_used  = 0;
+  PetscCheck(nbatches < MAX_BATCHES, PETSC_COMM_SELF, PETSC_ERR_SUP, "Batches of reductions nested more than %d deep", MAX_BATCHES);
+  batch_frames[nbatches++] = {batch_used, batch_pending.size()};
+  batch_defer              = false;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -219,27 +259,67 @@ PetscErrorCode BatchDefer(PetscBool defer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Closes the innermost batch: its results slots and pending entries are released */
+static void BatchPop(void)
+{
+  const BatchFrame f = batch_frames[--nbatches];
+
+  batch_pending.resize(f.pending);
+  batch_used  = f.start;
+  batch_defer = false;
+}
+
+/* Copies results [start, start + n) to the pinned mirror and waits for them */
+static PetscErrorCode ResultsToHost(cudaStream_t s, size_t start, size_t n)
+{
+  PetscFunctionBegin;
+  FusedKSPCallCUDA(cudaMemcpyAsync(results_host + start, results_device + start, n * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
+  PetscCall(LogTransfer(true, n * sizeof(PetscScalar)));
+  FusedKSPCallCUDA(cudaStreamSynchronize(s));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
-   BatchEnd - completes the deferred reductions: ONE copy of all their results, ONE wait
+   BatchEnd - completes the deferred reductions of the innermost batch: ONE copy of all their
+   results, ONE wait
 */
 PetscErrorCode BatchEnd(void)
 {
   cudaStream_t s;
 
   PetscFunctionBegin;
-  PetscCheck(batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
-  if (batch_used) {
-    PetscCall(GetStream(&s));
-    FusedKSPCallCUDA(cudaMemcpyAsync(results_host, results_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
-    PetscCall(LogTransfer(true, batch_used * sizeof(PetscScalar)));
-    FusedKSPCallCUDA(cudaStreamSynchronize(s));
+  PetscCheck(nbatches, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
+  {
+    const BatchFrame f = batch_frames[nbatches - 1];
+    const size_t     n = batch_used - f.start;
+
+    if (n) {
+      PetscErrorCode ierr;
+
+      PetscCall(GetStream(&s));
+      ierr = ResultsToHost(s, f.start, n);
+      if (ierr) {
+        BatchPop();
+        PetscCall(ierr);
+      }
+    }
+    for (size_t p = f.pending; p < batch_pending.size(); ++p) {
+      const PendingResult &r = batch_pending[p];
+      for (int d = 0; d < r.ndots; ++d) r.dots[d] = (r.add ? r.dots[d] : 0) + results_host[r.offset + d];
+    }
   }
-  for (const PendingResult &p : batch_pending)
-    for (int d = 0; d < p.ndots; ++d) p.dots[d] = (p.add ? p.dots[d] : 0) + results_host[p.offset + d];
-  batch_pending.clear();
-  batch_open  = false;
-  batch_defer = false;
-  batch_used  = 0;
+  BatchPop();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   BatchAbandon - closes the innermost batch without filling the dots[] of its deferred reductions
+*/
+PetscErrorCode BatchAbandon(void)
+{
+  PetscFunctionBegin;
+  PetscCheck(nbatches, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
+  BatchPop();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -249,20 +329,10 @@ PetscErrorCode BatchEnd(void)
 */
 static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
 {
-  cudaError_t err;
-
   PetscFunctionBegin;
   *ptr = nullptr;
   if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  err = cudaMalloc(ptr, bytes);
-  if (err != cudaSuccess) {
-    size_t free_bytes = 0, total_bytes = 0;
-
-    *ptr = nullptr;
-    (void)cudaGetLastError(); /* clear the (non-sticky) allocation error */
-    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
-    SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "cudaMalloc of %zu bytes failed (%s): %zu of %zu bytes of device memory are free", bytes, cudaGetErrorName(err), free_bytes, total_bytes);
-  }
+  PetscCall(DeviceAlloc(bytes, ptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -338,6 +408,7 @@ const Backend *CUDABackend()
                                   cuda::BatchBegin,
                                   cuda::BatchDefer,
                                   cuda::BatchEnd,
+                                  cuda::BatchAbandon,
                                   cuda::Gather,
                                   cuda::Scatter,
                                   cuda::SpMVOffDiagDots,

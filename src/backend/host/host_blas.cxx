@@ -88,9 +88,10 @@ static PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, con
 /* See BlasKernels::maxpy: the Gram-Schmidt update y - sum (-alpha_j) X_j (MAXPYScale) */
 static PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, const PetscScalar *const *X, PetscScalar *y)
 {
-  std::vector<PetscScalar> coef(nv > 0 ? nv : 1);
+  std::vector<PetscScalar> coef;
 
   PetscFunctionBegin;
+  FusedKSPCallCXX(coef.resize(nv > 0 ? nv : 1));
   for (PetscInt j = 0; j < nv; ++j) coef[j] = -alpha[j];
   PetscCall(MAXPYScale(n, nv, coef.data(), X, y, 1.0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -10,9 +10,12 @@ namespace host
 BackendCounters counters;
 ReduceTarget    target;
 
+/* PetscMalloc(); its failure names the bytes requested */
 static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
 {
   PetscFunctionBegin;
+  *ptr = nullptr;
+  PetscCheck(!AllocationFails(), PETSC_COMM_SELF, PETSC_ERR_MEM, "Host backend: allocation of %zu bytes failed (-fused_debug_fail_alloc)", bytes);
   PetscCall(PetscMalloc(bytes, ptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -51,6 +54,11 @@ static PetscErrorCode BatchDefer(PetscBool)
 }
 
 static PetscErrorCode BatchEnd(void)
+{
+  return PETSC_SUCCESS;
+}
+
+static PetscErrorCode BatchAbandon(void)
 {
   return PETSC_SUCCESS;
 }
@@ -124,6 +132,7 @@ const Backend *HostBackend()
                                   host::BatchBegin,
                                   host::BatchDefer,
                                   host::BatchEnd,
+                                  host::BatchAbandon,
                                   host::Gather,
                                   host::Scatter,
                                   host::SpMVOffDiagDots,
