@@ -645,6 +645,7 @@ PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat A, MatFactorType 
   PetscCall(MatGetLocalSize(A, &n, NULL));
   PetscCall(MatCreate(PETSC_COMM_SELF, &B));
   PetscCall(MatSetSizes(B, n, n, n, n));
+  PetscCall(MatSetBlockSizesFromMats(B, A, A)); /* as PETSc's factors: views and PCs see A's block size */
   PetscCall(PetscLayoutSetUp(B->rmap));
   PetscCall(PetscLayoutSetUp(B->cmap));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, "seqaijfusedfactor"));
