@@ -155,6 +155,18 @@ static PetscErrorCode TestNaN(PetscReal rtol)
   PetscCall(KSPSolve(ksp, p.b, x));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
   PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_NANORINF), "NaN in the matrix: %s", KSPConvergedReasons[reason]));
+  { /* a NaN pivot of ILU(0) is no zero pivot (as in PETSc's factorization): the NaN reaches the solver */
+    PC             pc;
+    PCFailedReason pcreason;
+
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCILU));
+    PetscCall(KSPSolve(ksp, p.b, x));
+    PetscCall(KSPGetConvergedReason(ksp, &reason));
+    PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_NANORINF), "NaN in the matrix, PCILU: %s", KSPConvergedReasons[reason]));
+    PetscCall(PCGetFailedReason(pc, &pcreason));
+    PetscCall(Check((PetscBool)(pcreason != PC_FACTOR_NUMERIC_ZEROPIVOT), "NaN in the matrix, PCILU: the NaN pivot is no zero pivot (%s)", PCFailedReasons[pcreason]));
+  }
 
   PetscCall(MatDestroy(&B));
   PetscCall(KSPDestroy(&ksp));

@@ -259,9 +259,10 @@ struct Shift {
      positive_definite (ICC's default): Re u_ii <= zeropivot rs restarts with the diagonal shifted by a fraction
        of the largest off-diagonal row sum, bisected over at most 5 restarts (Manteuffel);
      inblocks: |u_ii| <= zeropivot gets u_ii += shift_amount.
-   A zero pivot (none; and a NaN/Inf one under any type) is handled as PETSc's MAT_SHIFT_NONE does: an error when A's
-   MatSetErrorIfFailure() is set (-ksp_error_if_not_converged), else the factor's error MAT_FACTOR_NUMERIC_ZEROPIVOT
-   (MatSolve() then flags its output and the KSP stops with KSP_DIVERGED_PC_FAILED), never a silent NaN.
+   A zero pivot (none) is handled as PETSc's MAT_SHIFT_NONE does: an error when A's MatSetErrorIfFailure() is set
+   (-ksp_error_if_not_converged), else the factor's error MAT_FACTOR_NUMERIC_ZEROPIVOT (MatSolve() then flags its
+   output and the KSP stops with KSP_DIVERGED_PC_FAILED).  A NaN or Inf pivot is no zero pivot, as in PETSc (a NaN in
+   A, e.g. from a function outside its domain): it goes into the factor, and the KSP stops with KSP_DIVERGED_NANORINF.
 */
 static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
 {
@@ -340,7 +341,7 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
           sh.nshift++;
         }
       }
-      if (PetscIsInfOrNanScalar(pivot) || (stype == MAT_SHIFT_NONE && PetscAbsScalar(pivot) <= info->zeropivot)) {
+      if (stype == MAT_SHIFT_NONE && PetscAbsScalar(pivot) <= info->zeropivot) {
         PetscCheck(!A->erroriffailure, PETSC_COMM_SELF, PETSC_ERR_MAT_LU_ZRPVT, "%s: zero pivot %g in row %" PetscInt_FMT " (zero pivot tolerance %g, -pc_factor_zeropivot; shift type %s, -pc_factor_shift_type)", name, (double)PetscAbsScalar(pivot),
                    i, (double)info->zeropivot, MatFactorShiftTypes[stype]);
         PetscCall(PetscInfo(A, "%s: zero pivot %g in row %" PetscInt_FMT " (tolerance %g)\n", name, (double)PetscAbsScalar(pivot), i, (double)info->zeropivot));
