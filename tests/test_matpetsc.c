@@ -1,7 +1,7 @@
 static char help[] = "Checks that PETSc's own matrix operations work on MATAIJFUSED (seq and MPI) as they do on MATAIJ: each\n\
 operation runs on a fused matrix and on the same MATAIJ one, and the results must agree (products with a random\n\
 vector, to 1e-12 relative) and have the expected type (fused where the result is used in products).  Covers\n\
-MatDuplicate, MatConvert to and from AIJ (initial, reuse, in place) and to dense/BAIJ, MatSetType() of an\n\
+MatDuplicate, MatConvert to and from AIJ (initial, reuse, in place), to and from dense/BAIJ, MatSetType() of an\n\
 assembled AIJ matrix, MatCopy, MatAXPY with every nonzero pattern, MatEliminateZeros, MatHeaderReplace/Merge,\n\
 MatTranspose (all reuse modes), MatProduct (AB, AtB, ABt, PtAP, RARt, ABC with AIJ operands, AB/AtB/ABt with dense,\n\
 PtAP with MAIJ), MatCreateSubMatrix(ces), MatIncreaseOverlap, MatGetDiagonalBlock, MatZeroRows(Columns),\n\
@@ -193,6 +193,18 @@ static PetscErrorCode AgreeProducts(Mat F, Mat R, const char *what)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Whether F stores as many entries as R (over all ranks) */
+static PetscErrorCode SameNonzeros(Mat F, Mat R, const char *what)
+{
+  MatInfo fi, ri;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetInfo(F, MAT_GLOBAL_SUM, &fi));
+  PetscCall(MatGetInfo(R, MAT_GLOBAL_SUM, &ri));
+  PetscCall(Check((PetscBool)(fi.nz_used == ri.nz_used), "%s: %g stored entries, as MATAIJ's %g", what, fi.nz_used, ri.nz_used));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
 {
   Mat B, C, D;
@@ -221,10 +233,29 @@ static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
   PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> dense"));
   PetscCall(MatConvert(D, MATAIJFUSED, MAT_INPLACE_MATRIX, &D));
   PetscCall(Agree(D, R, PETSC_BOOL3_TRUE, "MatConvert dense -> aijfused, in place"));
+  PetscCall(SameNonzeros(D, R, "MatConvert dense -> aijfused, in place"));
   PetscCall(MatDestroy(&D));
-  PetscCall(MatConvert(F, MATBAIJ, MAT_INITIAL_MATRIX, &D));
-  PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> baij"));
-  PetscCall(MatDestroy(&D));
+  { /* from other types, initial and reuse: the matrix MATAIJ gets, made fused (a dense matrix keeps its nonzeros only) */
+    Mat Dd, Fd;
+
+    PetscCall(MatConvert(F, MATDENSE, MAT_INITIAL_MATRIX, &Dd));
+    PetscCall(MatConvert(Dd, MATAIJFUSED, MAT_INITIAL_MATRIX, &Fd));
+    PetscCall(Agree(Fd, R, PETSC_BOOL3_TRUE, "MatConvert dense -> aijfused, initial"));
+    PetscCall(SameNonzeros(Fd, R, "MatConvert dense -> aijfused, initial"));
+    PetscCall(MatScale(Dd, 2.0));
+    PetscCall(MatConvert(Dd, MATAIJFUSED, MAT_REUSE_MATRIX, &Fd));
+    PetscCall(MatScale(Fd, 0.5));
+    PetscCall(Agree(Fd, R, PETSC_BOOL3_TRUE, "MatConvert dense -> aijfused, reuse"));
+    PetscCall(MatDestroy(&Fd));
+    PetscCall(MatDestroy(&Dd));
+    PetscCall(MatConvert(F, MATBAIJ, MAT_INITIAL_MATRIX, &D));
+    PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> baij"));
+    PetscCall(MatConvert(D, MATAIJFUSED, MAT_INITIAL_MATRIX, &Fd));
+    PetscCall(Agree(Fd, R, PETSC_BOOL3_TRUE, "MatConvert baij -> aijfused, initial"));
+    PetscCall(SameNonzeros(Fd, R, "MatConvert baij -> aijfused, initial"));
+    PetscCall(MatDestroy(&Fd));
+    PetscCall(MatDestroy(&D));
+  }
   PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &D));
   PetscCall(MatConvert(D, MATSBAIJ, MAT_INPLACE_MATRIX, &D)); /* nonsymmetric: only the upper triangle is kept */
   {

@@ -743,6 +743,7 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
 #undef FUSED_INSTALL_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_MPIAIJFused));
   PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, MatConvert_MPIAIJ_MPIAIJFused, MatConvert_MPIAIJFused_MPIAIJ));
+  A->ops->convertfrom = MatConvertFrom_AIJFused;
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -760,6 +761,7 @@ PetscErrorCode MatConvertFromMPIFused(Mat A)
 #undef FUSED_RESTORE_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
   PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr));
+  A->ops->convertfrom = nullptr; /* as MATAIJ */
   PetscCall(MatSetVecType(A, VECSTANDARD));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJ));
   PetscFunctionReturn(PETSC_SUCCESS);
