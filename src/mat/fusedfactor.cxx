@@ -620,8 +620,9 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   The factorization (symbolic: the split of the pattern, the level schedules; numeric) runs on the host; the
   factors are copied to the backend and `MatSolve()` with fused vectors runs two triangular solves there, with no
   host<->device vector copy.  Plain `VECSEQ` vectors are solved on the host copy of the factors.
-  `MatSolveTranspose()` runs on the host, and so do `MatForwardSolve()` and `MatBackwardSolve()` of an ICC(0) factor (the
-  symmetric application of `PCICC`, `-ksp_pc_side symmetric`).  A new matrix with the same pattern reruns only the numeric phase.
+  `MatSolveTranspose()` runs on the host, and so do `MatForwardSolve()` and `MatBackwardSolve()` of an ICC(0)
+  factor (the symmetric application of `PCICC`, `-ksp_pc_side symmetric`).  A new matrix with the same pattern
+  reruns only the numeric phase.
 
   Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,
   `-pc_factor_mat_ordering_type`, a drop tolerance) get PETSc's own factorization and host solves. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
