@@ -162,6 +162,21 @@ static PetscErrorCode TestNaN(PetscReal rtol)
   PetscCall(KSPSolve(ksp, p.b, x));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
   PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_NANORINF), "NaN in the matrix: %s", KSPConvergedReasons[reason]));
+  { /* a NaN pivot of ILU(0) is no zero pivot (as in PETSc's factorization): the NaN reaches the solver (on several
+       ranks: in the ILU(0) of a block of PCBJACOBI) */
+    PC             pc;
+    PCFailedReason pcreason;
+    PetscMPIInt    size;
+
+    PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)ksp), &size));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, size == 1 ? PCILU : PCBJACOBI));
+    PetscCall(KSPSolve(ksp, p.b, x));
+    PetscCall(KSPGetConvergedReason(ksp, &reason));
+    PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_NANORINF), "NaN in the matrix, ILU(0): %s", KSPConvergedReasons[reason]));
+    PetscCall(PCGetFailedReason(pc, &pcreason));
+    PetscCall(Check((PetscBool)(pcreason == PC_NOERROR), "NaN in the matrix, ILU(0): the NaN pivot is no zero pivot (%s)", PCFailedReasons[pcreason]));
+  }
 
   PetscCall(MatDestroy(&B));
   PetscCall(KSPDestroy(&ksp));

@@ -2,10 +2,11 @@ static char help[] = "ILU(0)/ICC(0) of MatSolverType fused (MATSOLVERFUSED) agai
 The same KSP and PC solve twice: on a MATAIJFUSED copy of the matrix with fused vectors and the default solver type\n\
 (which must be fused for -pc_type ilu/icc), and on the plain AIJ matrix with -pc_factor_mat_solver_type petsc.\n\
 Checks: the two preconditioners applied to one random vector agree to 1e-10 (relative), also on plain VECSEQ\n\
-vectors (the host path of the fused solver); both solves converge with iteration counts within -its_abs and\n\
-solutions within -sol_tol; -ksp_view of the fused KSP names \"FusedKSP ILU(0)\" or \"FusedKSP ICC(0)\" (either for\n\
-the blocks of PCBJACOBI; -expect_fused 0: must not, e.g. the blocks of PCBJACOBI on several ranks are plain MATSEQAIJ); after MatScale() and after MatShift()\n\
-(same pattern) the factor is reused (numeric phase only) and the checks hold again.  With -zero_pivot the matrix gets\n\
+vectors (the host path of the fused solver), transposed, and (ICC) the two halves of the symmetric application;\n\
+both solves converge with iteration counts within -its_abs and solutions within -sol_tol; -ksp_view of the fused KSP\n\
+names \"FusedKSP ILU(0)\" or \"FusedKSP ICC(0)\" (either for the blocks of PCBJACOBI; -expect_fused 0: must not, e.g.\n\
+the blocks of PCBJACOBI on several ranks are plain MATSEQAIJ) and has the I-node line of PETSc's; after MatScale() and\n\
+after MatShift() (same pattern) the factor is reused (numeric phase only) and the checks hold again.  With -zero_pivot the matrix gets\n\
 a zero diagonal entry in its first row: the solve must stop with KSP_DIVERGED_PC_FAILED, and fail with\n\
 PETSC_ERR_MAT_LU_ZRPVT under KSPSetErrorIfNotConverged(), and the factorization must succeed with a shift (ILU:\n\
 nonzero, which PCILU turns into inblocks; ICC: positive_definite).  Ends with 'test_ilu: PASS' or 'test_ilu: FAIL'.\n\
@@ -135,6 +136,7 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
   PetscReal          d;
   PetscInt           itsf, itsr;
   KSPConvergedReason reasonf, reasonr;
+  PetscBool          icc;
 
   PetscFunctionBeginUser;
   PetscCall(KSPGetPC(fs->ksp, &pcf));
@@ -164,6 +166,17 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
   PetscCall(PCApplyTranspose(pcf, bf, zf));
   PetscCall(RelDiff(zf, zr, &d));
   PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApplyTranspose vs petsc (%g <= 1e-10)", what, (double)d));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pcf, PCICC, &icc));
+  if (icc) { /* the halves of the factor (MatForwardSolve, MatBackwardSolve): -ksp_pc_side symmetric */
+    PetscCall(PCApplySymmetricLeft(pcr, r, zr));
+    PetscCall(PCApplySymmetricLeft(pcf, bf, zf));
+    PetscCall(RelDiff(zf, zr, &d));
+    PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApplySymmetricLeft vs petsc (%g <= 1e-10)", what, (double)d));
+    PetscCall(PCApplySymmetricRight(pcr, r, zr));
+    PetscCall(PCApplySymmetricRight(pcf, bf, zf));
+    PetscCall(RelDiff(zf, zr, &d));
+    PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApplySymmetricRight vs petsc (%g <= 1e-10)", what, (double)d));
+  }
   PetscCall(VecDestroy(&r));
   PetscCall(VecDestroy(&zr));
   PetscCall(VecDestroy(&rp));
@@ -285,6 +298,13 @@ int main(int argc, char **argv)
     PetscCall(Compare(&fs, &rs, "first solve", its_abs, sol_tol)); /* sets up the blocks of PCBJACOBI */
     PetscCall(ViewContains(fs.ksp, text, &found));
     PetscCall(Check((PetscBool)(found == expect_fused), "-ksp_view %s \"%s\"", expect_fused ? "shows" : "does not show", text));
+    { /* the factor's view ends as MATSEQAIJ's does */
+      PetscBool inode_f, inode_r;
+
+      PetscCall(ViewContains(fs.ksp, "not using I-node routines", &inode_f));
+      PetscCall(ViewContains(rs.ksp, "not using I-node routines", &inode_r));
+      PetscCall(Check((PetscBool)(inode_f == inode_r), "-ksp_view %s \"not using I-node routines\" as PETSc's factor does", inode_r ? "shows" : "does not show"));
+    }
 
     PetscCall(MatScale(Af, 2.0));
     PetscCall(MatScale(prob.A, 2.0));

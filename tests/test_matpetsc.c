@@ -1,12 +1,12 @@
 static char help[] = "Checks that PETSc's own matrix operations work on MATAIJFUSED (seq and MPI) as they do on MATAIJ: each\n\
 operation runs on a fused matrix and on the same MATAIJ one, and the results must agree (products with a random\n\
 vector, to 1e-12 relative) and have the expected type (fused where the result is used in products).  Covers\n\
-MatDuplicate, MatConvert to and from AIJ (initial, reuse, in place) and to dense/BAIJ, MatSetType() of an\n\
-assembled AIJ matrix, MatCopy, MatAXPY with every nonzero pattern, MatHeaderReplace/Merge, MatTranspose (all\n\
-reuse modes), MatProduct (AB, AtB, ABt, PtAP, RARt, ABC with AIJ operands, AB/AtB with dense, PtAP with MAIJ),\n\
-MatCreateSubMatrix(ces), MatIncreaseOverlap, MatGetDiagonalBlock, MatZeroRows(Columns), MatDiagonalScale,\n\
-MatSetValuesCOO, MatGetRowIJ, MatCreateGraph, MatView/MatLoad (binary), MatCreateMPIMatConcatenateSeqMat, and\n\
-solves with PCGAMG, PCILU/PCBJACOBI, PCASM on the fused types.\n\
+MatDuplicate, MatConvert to and from AIJ (initial, reuse, in place), to and from dense/BAIJ, MatSetType() of an\n\
+assembled AIJ matrix, MatCopy, MatAXPY with every nonzero pattern, MatEliminateZeros, MatHeaderReplace/Merge,\n\
+MatTranspose (all reuse modes), MatProduct (AB, AtB, ABt, PtAP, RARt, ABC with AIJ operands, AB/AtB/ABt with dense,\n\
+PtAP with MAIJ), MatCreateSubMatrix(ces), MatIncreaseOverlap, MatGetDiagonalBlock, MatZeroRows(Columns),\n\
+MatDiagonalScale, MatSetValuesCOO, MatGetRowIJ, MatCreateGraph, MatView/MatLoad (binary),\n\
+MatCreateMPIMatConcatenateSeqMat, and solves with PCGAMG, PCILU/PCBJACOBI, PCASM on the fused types.\n\
 Options:\n\
   -n <12>: the matrix is the 2D n x n 5-point operator with a nonsymmetric perturbation\n\n";
 
@@ -193,6 +193,18 @@ static PetscErrorCode AgreeProducts(Mat F, Mat R, const char *what)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Whether F stores as many entries as R (over all ranks) */
+static PetscErrorCode SameNonzeros(Mat F, Mat R, const char *what)
+{
+  MatInfo fi, ri;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatGetInfo(F, MAT_GLOBAL_SUM, &fi));
+  PetscCall(MatGetInfo(R, MAT_GLOBAL_SUM, &ri));
+  PetscCall(Check((PetscBool)(fi.nz_used == ri.nz_used), "%s: %g stored entries, as MATAIJ's %g", what, fi.nz_used, ri.nz_used));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
 {
   Mat B, C, D;
@@ -221,10 +233,29 @@ static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
   PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> dense"));
   PetscCall(MatConvert(D, MATAIJFUSED, MAT_INPLACE_MATRIX, &D));
   PetscCall(Agree(D, R, PETSC_BOOL3_TRUE, "MatConvert dense -> aijfused, in place"));
+  PetscCall(SameNonzeros(D, R, "MatConvert dense -> aijfused, in place"));
   PetscCall(MatDestroy(&D));
-  PetscCall(MatConvert(F, MATBAIJ, MAT_INITIAL_MATRIX, &D));
-  PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> baij"));
-  PetscCall(MatDestroy(&D));
+  { /* from other types, initial and reuse: the matrix MATAIJ gets, made fused (a dense matrix keeps its nonzeros only) */
+    Mat Dd, Fd;
+
+    PetscCall(MatConvert(F, MATDENSE, MAT_INITIAL_MATRIX, &Dd));
+    PetscCall(MatConvert(Dd, MATAIJFUSED, MAT_INITIAL_MATRIX, &Fd));
+    PetscCall(Agree(Fd, R, PETSC_BOOL3_TRUE, "MatConvert dense -> aijfused, initial"));
+    PetscCall(SameNonzeros(Fd, R, "MatConvert dense -> aijfused, initial"));
+    PetscCall(MatScale(Dd, 2.0));
+    PetscCall(MatConvert(Dd, MATAIJFUSED, MAT_REUSE_MATRIX, &Fd));
+    PetscCall(MatScale(Fd, 0.5));
+    PetscCall(Agree(Fd, R, PETSC_BOOL3_TRUE, "MatConvert dense -> aijfused, reuse"));
+    PetscCall(MatDestroy(&Fd));
+    PetscCall(MatDestroy(&Dd));
+    PetscCall(MatConvert(F, MATBAIJ, MAT_INITIAL_MATRIX, &D));
+    PetscCall(Agree(D, R, PETSC_BOOL3_FALSE, "MatConvert fused -> baij"));
+    PetscCall(MatConvert(D, MATAIJFUSED, MAT_INITIAL_MATRIX, &Fd));
+    PetscCall(Agree(Fd, R, PETSC_BOOL3_TRUE, "MatConvert baij -> aijfused, initial"));
+    PetscCall(SameNonzeros(Fd, R, "MatConvert baij -> aijfused, initial"));
+    PetscCall(MatDestroy(&Fd));
+    PetscCall(MatDestroy(&D));
+  }
   PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &D));
   PetscCall(MatConvert(D, MATSBAIJ, MAT_INPLACE_MATRIX, &D)); /* nonsymmetric: only the upper triangle is kept */
   {
@@ -258,6 +289,42 @@ static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Entries of both blocks (on 2+ ranks) set to zero, then MatEliminateZeros(): the MPI type compresses the rows of its
+   blocks in place, which changes their nonzero states but not the matrix's (PCGAMG's prolongator filter does this) */
+static PetscErrorCode EliminateZeros(PetscInt n, Mat F, Mat R)
+{
+  Mat         B, Rb, M[2];
+  PetscInt    rstart, rend;
+  PetscScalar zero = 0.0;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &B));
+  PetscCall(MatDuplicate(R, MAT_COPY_VALUES, &Rb));
+  M[0] = B;
+  M[1] = Rb;
+  PetscCall(MatGetOwnershipRange(B, &rstart, &rend));
+  for (int k = 0; k < 2; ++k) {
+    PetscCall(MatSetOption(M[k], MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
+    for (PetscInt row = rstart; row < rend; ++row) {
+      const PetscInt up = row - n, down = row + n, right = row + 1;
+      if (row % 3 == 0 && up >= 0) PetscCall(MatSetValues(M[k], 1, &row, 1, &up, &zero, INSERT_VALUES));
+      if (row % 3 == 1 && down < n * n) PetscCall(MatSetValues(M[k], 1, &row, 1, &down, &zero, INSERT_VALUES));
+      if (row % 2 == 0 && right % n) PetscCall(MatSetValues(M[k], 1, &row, 1, &right, &zero, INSERT_VALUES));
+    }
+    PetscCall(MatAssemblyBegin(M[k], MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(M[k], MAT_FINAL_ASSEMBLY));
+    PetscCall(MatSetOption(M[k], MAT_NO_OFF_PROC_ENTRIES, PETSC_FALSE));
+  }
+  PetscCall(Agree(B, Rb, PETSC_BOOL3_TRUE, "entries set to zero"));
+  PetscCall(MatEliminateZeros(B, PETSC_TRUE));
+  PetscCall(MatEliminateZeros(Rb, PETSC_TRUE));
+  PetscCall(Agree(B, Rb, PETSC_BOOL3_TRUE, "MatEliminateZeros"));
+  PetscCall(AgreeProducts(B, Rb, "after MatEliminateZeros"));
+  PetscCall(MatDestroy(&B));
+  PetscCall(MatDestroy(&Rb));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode Arithmetic(MPI_Comm comm, PetscInt n, Mat F, Mat R)
 {
   Mat         B, X, Rb, Rx;
@@ -267,6 +334,7 @@ static PetscErrorCode Arithmetic(MPI_Comm comm, PetscInt n, Mat F, Mat R)
   const char *names[3] = {"MatTranspose initial", "MatTranspose reuse", "MatTranspose in place"};
 
   PetscFunctionBeginUser;
+  PetscCall(EliminateZeros(n, F, R));
   /* MatAXPY with an identity-like X of a smaller pattern, the same pattern and a different one */
   PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &B));
   PetscCall(MatDuplicate(R, MAT_COPY_VALUES, &Rb));
@@ -411,6 +479,24 @@ static PetscErrorCode Products(MPI_Comm comm, PetscInt n, Mat F, Mat R)
   PetscCall(MatDestroy(&Cf));
   PetscCall(MatDestroy(&Cr));
   PetscCall(MatDestroy(&Bd));
+  /* C = A B^T with a dense B: PETSc has it for MATSEQAIJ only (MATMPIAIJ with MATMPIDENSE: "Unspecified symbolic
+     phase for product ABt"), so the fused type must give the same result, or the same error */
+  {
+    PetscErrorCode ef, er;
+
+    PetscCall(MatCreateDense(comm, PETSC_DECIDE, PETSC_DECIDE, 3, n * n, NULL, &Bd));
+    PetscCall(MatSetRandom(Bd, NULL));
+    Cf = Cr = NULL;
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ef = MatMatTransposeMult(F, Bd, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf);
+    er = MatMatTransposeMult(R, Bd, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr);
+    PetscCall(PetscPopErrorHandler());
+    PetscCall(Check((PetscBool)(ef == er && (size > 1 || !ef)), "MatMatTransposeMult with a dense B: error %d, with MATAIJ %d (%d ranks)", (int)ef, (int)er, size));
+    if (!ef && !er) PetscCall(Agree(Cf, Cr, PETSC_BOOL3_UNKNOWN, "MatMatTransposeMult with a dense B"));
+    PetscCall(MatDestroy(&Cf));
+    PetscCall(MatDestroy(&Cr));
+    PetscCall(MatDestroy(&Bd));
+  }
   /* PtAP with a MAIJ P (2 components): the operator has 2 n^2 rows */
   {
     Mat A2f, A2r, Pm;

@@ -6,7 +6,8 @@ vector is compared afterwards (relative 1e-12 of its largest entry) as well as e
 (1e-10 relative to |x||y| for dot products, to the value for norms).  With the CUDA backend the\n\
 backend counters must show the device path (kernels launched, no host->device copy, one\n\
 device->host copy per reduction); with the host backend no backend work at all; operations\n\
-with a plain VECSTANDARD operand must fall back to the host (no kernel).\n\
+with a plain VECSTANDARD operand must fall back to the host (no kernel).  VecDuplicate() keeps an operation set with\n\
+VecSetOperation() (as VECSTANDARD does).\n\
 Options:\n\
   -sizes <0,1,31,32,33,1000,1000003>: global vector sizes\n\
   -nvs <1,3,8,9,16,17,32,33,70>: numbers of vectors of VecMAXPY / VecMDot\n\n";
@@ -606,6 +607,39 @@ static PetscErrorCode TestSplit(Tester *t, Operands *R, Operands *F, PetscInt nv
 }
 
 /* Operations with a plain VECSTANDARD operand run the host operation */
+/* A view set with VecSetOperation(): counts its calls */
+static PetscInt       views;
+static PetscErrorCode CountingView(Vec v, PetscViewer viewer)
+{
+  PetscFunctionBeginUser;
+  (void)v;
+  (void)viewer;
+  views++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* An operation set on a vector with VecSetOperation() (as DMShell's users and the DMs do) carries over to its
+   duplicates, as with VECSEQ/VECMPI */
+static PetscErrorCode TestDuplicateOps(Tester *t, Operands *F)
+{
+  Vec         a, b;
+  PetscViewer viewer;
+  char        text[64];
+
+  PetscFunctionBeginUser;
+  PetscCall(VecDuplicate(F->x0, &a));
+  PetscCall(VecSetOperation(a, VECOP_VIEW, (PetscErrorCodeFn *)CountingView));
+  PetscCall(VecDuplicate(a, &b));
+  views = 0;
+  PetscCall(PetscViewerStringOpen(t->comm, text, sizeof(text), &viewer)); /* no header, no output */
+  PetscCall(VecView(b, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(Record(t, (PetscBool)(views == 1), "VecDuplicate", "the duplicate keeps the view set with VecSetOperation()", (PetscReal)views, 1));
+  PetscCall(VecDestroy(&b));
+  PetscCall(VecDestroy(&a));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode TestMixed(Tester *t, Operands *R, Operands *F)
 {
   Vec plain;
@@ -674,6 +708,7 @@ int main(int argc, char **argv)
     for (PetscInt k = 0; k < nnvs; ++k) PetscCall(TestMulti(&t, &R, &F, nvs[k], rnd));
     PetscCall(TestSplit(&t, &R, &F, nvs[nnvs - 1]));
     PetscCall(TestMixed(&t, &R, &F));
+    PetscCall(TestDuplicateOps(&t, &F));
     PetscCall(DestroyVecs(&R));
     PetscCall(DestroyVecs(&F));
   }

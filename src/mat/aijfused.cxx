@@ -498,6 +498,7 @@ PetscErrorCode MatConvertToFused(Mat A)
 #undef FUSED_INSTALL_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_SeqAIJFused));
   PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, MatConvert_SeqAIJ_SeqAIJFused, MatConvert_SeqAIJFused_SeqAIJ));
+  A->ops->convertfrom = MatConvertFrom_AIJFused;
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQAIJFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -515,6 +516,7 @@ PetscErrorCode MatConvertFromFused(Mat A)
 #undef FUSED_RESTORE_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
   PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr));
+  A->ops->convertfrom = nullptr; /* as MATAIJ */
   PetscCall(MatSetVecType(A, VECSTANDARD));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQAIJ));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -19,6 +19,12 @@ PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, M
    INITIAL duplicates A into *M, then (INITIAL and INPLACE) `change` turns *M into the other type in place */
 PetscErrorCode MatAIJFusedConvert(Mat A, MatReuse reuse, Mat *M, PetscErrorCode (*change)(Mat));
 
+/* B->ops->convertfrom of both fused types, which MatConvert() takes when neither the source type nor the fused
+   type has a converter for the pair (a dense, BAIJ, SELL... matrix to a fused type): PETSc's conversion to the AIJ
+   type the fused one extends, then that AIJ matrix made fused in place, so the result is the one MATAIJ gets (a
+   dense matrix keeps its nonzeros only, not MatConvert_Basic()'s every entry). MATAIJ has no convertfrom. */
+PetscErrorCode MatConvertFrom_AIJFused(Mat A, MatType newtype, MatReuse reuse, Mat *M);
+
 /* The BLAS-1 kernels of a backend */
 const BlasKernels *MatFusedBlas(const Backend *backend);
 

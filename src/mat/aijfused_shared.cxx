@@ -57,6 +57,20 @@ PetscErrorCode MatAIJFusedConvert(Mat A, MatReuse reuse, Mat *M, PetscErrorCode 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode MatConvertFrom_AIJFused(Mat A, MatType newtype, MatReuse reuse, Mat *M)
+{
+  PetscBool seq, mpi;
+  MatType   base;
+
+  PetscFunctionBegin;
+  PetscCall(PetscStrcmp(newtype, MATSEQAIJFUSED, &seq));
+  PetscCall(PetscStrcmp(newtype, MATMPIAIJFUSED, &mpi));
+  base = seq ? MATSEQAIJ : (mpi ? MATMPIAIJ : MATAIJ);
+  PetscCall(MatConvert(A, base, reuse, M)); /* REUSE: PETSc's converters fill any AIJ matrix *M */
+  if (reuse != MAT_REUSE_MATRIX) PetscCall(MatConvert(*M, newtype, MAT_INPLACE_MATRIX, M));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 const BlasKernels *MatFusedBlas(const Backend *backend)
 {
 #if defined(FUSEDKSP_HAVE_CUDA)

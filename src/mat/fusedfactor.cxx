@@ -259,9 +259,10 @@ struct Shift {
      positive_definite (ICC's default): Re u_ii <= zeropivot rs restarts with the diagonal shifted by a fraction
        of the largest off-diagonal row sum, bisected over at most 5 restarts (Manteuffel);
      inblocks: |u_ii| <= zeropivot gets u_ii += shift_amount.
-   A zero pivot (none; and a NaN/Inf one under any type) is handled as PETSc's MAT_SHIFT_NONE does: an error when A's
-   MatSetErrorIfFailure() is set (-ksp_error_if_not_converged), else the factor's error MAT_FACTOR_NUMERIC_ZEROPIVOT
-   (MatSolve() then flags its output and the KSP stops with KSP_DIVERGED_PC_FAILED), never a silent NaN.
+   A zero pivot (none) is handled as PETSc's MAT_SHIFT_NONE does: an error when A's MatSetErrorIfFailure() is set
+   (-ksp_error_if_not_converged), else the factor's error MAT_FACTOR_NUMERIC_ZEROPIVOT (MatSolve() then flags its
+   output and the KSP stops with KSP_DIVERGED_PC_FAILED).  A NaN or Inf pivot is no zero pivot, as in PETSc (a NaN in
+   A, e.g. from a function outside its domain): it goes into the factor, and the KSP stops with KSP_DIVERGED_NANORINF.
 */
 static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
 {
@@ -340,7 +341,7 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
           sh.nshift++;
         }
       }
-      if (PetscIsInfOrNanScalar(pivot) || (stype == MAT_SHIFT_NONE && PetscAbsScalar(pivot) <= info->zeropivot)) {
+      if (stype == MAT_SHIFT_NONE && PetscAbsScalar(pivot) <= info->zeropivot) {
         PetscCheck(!A->erroriffailure, PETSC_COMM_SELF, PETSC_ERR_MAT_LU_ZRPVT, "%s: zero pivot %g in row %" PetscInt_FMT " (zero pivot tolerance %g, -pc_factor_zeropivot; shift type %s, -pc_factor_shift_type)", name, (double)PetscAbsScalar(pivot),
                    i, (double)info->zeropivot, MatFactorShiftTypes[stype]);
         PetscCall(PetscInfo(A, "%s: zero pivot %g in row %" PetscInt_FMT " (tolerance %g)\n", name, (double)PetscAbsScalar(pivot), i, (double)info->zeropivot));
@@ -484,6 +485,58 @@ static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The halves of the ICC(0) factor M = L D U' (U' = D^{-1} U unit upper; U' = L^T for a symmetric A) that
+   PCApplySymmetricLeft/Right apply: forward x = D^{-1/2} L^{-1} b, backward x = U^{-1} D^{1/2} b, whose product is
+   M^{-1} (for a symmetric A: S^{-1} and S^{-T} with M = S S^T, S = L D^{1/2}, as PETSc's ICC splits its factor).  On
+   the host (fused vectors are synchronized to the host), as MatSolveTranspose(). */
+static PetscErrorCode HalfSolve(Mat F, PetscBool forward, Vec b, Vec x)
+{
+  FusedFactor       *f = (FusedFactor *)F->data;
+  const PetscScalar *bp;
+  PetscScalar       *xp;
+  const PetscInt     n = f->n;
+
+  PetscFunctionBegin;
+  if (f->host) {
+    if (forward)
+      PetscCall(MatForwardSolve(f->host, b, x));
+    else
+      PetscCall(MatBackwardSolve(f->host, b, x));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  for (PetscInt i = 0; i < n; ++i)
+    PetscCheck(PetscRealPart(f->U.invdiag[i]) > 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "%s: the pivot of row %" PetscInt_FMT " is %g: the symmetric split of the ICC factor needs positive pivots", forward ? "MatForwardSolve()" : "MatBackwardSolve()", i,
+               (double)PetscRealPart(1.0 / f->U.invdiag[i]));
+  PetscCall(VecGetArrayRead(b, &bp));
+  PetscCall(VecGetArrayWrite(x, &xp));
+  if (forward) {
+    PetscCall(HostBackend()->trsv_csr(&f->L.host, bp, xp));
+    for (PetscInt i = 0; i < n; ++i) xp[i] *= PetscSqrtScalar(f->U.invdiag[i]);
+    PetscCall(PetscLogFlops(2.0 * f->L.rowptr[n] + n));
+  } else {
+    for (PetscInt i = 0; i < n; ++i) f->work[i] = bp[i] / PetscSqrtScalar(f->U.invdiag[i]);
+    PetscCall(HostBackend()->trsv_csr(&f->U.host, f->work, xp));
+    PetscCall(PetscLogFlops(2.0 * f->U.rowptr[n] + 2.0 * n));
+  }
+  PetscCall(VecRestoreArrayWrite(x, &xp));
+  PetscCall(VecRestoreArrayRead(b, &bp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatForwardSolve_FusedFactor(Mat F, Vec b, Vec x)
+{
+  PetscFunctionBegin;
+  PetscCall(HalfSolve(F, PETSC_TRUE, b, x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MatBackwardSolve_FusedFactor(Mat F, Vec b, Vec x)
+{
+  PetscFunctionBegin;
+  PetscCall(HalfSolve(F, PETSC_FALSE, b, x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MatGetInfo_FusedFactor(Mat F, MatInfoType, MatInfo *info)
 {
   FusedFactor *f = (FusedFactor *)F->data;
@@ -503,16 +556,21 @@ static PetscErrorCode MatGetInfo_FusedFactor(Mat F, MatInfoType, MatInfo *info)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The solver's lines, then what MATSEQAIJ's factor says in the same place: PETSc's own factor (f->host) views itself,
+   and the device factor, which has no I-node routines, says so as a MATSEQAIJ factor without I-nodes does */
 static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
 {
-  FusedFactor *f = (FusedFactor *)F->data;
-  PetscBool    isascii;
-  char         where[320];
+  FusedFactor      *f = (FusedFactor *)F->data;
+  PetscBool         isascii;
+  PetscViewerFormat format;
+  char              where[320];
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
-  if (isascii && f->host)
+  if (isascii && f->host) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP: beyond the device's %s (fill levels, a drop tolerance or an ordering): PETSc's factorization, solves on the host\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)"));
+    PetscTryTypeMethod(f->host, view, viewer);
+  }
   if (!isascii || !f->be) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(BackendDescription(f->be, PETSC_FALSE, where, sizeof(where)));
   if (f->be == HostBackend())
@@ -521,6 +579,8 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
                                      f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level" : "sync-free, one kernel, one warp per row"));
   PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s); MatSolveTranspose() on the host\n", f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice]));
+  PetscCall(PetscViewerGetFormat(viewer, &format));
+  if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node routines\n"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -560,7 +620,9 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   The factorization (symbolic: the split of the pattern, the level schedules; numeric) runs on the host; the
   factors are copied to the backend and `MatSolve()` with fused vectors runs two triangular solves there, with no
   host<->device vector copy.  Plain `VECSEQ` vectors are solved on the host copy of the factors.
-  `MatSolveTranspose()` runs on the host.  A new matrix with the same pattern reruns only the numeric phase.
+  `MatSolveTranspose()` runs on the host, and so do `MatForwardSolve()` and `MatBackwardSolve()` of an ICC(0)
+  factor (the symmetric application of `PCICC`, `-ksp_pc_side symmetric`).  A new matrix with the same pattern
+  reruns only the numeric phase.
 
   Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,
   `-pc_factor_mat_ordering_type`, a drop tolerance) get PETSc's own factorization and host solves. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
@@ -585,6 +647,7 @@ PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat A, MatFactorType 
   PetscCall(MatGetLocalSize(A, &n, NULL));
   PetscCall(MatCreate(PETSC_COMM_SELF, &B));
   PetscCall(MatSetSizes(B, n, n, n, n));
+  PetscCall(MatSetBlockSizesFromMats(B, A, A)); /* as PETSc's factors: views and PCs see A's block size */
   PetscCall(PetscLayoutSetUp(B->rmap));
   PetscCall(PetscLayoutSetUp(B->cmap));
   PetscCall(PetscObjectChangeTypeName((PetscObject)B, "seqaijfusedfactor"));
@@ -603,9 +666,13 @@ PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat A, MatFactorType 
   B->ops->choleskyfactornumeric = fusedksp::MatCholeskyFactorNumeric_FusedFactor;
   B->ops->solve                 = fusedksp::MatSolve_FusedFactor;
   B->ops->solvetranspose        = fusedksp::MatSolveTranspose_FusedFactor;
-  B->ops->getinfo               = fusedksp::MatGetInfo_FusedFactor;
-  B->ops->view                  = fusedksp::MatView_FusedFactor;
-  B->ops->destroy               = fusedksp::MatDestroy_FusedFactor;
+  if (ftype == MAT_FACTOR_ICC) { /* PCICC's symmetric application; MATSEQAIJ's ILU factor has none either */
+    B->ops->forwardsolve  = fusedksp::MatForwardSolve_FusedFactor;
+    B->ops->backwardsolve = fusedksp::MatBackwardSolve_FusedFactor;
+  }
+  B->ops->getinfo = fusedksp::MatGetInfo_FusedFactor;
+  B->ops->view    = fusedksp::MatView_FusedFactor;
+  B->ops->destroy = fusedksp::MatDestroy_FusedFactor;
   PetscCall(PetscObjectComposeFunction((PetscObject)B, "MatFactorGetSolverType_C", fusedksp::MatFactorGetSolverType_FusedFactor));
   *F = B;
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -19,8 +19,8 @@
 
    A rank without off-diagonal entries skips 4 and 5.  MatAssemblyEnd (MAT_FINAL_ASSEMBLY) brings the
    mirrored blocks up to date: the values, into their existing arrays, when the object state of the
-   matrix (or of a block) changed, and first the arrays when its nonzero state or its PetscSF
-   changed; the halo pattern of a new structure is built at the next product.  Every product checks
+   matrix (or of a block) changed, and first the arrays when its nonzero state (or a block's) or its
+   PetscSF changed; the halo pattern of a new structure is built at the next product.  Every product checks
    the states too (for changes made without an assembly).  The pattern is that of PETSc's own
    product (MatGetMultPetscSF()): the ranks it receives from and the halo slots
    (PetscSFGetRootRanks()), the ranks it sends to and the local entries (PetscSFGetLeafRanks()).
@@ -95,9 +95,10 @@ struct MatMPIFusedData {
   PetscBool               options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
   PetscBool               halo_current = PETSC_FALSE;                       /* the halo pattern is that of the blocks' structure */
   PetscObjectState        state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
-  PetscSF                 sf         = nullptr; /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
-  PetscInt64              structures = 0;       /* structures built so far: the transposes follow the blocks' structure */
-  Mirror                  diag_t, offdiag_t;    /* Ad^T and Ao^T (nhalo rows, CSR), built at the first transposed product */
+  PetscObjectState        diag_nonzerostate = -1, offdiag_nonzerostate = -1; /* the blocks' own: MatEliminateZeros() changes them, not A's */
+  PetscSF                 sf         = nullptr;                              /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
+  PetscInt64              structures = 0;                                    /* structures built so far: the transposes follow the blocks' structure */
+  Mirror                  diag_t, offdiag_t;                                 /* Ad^T and Ao^T (nhalo rows, CSR), built at the first transposed product */
   std::vector<PetscInt64> diag_t_source, offdiag_t_source;
   PetscObjectState        transpose_state     = -1;      /* the state of A the transposes hold                       */
   PetscInt64              transpose_structure = -1;      /* the structure they were built for                        */
@@ -335,14 +336,17 @@ PetscErrorCode MultPetscSF(Mat A, PetscSF *sf)
 
 /* Brings the mirrored blocks up to date with A as of the object state `state` (the current one, or
    the one A will have when MatAssemblyEnd() returns): nothing when A and its blocks are unchanged,
-   else the values into the existing arrays, and first the structure when the nonzero state or the
-   product's PetscSF changed (which also makes the halo pattern stale).  Collective.            */
+   else the values into the existing arrays, and first the structure when the nonzero state of A or
+   of a block, or the product's PetscSF changed.  A block's own nonzero state changes alone when its
+   structure changes in place on this rank only (MatEliminateZeros() compresses the rows of both
+   blocks and keeps the columns of the off-diagonal one): the halo pattern stays, while a new nonzero
+   state of A or a new PetscSF (the same on every rank) makes it stale.  Collective.               */
 PetscErrorCode RefreshBlocks(Mat A, MatMPIFusedData *d, PetscObjectState state)
 {
   Mat              Ad, Ao;
   PetscSF          sf;
   PetscObjectState diag_state, offdiag_state;
-  PetscBool        structure;
+  PetscBool        global, structure;
 
   PetscFunctionBegin;
   if (!d->options_read) PetscCall(ReadOptions(A, d));
@@ -350,7 +354,8 @@ PetscErrorCode RefreshBlocks(Mat A, MatMPIFusedData *d, PetscObjectState state)
   PetscCall(MultPetscSF(A, &sf));
   PetscCall(PetscObjectStateGet((PetscObject)Ad, &diag_state));
   PetscCall(PetscObjectStateGet((PetscObject)Ao, &offdiag_state));
-  structure = (A->nonzerostate != d->nonzerostate || sf != d->sf) ? PETSC_TRUE : PETSC_FALSE;
+  global    = (A->nonzerostate != d->nonzerostate || sf != d->sf) ? PETSC_TRUE : PETSC_FALSE;
+  structure = (global || Ad->nonzerostate != d->diag_nonzerostate || Ao->nonzerostate != d->offdiag_nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
   if (structure || state != d->state || diag_state != d->diag_state || offdiag_state != d->offdiag_state) {
     PetscCall(MirrorDiagonalBlock(d, Ad, structure));
     PetscCall(MirrorOffDiagonalBlock(d->backend, Ao, structure, &d->offdiag));
@@ -359,12 +364,16 @@ PetscErrorCode RefreshBlocks(Mat A, MatMPIFusedData *d, PetscObjectState state)
     d->offdiag_state = offdiag_state;
   }
   if (structure) {
+    d->diag_nonzerostate    = Ad->nonzerostate;
+    d->offdiag_nonzerostate = Ao->nonzerostate;
+    d->structures++;
+  }
+  if (global) {
     PetscCall(PetscObjectReference((PetscObject)sf));
     PetscCall(PetscSFDestroy(&d->sf));
     d->nonzerostate = A->nonzerostate;
     d->sf           = sf;
     d->halo_current = PETSC_FALSE;
-    d->structures++;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -732,6 +741,7 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
 #undef FUSED_INSTALL_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_MPIAIJFused));
   PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, MatConvert_MPIAIJ_MPIAIJFused, MatConvert_MPIAIJFused_MPIAIJ));
+  A->ops->convertfrom = MatConvertFrom_AIJFused;
   PetscCall(MatSetVecType(A, VECFUSED));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -749,6 +759,7 @@ PetscErrorCode MatConvertFromMPIFused(Mat A)
 #undef FUSED_RESTORE_OP
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
   PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr));
+  A->ops->convertfrom = nullptr; /* as MATAIJ */
   PetscCall(MatSetVecType(A, VECSTANDARD));
   PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJ));
   PetscFunctionReturn(PETSC_SUCCESS);

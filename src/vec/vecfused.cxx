@@ -150,6 +150,7 @@ PetscErrorCode VecDuplicate_Fused(Vec v, Vec *w)
   PetscCall(VecSetType(*w, ((PetscObject)v)->type_name));
   PetscCall(PetscObjectListDuplicate(((PetscObject)v)->olist, &((PetscObject)*w)->olist));
   PetscCall(PetscFunctionListDuplicate(((PetscObject)v)->qlist, &((PetscObject)*w)->qlist));
+  (*w)->ops[0] = v->ops[0]; /* as VECSEQ/VECMPI do: operations set on v (VecSetOperation(), a DM's view) carry over */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
