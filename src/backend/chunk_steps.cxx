@@ -18,7 +18,7 @@ static PetscErrorCode Product(const Backend *be, const CSRView *csr, const SELLV
 
 /*
    CGChunkSteps - Backend::cg_chunk as 2k operations of `be`: for each chunk iteration j, the CG
-   update with its coefficients from slot j-1 and the sparse product q = A p (with <p,q>, <q,z>, <q,u>, <r,u>), each writing its dot
+   update with its coefficients from slot j-1 and the sparse product q = A p (with <p,q>, <q,z>, <q,u>; M is symmetric, so <r,u> = <q,z>), each writing its dot
    products to slot j and doing nothing once ctl->stopped >= 0; a chunk that starts the solve first
    sets x = p = q = 0 and r = b with `blas` and runs its iteration 0 the same way
 */
@@ -26,7 +26,7 @@ PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CG
 {
   const PetscInt n        = a->csr ? a->csr->nrows : a->sell->nrows;
   const DotSpec  qz       = {a->w ? DotKind::DOT_VECTOR_W : DotKind::DOT_VECTOR, a->r, a->w};
-  const DotSpec  specs[4] = {{DotKind::DOT_INPUT, nullptr}, qz, {a->w ? DotKind::DOT_SELF_W : DotKind::DOT_SELF, a->w}, qz}; /* <p,q>, <q,z>, <q,u>, <r,u> = <q,z> */
+  const DotSpec  specs[3] = {{DotKind::DOT_INPUT, nullptr}, qz, {a->w ? DotKind::DOT_SELF_W : DotKind::DOT_SELF, a->w}}; /* <p,q>, <q,z>, <q,u> */
 
   PetscFunctionBegin;
   if (a->b) {
@@ -53,7 +53,7 @@ PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CG
     PetscCall(be->reduce_target(slot + CG_RZ, &a->ctl->stopped));
     PetscCall(be->cg_update_chained(n, j ? slot - CG_NSLOT : nullptr, a->ctl, j, a->x, a->r, nullptr, a->p, a->q, nullptr, a->w));
     PetscCall(be->reduce_target(slot + CG_PQ, &a->ctl->stopped));
-    PetscCall(Product(be, a->csr, a->sell, nullptr, nullptr, a->p, a->q, 4, specs));
+    PetscCall(Product(be, a->csr, a->sell, nullptr, nullptr, a->p, a->q, 3, specs));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -54,19 +54,19 @@ enum { VEC_R, VEC_Z, VEC_P, VEC_Q, VEC_U, VEC_T, NWORK };
 /* q = A p and u = M^{-1} q with their dot products <p,q>, <q,z>, <q,u>, <r,u>: into d[CG_PQ..CG_RU]
    (local values), or with slot != NULL into slot[CG_PQ..CG_RU] in backend memory (nothing runs when
    *stop >= 0, see OpsReduceInto()).  z is w.*r (Jacobi), r (no PC) or V[VEC_Z] (general PC); with
-   Jacobi or no PC, M is symmetric and <r,u> is <q,z>.                                          */
+   Jacobi or no PC, M is symmetric, <r,u> is <q,z> and d[CG_RU] is not computed.                */
 PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscScalar *slot = nullptr, const PetscInt *stop = nullptr)
 {
   PetscFunctionBegin;
   if (slot) PetscCall(OpsReduceInto(slot + CG_PQ, stop));
   switch (cg->mode) {
   case PCMode::JACOBI: {
-    const OpDot qz = {DotKind::DOT_VECTOR_W, V[VEC_R], cg->w}, specs[4] = {{DotKind::DOT_INPUT}, qz, {DotKind::DOT_SELF_W, cg->w}, qz};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 4, specs, d + CG_PQ));
+    const OpDot specs[3] = {{DotKind::DOT_INPUT}, {DotKind::DOT_VECTOR_W, V[VEC_R], cg->w}, {DotKind::DOT_SELF_W, cg->w}};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 3, specs, d + CG_PQ));
   } break;
   case PCMode::NONE: {
-    const OpDot qz = {DotKind::DOT_VECTOR, V[VEC_R]}, specs[4] = {{DotKind::DOT_INPUT}, qz, {DotKind::DOT_SELF}, qz};
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 4, specs, d + CG_PQ));
+    const OpDot specs[3] = {{DotKind::DOT_INPUT}, {DotKind::DOT_VECTOR, V[VEC_R]}, {DotKind::DOT_SELF}};
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 3, specs, d + CG_PQ));
   } break;
   case PCMode::GENERAL: {
     const OpDot specs[2] = {{DotKind::DOT_INPUT}, {DotKind::DOT_VECTOR, V[VEC_Z]}}, u_specs[2] = {{DotKind::DOT_VECTOR, V[VEC_Q]}, {DotKind::DOT_VECTOR, V[VEC_R]}};
@@ -232,7 +232,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
       PetscReal          rnorm;
 
-      if (KSPFusedStatusStops(ksp, CGCoefficients(prev, &alpha, &beta))) break;
+      if (KSPFusedStatusStops(ksp, CGCoefficients(prev, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
       if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
       rnorm = CGNorm(ksp, cur);
       PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
@@ -265,7 +265,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
   Vec         *V = ksp->work, X = ksp->vec_sol, B = ksp->vec_rhs;
   Mat          A;
-  PetscScalar  d[CG_NSLOT], alpha = 0, beta = 0;
+  PetscScalar  d[CG_NSLOT] = {}, alpha = 0, beta = 0;
   PetscReal    rnorm;
   const char  *unsupported;
 
@@ -307,7 +307,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    if (KSPFusedStatusStops(ksp, CGCoefficients(d, &alpha, &beta))) break;
+    if (KSPFusedStatusStops(ksp, CGCoefficients(d, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
     /* the two fused kernels; their dot products come back together (one copy, one wait) */
     PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
     PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + CG_RZ));

@@ -4,6 +4,7 @@
 #include "mat/aijfused.hpp"
 #include <petsc/private/vecimpl.h>
 #include <array>
+#include <cstring>
 #include <vector>
 
 namespace fusedksp
@@ -648,6 +649,8 @@ PetscErrorCode OpsBackendBufferEnsure(size_t bytes, OpsBackendBuffer *buf)
   PetscCall(be->malloc_bytes(bytes, &buf->device));
   PetscCall(be->malloc_host(bytes, &buf->host));
   buf->bytes = bytes;
+  std::memset(buf->host, 0, bytes); /* defined contents: slots a solver does not compute are copied back too */
+  PetscCall(be->copy_to_backend(buf->device, buf->host, bytes));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

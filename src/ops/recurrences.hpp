@@ -25,15 +25,17 @@ FUSED_HD inline bool NotFinite(PetscScalar v)
 
 /* The values of one CG iteration (src/ksp/fusedcg.cxx), in this order in its reduction buffer and
    chunk slot: <r,z>, <r,r>, <z,z> of the update and <p,q>, <q,z>, <q,u>, <r,u> of the operator
-   (q = A p, u = M^{-1} q; <r,u> = <q,z> when M is symmetric)                                   */
+   (q = A p, u = M^{-1} q).  When M is symmetric (no PC, Jacobi) <r,u> = <q,z>: the slot of <r,u>
+   is then not computed, and CGCoefficients() is told so                                      */
 enum CGChunkSlot { CG_RZ, CG_RR, CG_ZZ, CG_PQ, CG_QZ, CG_QU, CG_RU, CG_NSLOT };
 
 /* Pipelined preconditioned CG (see src/ksp/fusedcg.cxx), from the values of one iteration:
      alpha = <r,z> / <p,q>,   beta = (<r,z> - alpha (<q,z> + <r,u>) + alpha^2 <q,u>) / <r,z>
-   (the predicted <r',z'> of the next iteration over the computed <r,z>)                       */
-FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, PetscScalar *alpha, PetscScalar *beta)
+   (the predicted <r',z'> of the next iteration over the computed <r,z>); symmetric_pc: <r,u> is
+   taken as <q,z> (v[CG_RU] is not read)                                                       */
+FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, bool symmetric_pc, PetscScalar *alpha, PetscScalar *beta)
 {
-  const PetscScalar rz = v[CG_RZ], pq = v[CG_PQ], qz = v[CG_QZ], qu = v[CG_QU], ru = v[CG_RU];
+  const PetscScalar rz = v[CG_RZ], pq = v[CG_PQ], qz = v[CG_QZ], qu = v[CG_QU], ru = symmetric_pc ? qz : v[CG_RU];
 
   if (NotFinite(rz) || NotFinite(pq) || NotFinite(qz) || NotFinite(qu) || NotFinite(ru)) return RecurrenceStatus::NANORINF;
   if (rz < 0) return RecurrenceStatus::INDEFINITE_PC;

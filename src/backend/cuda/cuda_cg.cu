@@ -49,7 +49,7 @@ __global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscSca
   PetscScalar a = 0, b = 0;
 
   if (ctl->stopped >= 0) return;
-  if (j > 0 && (CGCoefficients(prev, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev))) {
+  if (j > 0 && (CGCoefficients(prev, u == nullptr, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev))) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;

@@ -76,7 +76,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
     PetscScalar *part          = a.partials + (size_t)(j % 2) * CG_NSLOT * gridDim.x;
     PetscScalar  acc[CG_NSLOT] = {}, alpha = 0, beta = 0;
 
-    if (j > 0 && (CGCoefficients(prev, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
+    if (j > 0 && (CGCoefficients(prev, true, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (blockIdx.x == 0 && threadIdx.x == 0) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
@@ -194,7 +194,7 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
     PetscScalar acc[CG_NSLOT] = {}, alpha = 0, beta = 0;
 
-    if (j > 0 && (CGCoefficients(prev, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
+    if (j > 0 && (CGCoefficients(prev, true, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (store) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;

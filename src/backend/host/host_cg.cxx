@@ -37,7 +37,7 @@ PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl
 
   PetscFunctionBegin;
   PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
-  if (ctl->stopped >= 0 || (j > 0 && (CGCoefficients(prev, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev)))) {
+  if (ctl->stopped >= 0 || (j > 0 && (CGCoefficients(prev, u == nullptr, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev)))) {
     if (ctl->stopped < 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;
