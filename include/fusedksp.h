@@ -63,6 +63,11 @@ PETSC_EXTERN PetscErrorCode FusedKSPMeasureDeviceGraphFloor(PetscInt reps, Petsc
    fused loops), device->host and host->device copies.  For tests of kernels per iteration. */
 PETSC_EXTERN PetscErrorCode FusedKSPGetBackendCounters(PetscInt64 *launches, PetscInt64 *device_to_host, PetscInt64 *host_to_device);
 
+/* How the last chunk of iterations (-ksp_fused_check_interval k > 1) ran on the active backend: "steps",
+   "cooperative grid", "grid as one cluster" or "resident", and the thread blocks of its persistent
+   kernel (0 for steps); "none" before the first chunk.  For tests and sanitizer runs of each form. */
+PETSC_EXTERN PetscErrorCode FusedKSPGetLastChunkForm(const char **form, PetscInt *blocks);
+
 /* Fault injection (tests of the error paths): the n-th allocation of FusedKSP from now on fails with
    PETSC_ERR_MEM (0: none); the number of allocations since the last FusedKSPDebugFailAllocation() */
 PETSC_EXTERN PetscErrorCode FusedKSPDebugFailAllocation(PetscInt64 n);

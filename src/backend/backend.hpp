@@ -121,6 +121,10 @@ struct BackendCounters {
   PetscInt64 d2h      = 0; /* device->host copies of partial sums or data     */
   PetscInt64 h2d      = 0; /* host->device copies of data                     */
   PetscInt64 graphs   = 0; /* captured chunks replayed (each also counts its kernels and copies above) */
+
+  const char *chunk_form   = nullptr; /* how the last chunk of iterations ran: "steps" (one operation per step),
+                                         "cooperative grid", "grid as one cluster" or "resident" (persistent kernels) */
+  PetscInt64  chunk_blocks = 0;       /* the thread blocks of its persistent kernel (0 for steps)           */
 };
 
 /* A chunk of CG iterations (Backend::cg_chunk): the local matrix (square, CSR or SELL-P: exactly one

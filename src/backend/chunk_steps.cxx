@@ -5,6 +5,13 @@
 namespace fusedksp
 {
 
+/* Records how a chunk ran (BackendCounters::chunk_form): the CUDA backend overrides it when it launches a persistent kernel */
+static void NoteChunkForm(const Backend *be, const char *form, PetscInt64 blocks)
+{
+  be->counters->chunk_form   = form;
+  be->counters->chunk_blocks = blocks;
+}
+
 /* out = wl.*(A (wr.*in)) on the backend, CSR or SELL-P, with its dot products to the reduce target */
 static PetscErrorCode Product(const Backend *be, const CSRView *csr, const SELLView *sell, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs)
 {
@@ -29,6 +36,7 @@ PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CG
   const DotSpec  specs[3] = {{DotKind::DOT_INPUT, nullptr}, qz, {a->w ? DotKind::DOT_SELF_W : DotKind::DOT_SELF, a->w}}; /* <p,q>, <q,z>, <q,u> */
 
   PetscFunctionBegin;
+  NoteChunkForm(be, "steps", 0);
   if (a->b) {
     if (a->guess) {
       PetscCall(Product(be, a->csr, a->sell, nullptr, nullptr, a->x, a->r, 0, nullptr));
@@ -73,6 +81,7 @@ PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const 
   PetscInt      *stop  = &a->ctl->stopped;
 
   PetscFunctionBegin;
+  NoteChunkForm(be, "steps", 0);
   if (a->b) {
     PetscCall(blas->set(n, 0, a->x));
     if (a->wl)
@@ -111,6 +120,7 @@ PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *a)
   std::vector<PetscScalar *> vz;
 
   PetscFunctionBegin;
+  NoteChunkForm(be, "steps", 0);
   PetscCheck(a->i0 >= 0 && a->k >= 0 && a->i0 + a->k <= a->m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, a->i0 + 1, a->i0 + a->k, a->m);
   FusedKSPCallCXX(vz.resize((size_t)a->i0 + a->k));
   for (PetscInt j = 1; j <= a->k; ++j) {

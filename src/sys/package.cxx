@@ -311,3 +311,33 @@ PetscErrorCode FusedKSPGetBackendCounters(PetscInt64 *launches, PetscInt64 *devi
   if (host_to_device) *host_to_device = c->h2d;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/*@C
+  FusedKSPGetLastChunkForm - How the last chunk of iterations ran on the active backend.
+
+  Not Collective
+
+  Output Parameters:
++ form   - "steps" (one backend operation per step), "cooperative grid" or "grid as one cluster" (one persistent
+           kernel whose thread blocks meet at grid barriers), "resident" (one thread block, or one cluster of blocks
+           that keep the chunk's vectors and matrix rows in shared memory); "none" before the first chunk
+- blocks - the thread blocks of the persistent kernel (0 for steps)
+
+  Level: developer
+
+  Note:
+  A chunk is a run of `-ksp_fused_check_interval` iterations with device-resident scalars; the CUDA backend chooses its
+  form from the matrix and the device (see `KSPFusedSetUsePersistent()`). Tests and sanitizer runs use this to show
+  which form they covered.
+
+.seealso: `FusedKSPGetBackendCounters()`, `KSPFusedSetCheckInterval()`, `KSPFusedSetUsePersistent()`
+@*/
+PetscErrorCode FusedKSPGetLastChunkForm(const char **form, PetscInt *blocks)
+{
+  const fusedksp::BackendCounters *c = fusedksp::ActiveBackend()->counters;
+
+  PetscFunctionBegin;
+  if (form) *form = c->chunk_form ? c->chunk_form : "none";
+  if (blocks) *blocks = (PetscInt)c->chunk_blocks;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

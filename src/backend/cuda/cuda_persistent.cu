@@ -76,6 +76,8 @@ PetscErrorCode LaunchResident(const void *kernel, const Partition &part, void **
   PetscCall(GetStream(&stream));
   NotePersistentLaunch();
   if (part.nblocks > 1 && part.nblocks <= MAX_CLUSTER) PetscCall(LaunchCluster(kernel, part.nblocks, BLOCK_SIZE, params, smem_bytes, stream, &launched));
+  counters.chunk_form   = launched ? "grid as one cluster" : "cooperative grid";
+  counters.chunk_blocks = part.nblocks;
   if (!launched) {
     FusedKSPCallCUDA(cudaLaunchCooperativeKernel(kernel, part.nblocks, BLOCK_SIZE, params, smem_bytes, stream));
     counters.launches++;
@@ -107,7 +109,11 @@ PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, int threads,
     *launched = true;
   } else
     PetscCall(LaunchCluster(kernel, nblocks, threads, params, vector_bytes + *matrix_bytes, stream, launched));
-  if (*launched) NotePersistentLaunch();
+  if (*launched) {
+    NotePersistentLaunch();
+    counters.chunk_form   = "resident";
+    counters.chunk_blocks = nblocks;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
