@@ -84,10 +84,11 @@ def main():
     parser = argparse.ArgumentParser(description="Plot time per iteration versus N from the CSV of tutorials/bench.c")
     parser.add_argument("csv", nargs="?", default="bench.csv", help="CSV written by bench (default: bench.csv)")
     parser.add_argument("-o", "--output", help="PNG file (default: the CSV name with .png)")
+    parser.add_argument("-t", "--title", help="title of the figure (default: the GPU and date of the CSV's first row)")
     args = parser.parse_args()
     output = args.output or (args.csv[:-4] if args.csv.endswith(".csv") else args.csv) + ".png"
     runs, floors, title = read_csv(args.csv)
-    plot(runs, floors, title, output)
+    plot(runs, floors, args.title or title, output)
 
 
 if __name__ == "__main__":

@@ -38,9 +38,8 @@ constexpr int      FUSED_MAX_DOTS      = 4;    // dot products fused into one Sp
 constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one block reduces them all (no second stage)
 
 /* The most rows bcgs_chunk runs as one persistent kernel (CUDA): above, recomputing s from r and Ap for
-   the rows of As costs more memory traffic than the kernel boundaries of the steps save (H200, poisson2d,
-   k = 30, us per iteration, persistent against steps: 30.6 against 34.3 at 2.6e5 rows, 81.8 against
-   62.5 at 5.1e5; tutorials/results, 2026-11-22, steps on one wave of blocks)                       */
+   the rows of As costs more memory traffic than the kernel boundaries of the steps save
+   (tutorials/results/README.md, "Why the thresholds are where they are")                          */
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 18;
 
 /* The most rows and (on average, per FUSED_BLOCK_CHUNK_ROWS rows) entries of one thread block of the
@@ -48,10 +47,9 @@ constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 18;
    and its rows of the matrix in shared memory.  Up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one
    thread block cluster, which meets at the cluster's hardware barrier and reads the other blocks'
    vector entries from their shared memory; 16 is the largest cluster Hopper allows (non-portable).
-   Up to 12288 rows the blocks are smaller (cuda_persistent.cuh,
-   DispatchResidentBlocks()).  H200, poisson2d, 30-iteration solves, us per iteration: fusedcg 2.6-3.2
-   from 1K to 8K rows, 4.2 at 16K (a cluster of 16 blocks of 1024 rows), against 5.83 for the
-   cooperative grid kernel at 16K (300-iteration solves); fusedbcgs 4.8-5.9 and 7.5.              */
+   Up to 12288 rows the blocks are smaller (cuda_persistent.cuh, DispatchResidentBlocks()).  Up to
+   the 16K rows of a full cluster this beats the cooperative grid kernel, whose grid barrier costs
+   several cluster barriers and whose loads go through L2.                                         */
 constexpr PetscInt   FUSED_BLOCK_CHUNK_ROWS      = 1024;
 constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ       = 8192;
 constexpr int        FUSED_RESIDENT_CHUNK_BLOCKS = 16;
@@ -62,8 +60,7 @@ constexpr PetscInt FUSED_SGMRES_PERSISTENT_RESTART = 128;
 
 /* The most rows sgmres_chunk runs as one persistent kernel (CUDA): above, the steps' multi-dot kernel
    (a grid of blocks per group of dot products) reads the basis faster than the cooperative grid does
-   (H200, poisson2d, restart 30, us per step, persistent against steps: 26.9 against 28.7 at 1.3e5 rows,
-   52.5 against 47.6 at 2.6e5; tutorials/results, 2026-11-22, steps on one wave of blocks)          */
+   (tutorials/results/README.md, "Why the thresholds are where they are")                          */
 constexpr PetscInt FUSED_SGMRES_PERSISTENT_ROWS = 1 << 17;
 
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU

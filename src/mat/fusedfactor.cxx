@@ -29,9 +29,9 @@ namespace fusedksp
 enum class TrsvChoice { SYNCFREE, LEVELS, AUTO };
 static const char *const TrsvChoices[] = {"syncfree", "levels", "auto", "TrsvChoice", "TRSV_", nullptr};
 
-/* AUTO takes LEVELS: on an H100 (2026-11-25) the sync-free solve passed its tests up to 65536 rows but did not finish
-   45 s of ICC(0)-preconditioned CG on poisson2d 512^2 (262144 rows), so it is chosen only by request until that is
-   understood; level scheduling is correct at every size, and slow with many levels (one launch per level)     */
+/* AUTO takes LEVELS: the sync-free solve passes its tests but did not finish an ICC(0)-preconditioned CG solve of
+   262144 rows on an H100, so it is chosen only by request until that is understood; level scheduling is correct
+   at every size, and slow with many levels (one launch per level)                                             */
 
 /* One triangular factor: host arrays (the reference, and the solves on non-fused vectors) and the
    backend's copy (the same arrays on the host backend) */

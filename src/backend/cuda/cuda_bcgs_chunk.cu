@@ -80,10 +80,9 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
 }
 
 /* The grid kernel for matrices of at least BCGS_GRID_OCCUPANCY_ROWS rows is compiled for 3 blocks per
-   SM (80 registers, 44 bytes spilled), smaller ones without a bound (110 registers: 2 blocks).  H200,
-   poisson2d, k = 30, us per iteration, no bound -> 3 -> 4 blocks: 510K rows 90.3 -> 81.6 -> 72.9, 260K
-   32.4 -> 27.6 -> 31.2, 130K 23.9 -> 24.9 -> 26.9, 65K 16.1 -> 16.7 -> 17.0 (tutorials/results,
-   2026-11-22).                                                                                     */
+   SM (80 registers, 44 bytes spilled), smaller ones without a bound (110 registers: 2 blocks): from
+   that size more resident warps hide the memory latency better than the spills cost; below, the
+   unbounded kernel is faster.                                                                      */
 constexpr PetscInt BCGS_GRID_OCCUPANCY_ROWS = 1 << 17;
 constexpr int      BCGS_GRID_BLOCKS_PER_SM  = 3;
 

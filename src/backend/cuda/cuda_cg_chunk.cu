@@ -30,10 +30,9 @@ struct CGChunkKernelArgs {
 };
 
 /* The grid kernel for matrices of at least CG_GRID_OCCUPANCY_ROWS rows is compiled for 6 blocks per SM
-   (40 registers, some spilled), smaller ones without a bound (48 registers, 5 blocks).  H200,
-   poisson2d, k = 30, us per iteration, no bound -> 6 blocks (-> 8): 16M rows 713.5 -> 643.3, 4M 194
-   -> 178 (189), 1M 53.9 -> 53.6 (64.3), 260K 17.7 -> 17.7 (33.4), 65K 9.6 -> 9.8 (11.2)
-   (tutorials/results, 2026-11-22).  The steps' update kernels lost 1-6% with the same bound.     */
+   (40 registers, some spilled), smaller ones without a bound (48 registers, 5 blocks): from DRAM the
+   kernel waits on memory latency, and more resident warps keep more loads in flight; below, the
+   bound gains nothing.  The steps' update kernels have no bound: it made them slower.             */
 constexpr PetscInt CG_GRID_OCCUPANCY_ROWS = 1 << 19;
 constexpr int      CG_GRID_BLOCKS_PER_SM  = 6;
 

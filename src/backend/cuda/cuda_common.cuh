@@ -170,8 +170,7 @@ PetscErrorCode DeviceBlocks(const void *kernel, size_t smem_bytes, int *nblocks)
 /* DeviceBlocks() of `kernel` without dynamic shared memory, at most FUSED_REDUCE_BLOCKS, remembered
    per kernel.  A kernel whose blocks each take one chunk of the rows launches at most this many:
    at large n its blocks wait on memory latency, so a last, partial wave takes about as long as a
-   full one.  (H200, 4M rows, 2048 blocks: 2.5 waves of the BiCGStab steps' kernels, which reached
-   52-62% of the DRAM bandwidth.)                                                                 */
+   full one.                                                                                       */
 PetscErrorCode WaveBlocks(const void *kernel, PetscInt *nblocks);
 
 /* PartitionRange(n) on at most WaveBlocks(kernel) blocks */
@@ -199,10 +198,9 @@ __device__ inline ChunkRange BlockChunk(PetscInt n, PetscInt chunk)
 /* The block's next chunk when the chunks of `chunk` entries are dealt to the blocks in turn (chunk c
    to block c mod gridDim.x): loop with range = BlockChunk(n, chunk) while range.begin < n.  Dealt
    out in short chunks, the rows the grid works on at any moment are one band of the matrix, so a
-   sparse product finds the entries its rows gather from the rows nearby still in L2 (H200, 4M rows
-   of poisson2d on one wave of blocks: the SELL-P product read 305 MB from DRAM in 99 us, against
-   362 MB in 113 us with one contiguous chunk per block).  The persistent CG kernel keeps contiguous
-   chunks: dealt in chunks of BLOCK_SIZE rows it was 4-11% slower from 1M to 16M rows.             */
+   sparse product finds the entries its rows gather from the rows nearby still in L2 instead of
+   reading them again from DRAM.  The persistent CG kernel keeps contiguous chunks: dealt in chunks
+   of BLOCK_SIZE rows it was slower at large n (not explained).                                    */
 __device__ inline ChunkRange NextChunk(const ChunkRange &range, PetscInt n, PetscInt chunk)
 {
   const PetscInt64 begin = range.begin + (PetscInt64)gridDim.x * chunk;

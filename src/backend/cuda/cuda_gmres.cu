@@ -169,9 +169,8 @@ static PetscErrorCode LaunchMAXPYScale(Partition part, PetscInt n, const PetscSc
    any GMRES restart up to MAX_TABLE - 2) and ONE device->host copy of all results; nothing is
    launched or copied when n == 0 or there is no dot product to compute.  Each group of MDOT_GROUP
    dot products takes FUSED_MDOT_BLOCKS blocks, or more when the groups are few: about one wave of
-   blocks in all (WaveBlocks()).  With 128 blocks for the first 8 vectors a cycle's early steps
-   left most SMs idle: fusedsgmres took 1836 us per step at 16M rows, 1619 with the wave (H200,
-   restart 30; 472 -> 411 at 4M, 132 -> 119 at 1M).
+   blocks in all (WaveBlocks()): with FUSED_MDOT_BLOCKS per group, a cycle's early steps (one or two
+   groups) would leave most SMs idle.
 */
 PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots)
 {

@@ -88,9 +88,8 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
    (ResidentMatrixRows()) and of every vector the iteration reads live in its shared memory, each
    block holding its rows of a vector at the same offset, and the sparse products read other blocks'
    entries through distributed shared memory: an iteration reads no global memory.  (With the matrix
-   in global memory a cluster of 2 blocks was 1.9x slower per iteration on the H200, its loads
-   waiting on L1TEX after every cluster barrier, whose acquire semantics appear to drop the SM's L1
-   lines.)                                                                                         */
+   in global memory a cluster was much slower per iteration, its loads waiting on L1TEX after every
+   cluster barrier, whose acquire semantics appear to drop the SM's L1 lines.)                     */
 constexpr int RESIDENT_THREADS = 512; /* the threads of a block of FUSED_BLOCK_CHUNK_ROWS rows (2 rows each) */
 static_assert(FUSED_BLOCK_CHUNK_ROWS == 2 * RESIDENT_THREADS && FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0, "the largest resident block: 2 rows per thread, whole SELL-P slices");
 
@@ -395,9 +394,8 @@ inline int ResidentChunkBlocks(PetscInt n, PetscInt64 entries, PetscInt rows)
    rows: the most blocks, up to a cluster of FUSED_RESIDENT_CHUNK_BLOCKS, of at least MIN_THREADS
    threads (128 or 256) - 128, 256, 512 or 768 threads of one row each, above 12288 rows 512 threads
    of two.  Fewer rows per SM shorten the phases that wait on shared memory and on the block's serial
-   chains.  H200, poisson2d, us per iteration: fusedsgmres 5.15 at 1K on blocks of 128 threads, 5.42
-   on 256, 6.64 on 512; fusedcg 2.59 at 2K on 8 blocks of 256, 3.14 on 16 of 128, 3.69 on 2 of 1024
-   rows; fusedbcgs 5.07, 5.10 and 7.36.                                                            */
+   chains, as long as a block keeps enough warps to hide their latency (8 for CG and BiCGStab; 4 for
+   simpler GMRES, whose step is longer per row).                                                   */
 template <int MIN_THREADS, class Launch> PetscErrorCode DispatchResidentBlocks(PetscInt n, Launch &&launch)
 {
   using std::integral_constant;

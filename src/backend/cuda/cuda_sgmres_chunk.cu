@@ -131,9 +131,8 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
 }
 
 /* The blocks per SM SGMRESChunkKernel is compiled for: 64 registers without spills, against 94-100
-   registers for 2 blocks.  H200, poisson2d, restart 30, us per step, 2 -> 3 -> 4 blocks: 510K rows 135.2 ->
-   109.4 -> 100.8, 260K 63.2 -> 52.5 -> 51.7, 130K 27.7 -> 26.9 -> 26.5, 65K 13.7 -> 12.9 -> 13.2
-   (tutorials/results, 2026-11-22).                                                                 */
+   registers for 2 blocks: more resident warps hide the latency of the multi-dot and the update, and
+   4 blocks were as fast as 3 or faster at every size the kernel runs (tutorials/results/README.md).  */
 constexpr int SGMRES_GRID_BLOCKS_PER_SM = 4;
 
 /*
@@ -316,9 +315,8 @@ struct SGMRESResidentArgs {
    ends the chunk in every block alike), the estimate while the block waits at the step's last
    barrier; the update v_i = (w - sum_j R_{j,i} v_j)/h, z_{i+1} = z_i - eta v_i of the thread's rows,
    also written to global memory; a barrier (wr.*z_{i+1} complete).
-   At 1K rows, blocks of 4 warps gave 5.15 us per step (solve time on an H200) against 6.64 with 16
-   warps in the same build: fewer rows per SM shorten the multi-dot and the update, which wait on
-   shared memory.
+   Blocks of 4 warps: fewer rows per SM shorten the multi-dot and the update, which wait on shared
+   memory.
 */
 template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch_bounds__(THREADS, 1) SGMRESChunkResidentKernel(const __grid_constant__ SGMRESResidentArgs a, const __grid_constant__ Rows A)
 {
