@@ -528,6 +528,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   PetscBool uneven                    = PETSC_FALSE;
   char      fname[PETSC_MAX_PATH_LEN] = "";
   PetscInt  m;
+  PetscReal scale = 1.0;
 
   PetscFunctionBeginUser;
   PetscCall(PetscMemzero(p, sizeof(*p)));
@@ -556,7 +557,9 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   PetscCall(PetscOptionsInt("-seed", "Seed of randdd and of the random right-hand sides", "ProblemCreate", g.seed, &g.seed, NULL));
   PetscCall(PetscOptionsBool("-uneven", "Give rank 0 half as many rows again as the other ranks", "ProblemCreate", uneven, &uneven, NULL));
   PetscCall(PetscOptionsBool("-empty_rank", "The last rank owns no rows", "ProblemCreate", empty_rank, &empty_rank, NULL));
+  PetscCall(PetscOptionsReal("-scale", "The matrix is scaled by this (e.g. -1: a negative definite system from an SPD problem)", "ProblemCreate", scale, &scale, NULL));
   PetscOptionsEnd();
+  PetscCheck(scale != 0.0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-scale must not be 0");
   PetscCheck(g.type == PROBLEM_FILE || g.n > 0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-n must be positive, got %" PetscInt_FMT, g.n);
   PetscCheck(g.type != PROBLEM_FILE || fname[0], comm, PETSC_ERR_USER_INPUT, "Problem file needs -%sf <file>", prefix ? prefix : "");
   PetscCheck(g.margin > 0.0, comm, PETSC_ERR_ARG_OUTOFRANGE, "-margin must be positive, got %g", (double)g.margin);
@@ -601,6 +604,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
         (PetscBool)(g.type == PROBLEM_POISSON2D || g.type == PROBLEM_FEM2D || g.type == PROBLEM_LAPLACE3D || g.type == PROBLEM_ELASTICITY3D || g.type == PROBLEM_ANISO3D || g.type == PROBLEM_JUMP3D || (g.type == PROBLEM_RANDDD && !g.nonsym));
     PetscCall(PetscSNPrintf(p->name, sizeof(p->name), "%s n=%" PetscInt_FMT "%s", ProblemTypes[g.type], g.n, g.type == PROBLEM_RANDDD && g.nonsym ? " nonsym" : ""));
   }
+  if (scale != 1.0) PetscCall(MatScale(p->A, scale));
   if (p->symmetric) PetscCall(MatSetOption(p->A, MAT_SYMMETRIC, PETSC_TRUE));
 
   PetscCall(MatCreateVecs(p->A, NULL, &p->b)); /* the matrix's vector type, or -vec_type if given */

@@ -43,8 +43,10 @@ namespace
 {
 
 struct KSP_FusedCG {
-  Vec           w    = nullptr; /* Jacobi weights */
-  PCMode        mode = PCMode::NONE;
+  Vec           w      = nullptr; /* Jacobi weights */
+  PetscScalar   ref_rz = 0;       /* <r,z> and <p,Ap> of the solve's iteration 0 (see CGCoefficients()) */
+  PetscScalar   ref_pq = 0;
+  PCMode        mode   = PCMode::NONE;
   SolveCounters counters;
   Chunker       chunk;
 };
@@ -210,6 +212,8 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       break;
     }
     PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
+    ChunkHostControl(c)->ref_rz = cg->ref_rz;
+    ChunkHostControl(c)->ref_pq = cg->ref_pq;
     if (start) { /* the record that computes the start reads b, and x when it is the guess */
       PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key));
       FusedKSPCallCXX(chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1))); chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1))));
@@ -222,6 +226,8 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       start = PETSC_FALSE;
       cg->counters.reductions++;
       PetscCall(PetscArraycpy(d, ChunkHostSlot(c, 0), CG_NSLOT));
+      cg->ref_rz = d[CG_RZ];
+      cg->ref_pq = d[CG_PQ];
       PetscCall(KSPFusedMonitorAndTest(ksp, 0, CGNorm(ksp, d)));
       if (ksp->reason) {
         PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
@@ -232,7 +238,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
       const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
       PetscReal          rnorm;
 
-      if (KSPFusedStatusStops(ksp, CGCoefficients(prev, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
+      if (KSPFusedStatusStops(ksp, CGCoefficients(prev, cg->ref_rz, cg->ref_pq, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
       if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
       rnorm = CGNorm(ksp, cur);
       PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
@@ -292,7 +298,9 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
     PetscCall(VecAYPX(V[VEC_R], -1.0, B));
   }
   PetscCall(CGStart(ksp, cg, A, V, d));
-  rnorm = CGNorm(ksp, d);
+  cg->ref_rz = d[CG_RZ];
+  cg->ref_pq = d[CG_PQ];
+  rnorm      = CGNorm(ksp, d);
   PetscCall(KSPFusedMonitorAndTest(ksp, 0, rnorm));
 
   if (ksp->reason) PetscFunctionReturn(PETSC_SUCCESS);
@@ -307,7 +315,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
       ksp->reason = KSP_DIVERGED_ITS;
       break;
     }
-    if (KSPFusedStatusStops(ksp, CGCoefficients(d, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
+    if (KSPFusedStatusStops(ksp, CGCoefficients(d, cg->ref_rz, cg->ref_pq, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
     /* the two fused kernels; their dot products come back together (one copy, one wait) */
     PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
     PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + CG_RZ));

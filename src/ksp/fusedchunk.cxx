@@ -238,6 +238,8 @@ static void ChunkControlFill(KSP ksp, Chunker *c, PetscInt first_it, PetscInt no
   ctl->bnorm      = CHUNK_BNORM_NONE;
   ctl->mininitial = 0;
   ctl->bnormsq    = 0;
+  ctl->ref_rz     = 0; /* set by the solver that uses them */
+  ctl->ref_pq     = 0;
   if (start == 1 && ksp->converged == KSPConvergedDefault && !ksp->guess_zero && ksp->normtype != KSP_NORM_NONE) { /* KSPConvergedDefault() at iteration 0 with a nonzero guess */
     const KSPConvergedDefaultCtx *cctx = static_cast<const KSPConvergedDefaultCtx *>(ksp->cnvP);
 

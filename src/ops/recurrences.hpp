@@ -32,14 +32,16 @@ enum CGChunkSlot { CG_RZ, CG_RR, CG_ZZ, CG_PQ, CG_QZ, CG_QU, CG_RU, CG_NSLOT };
 /* Pipelined preconditioned CG (see src/ksp/fusedcg.cxx), from the values of one iteration:
      alpha = <r,z> / <p,q>,   beta = (<r,z> - alpha (<q,z> + <r,u>) + alpha^2 <q,u>) / <r,z>
    (the predicted <r',z'> of the next iteration over the computed <r,z>); symmetric_pc: <r,u> is
-   taken as <q,z> (v[CG_RU] is not read)                                                       */
-FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, bool symmetric_pc, PetscScalar *alpha, PetscScalar *beta)
+   taken as <q,z> (v[CG_RU] is not read).  ref_rz, ref_pq: <r,z> and <p,q> of an earlier iteration
+   of the solve.  As in KSPCG, a change of their sign stops (the PC or the matrix is indefinite);
+   definite operators of either sign are fine, and <p,q> = 0 stops.                           */
+FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, PetscScalar ref_rz, PetscScalar ref_pq, bool symmetric_pc, PetscScalar *alpha, PetscScalar *beta)
 {
   const PetscScalar rz = v[CG_RZ], pq = v[CG_PQ], qz = v[CG_QZ], qu = v[CG_QU], ru = symmetric_pc ? qz : v[CG_RU];
 
   if (NotFinite(rz) || NotFinite(pq) || NotFinite(qz) || NotFinite(qu) || NotFinite(ru)) return RecurrenceStatus::NANORINF;
-  if (rz < 0) return RecurrenceStatus::INDEFINITE_PC;
-  if (pq <= 0) return RecurrenceStatus::INDEFINITE_MAT;
+  if (rz * ref_rz < 0) return RecurrenceStatus::INDEFINITE_PC;
+  if (pq == 0 || pq * ref_pq < 0) return RecurrenceStatus::INDEFINITE_MAT;
   *alpha = rz / pq;
   /* rz + alpha (alpha qu - (qz + ru)) with explicit FMAs, so that the host and the device (where the
      compiler would contract on its own) round alike and chunks reproduce the per-iteration path   */
@@ -122,7 +124,17 @@ struct ChunkControl {
                                      of b its limits take (ChunkBNorm); CHUNK_BNORM_NONE: the initial residual's */
   PetscInt    mininitial;         /* KSPConvergedDefaultSetUMIRNorm(): the smaller of that norm and ||r_0||  */
   PetscScalar bnormsq;            /* that norm squared, written by the chunk's start                        */
+  PetscScalar ref_rz, ref_pq;     /* fusedcg: <r,z> and <p,Ap> of the solve's iteration 0, whose signs a definite
+                                     operator and PC keep (CGCoefficients(); a chunk with start = 1 takes them
+                                     from its own iteration 0, CGReference())                                 */
 };
+
+/* The reference values of CGCoefficients() for a chunk of CG iterations whose iteration 0 is slot0 */
+FUSED_HD inline void CGReference(const ChunkControl &c, const PetscScalar *slot0, PetscScalar *ref_rz, PetscScalar *ref_pq)
+{
+  *ref_rz = c.start == 1 ? slot0[CG_RZ] : c.ref_rz;
+  *ref_pq = c.start == 1 ? slot0[CG_PQ] : c.ref_pq;
+}
 
 /* The norm of b that KSPConvergedDefault() divides by at iteration 0 when the initial guess is nonzero:
    ||b|| (unpreconditioned norm), ||M^{-1} b|| (preconditioned) or sqrt(<b, M^{-1} b>) (natural)  */

@@ -46,10 +46,11 @@ __global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscS
 __global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscScalar *__restrict__ prev, ChunkControl *ctl, PetscInt j, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ z, PetscScalar *__restrict__ p,
                                       const PetscScalar *__restrict__ q, const PetscScalar *__restrict__ u, const PetscScalar *__restrict__ w, const Reduction red)
 {
-  PetscScalar a = 0, b = 0;
+  PetscScalar a = 0, b = 0, ref_rz = 0, ref_pq = 0;
 
   if (ctl->stopped >= 0) return;
-  if (j > 0 && (CGCoefficients(prev, u == nullptr, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev))) {
+  if (j > 0) CGReference(*ctl, prev - (j - 1) * CG_NSLOT, &ref_rz, &ref_pq); /* the chunk's slots are consecutive */
+  if (j > 0 && (CGCoefficients(prev, ref_rz, ref_pq, u == nullptr, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev))) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;

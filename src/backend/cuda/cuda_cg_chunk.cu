@@ -55,7 +55,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
   const int        lane          = threadIdx.x % Rows::LANES;
   const ChunkRange range         = BlockChunk(a.n, a.chunk);
   ChunkControl     ctl           = *a.ctl;
-  PetscScalar      prev[CG_NSLOT], bnorm[1] = {0};
+  PetscScalar      prev[CG_NSLOT], bnorm[1] = {0}, ref[2] = {0, 0}; /* CGReference() */
 
   if (ctl.stopped >= 0) return;
 #pragma unroll
@@ -75,7 +75,8 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
     PetscScalar *part          = a.partials + (size_t)(j % 2) * CG_NSLOT * gridDim.x;
     PetscScalar  acc[CG_NSLOT] = {}, alpha = 0, beta = 0;
 
-    if (j > 0 && (CGCoefficients(prev, true, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
+    if (j == 1) CGReference(ctl, prev, &ref[0], &ref[1]);
+    if (j > 0 && (CGCoefficients(prev, ref[0], ref[1], true, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (blockIdx.x == 0 && threadIdx.x == 0) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
@@ -151,7 +152,7 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   const int                         lane  = threadIdx.x % Rows::LANES;
   ChunkControl                      ctl   = *a.ctl;
   const bool                        store = blockIdx.x == 0 && threadIdx.x == 0;
-  PetscScalar                       x[R], r[R], p[R], w[R], prev[CG_NSLOT], bnorm[1] = {0};
+  PetscScalar                       x[R], r[R], p[R], w[R], prev[CG_NSLOT], bnorm[1] = {0}, ref[2] = {0, 0}; /* CGReference() */
   Rows                              rows   = A;
   const LoadResident<CLUSTER, ROWS> load_p = {SharedAddress(ps)};
 
@@ -193,7 +194,8 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
     PetscScalar acc[CG_NSLOT] = {}, alpha = 0, beta = 0;
 
-    if (j > 0 && (CGCoefficients(prev, true, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
+    if (j == 1) CGReference(ctl, prev, &ref[0], &ref[1]);
+    if (j > 0 && (CGCoefficients(prev, ref[0], ref[1], true, &alpha, &beta) != RecurrenceStatus::OK || (ctl.normdot >= 0 && ChunkNormSqStops(ctl, j - 1, Select(prev, ctl.normdot))))) {
       if (store) {
         a.ctl->stopped = j - 1;
         a.ctl->stage   = 0;
