@@ -4,14 +4,16 @@ The same KSP and PC solve twice: on a MATAIJFUSED copy of the matrix with fused 
 Checks: the two preconditioners applied to one random vector agree to 1e-10 (relative), also on plain VECSEQ\n\
 vectors (the host path of the fused solver), transposed, and (ICC) the two halves of the symmetric application;\n\
 both solves converge with iteration counts within -its_abs and solutions within -sol_tol; -ksp_view of the fused KSP\n\
-names \"FusedKSP ILU(0)\" or \"FusedKSP ICC(0)\" (either for the blocks of PCBJACOBI; -expect_fused 0: must not, e.g.\n\
-the blocks of PCBJACOBI on several ranks are plain MATSEQAIJ) and has the I-node line of PETSc's; after MatScale() and\n\
+names \"FusedKSP ILU(0)\" or \"FusedKSP ICC(0)\" (either for the blocks of PCBJACOBI, on every rank count; -expect_fused 0:\n\
+must not, e.g. with fill levels) and has the I-node line of PETSc's; after MatScale() and\n\
 after MatShift() (same pattern) the factor is reused (numeric phase only) and the checks hold again.  With -zero_pivot the matrix gets\n\
 a zero diagonal entry in its first row: the solve must stop with KSP_DIVERGED_PC_FAILED, and fail with\n\
 PETSC_ERR_MAT_LU_ZRPVT under KSPSetErrorIfNotConverged(), and the factorization must succeed with a shift (ILU:\n\
 nonzero, which PCILU turns into inblocks; ICC: positive_definite).  Ends with 'test_ilu: PASS' or 'test_ilu: FAIL'.\n\
 Options: -ksp_type <gmres> (both), -pc_type <ilu|icc|bjacobi> (both; -sub_pc_type ...), -rtol <1e-10>, -its_abs <1>,\n\
-  -sol_tol <1e-6>, -expect_fused <1>, -zero_pivot, -problem ... -n ... (tutorials/problems.h)\n\n";
+  -sol_tol <1e-6>, -expect_fused <1>, -zero_pivot, -problem ... -n ... (tutorials/problems.h),\n\
+  -max_h2d_per_it <r>: each comparison solves once more with the fused types and counts the backend's host->device\n\
+  copies (FusedKSPGetBackendCounters()): at most r per iteration (0: the preconditioner is applied on the backend).\n\n";
 
 #include <fusedksp.h>
 #include "problems.h"
@@ -128,6 +130,8 @@ static PetscErrorCode ViewContains(KSP ksp, const char text[], PetscBool *found)
 }
 
 /* Both preconditioners on one random vector (fused vectors and plain ones for the fused PC), then both solves */
+static PetscReal max_h2d_per_it = -1; /* -max_h2d_per_it: host->device copies per iteration of a repeated fused solve */
+
 static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt its_abs, PetscReal sol_tol)
 {
   PC                 pcf, pcr;
@@ -195,6 +199,17 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
   PetscCall(Check((PetscBool)(PetscAbsInt(itsf - itsr) <= its_abs), "%s: iterations %" PetscInt_FMT " vs %" PetscInt_FMT " (within %" PetscInt_FMT ")", what, itsf, itsr, its_abs));
   PetscCall(RelDiff(fs->x, rs->x, &d));
   PetscCall(Check((PetscBool)(d <= sol_tol), "%s: solutions differ by %g <= %g", what, (double)d, (double)sol_tol));
+  if (max_h2d_per_it >= 0) { /* the same solve again: the preconditioner is set up, the vectors are on the backend */
+    PetscInt64 h0, h1;
+    PetscInt   its;
+
+    PetscCall(FusedKSPGetBackendCounters(NULL, NULL, &h0));
+    PetscCall(KSPSolve(fs->ksp, fs->b, fs->x));
+    PetscCall(FusedKSPGetBackendCounters(NULL, NULL, &h1));
+    PetscCall(KSPGetIterationNumber(fs->ksp, &its));
+    PetscCall(Check((PetscBool)(its > 0 && (PetscReal)(h1 - h0) <= max_h2d_per_it * its), "%s: %" PetscInt64_FMT " host->device copies in a repeated solve of %" PetscInt_FMT " iterations (at most %g per iteration)", what, h1 - h0, its,
+                    (double)max_h2d_per_it));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -275,6 +290,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-its_abs", &its_abs, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_fused", &expect_fused, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-zero_pivot", &zero_pivot, NULL));
+  PetscCall(PetscOptionsGetReal(NULL, NULL, "-max_h2d_per_it", &max_h2d_per_it, NULL));
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
   PetscCall(MatConvert(prob.A, MATAIJFUSED, MAT_INITIAL_MATRIX, &Af));
   PetscCall(MatCreateVecs(Af, NULL, &bf));

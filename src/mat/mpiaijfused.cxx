@@ -76,6 +76,7 @@ struct Halo {
   X(getdiagonal, MatGetDiagonal_MPIAIJFused)                                                                                                                                                                                                             \
   X(view, MatView_MPIAIJFused)                                                                                                                                                                                                                           \
   X(createsubmatrix, MatCreateSubMatrix_MPIAIJFused)                                                                                                                                                                                                     \
+  X(getdiagonalblock, MatGetDiagonalBlock_MPIAIJFused)                                                                                                                                                                                                   \
   X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
 
 /* MATMPIAIJ's implementations of those operations, called for the host work */
@@ -100,10 +101,13 @@ struct MatMPIFusedData {
   PetscInt64              structures = 0;                                    /* structures built so far: the transposes follow the blocks' structure */
   Mirror                  diag_t, offdiag_t;                                 /* Ad^T and Ao^T (nhalo rows, CSR), built at the first transposed product */
   std::vector<PetscInt64> diag_t_source, offdiag_t_source;
-  PetscObjectState        transpose_state     = -1;      /* the state of A the transposes hold                       */
-  PetscInt64              transpose_structure = -1;      /* the structure they were built for                        */
-  PetscScalar            *work                = nullptr; /* backend, max(local rows, local columns): MatMultAdd()s   */
-  HostOps                 host;
+  PetscObjectState        transpose_state     = -1;                            /* the state of A the transposes hold                       */
+  PetscInt64              transpose_structure = -1;                            /* the structure they were built for                        */
+  PetscScalar            *work                = nullptr;                       /* backend, max(local rows, local columns): MatMultAdd()s   */
+  Mat                     diag_block          = nullptr;                       /* MatGetDiagonalBlock(): a MATSEQAIJFUSED copy of the diagonal block */
+  PetscObjectState        diag_block_state = -1, diag_block_nonzerostate = -1; /* the block's states the copy holds */
+  PetscErrorCode (*host_getdiagonalblock)(Mat, Mat *) = nullptr;               /* MATMPIAIJ's                     */
+  HostOps host;
 };
 
 inline MatMPIFusedData *Data(Mat A)
@@ -462,6 +466,7 @@ PetscErrorCode FreeData(Mat A)
   PetscCall(MirrorFree(d->backend, &d->diag_t));
   PetscCall(MirrorFree(d->backend, &d->offdiag_t));
   PetscCall(d->backend->free_bytes(d->work));
+  PetscCall(MatDestroy(&d->diag_block));
   delete d;
   A->spptr = nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -664,6 +669,32 @@ PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat, MatType, MatReuse, Mat *);
 
 /* MATMPIAIJ's submatrix, made fused: some of MATMPIAIJ's paths assemble it from its blocks, whose type
    (MATSEQAIJ) decides the parallel type, and a submatrix is used in products (PCFIELDSPLIT, PCGASM) */
+/* MatGetDiagonalBlock() of MATMPIAIJFUSED: a MATSEQAIJFUSED copy of the diagonal block, so that what a PC builds
+   on it runs on the backend (PCBJACOBI: the fused MatSolverType's ILU(0)/ICC(0), its vectors lent with
+   VecGetLocalVector() without a copy).  The copy is kept with A and follows the block: its values are copied again
+   when the block's state changed, and it is made again when the block's nonzero pattern changed.  It costs a
+   second copy of the diagonal block (host and backend).                                           */
+PetscErrorCode MatGetDiagonalBlock_MPIAIJFused(Mat A, Mat *D)
+{
+  MatMPIFusedData *d = Data(A);
+  Mat              Ad;
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(d->host.getdiagonalblock(A, &Ad));
+  PetscCall(PetscObjectStateGet((PetscObject)Ad, &state));
+  if (d->diag_block && Ad->nonzerostate != d->diag_block_nonzerostate) PetscCall(MatDestroy(&d->diag_block));
+  if (!d->diag_block) {
+    PetscCall(MatDuplicate(Ad, MAT_COPY_VALUES, &d->diag_block));
+    PetscCall(MatConvert(d->diag_block, MATSEQAIJFUSED, MAT_INPLACE_MATRIX, &d->diag_block));
+  } else if (state != d->diag_block_state)
+    PetscCall(MatCopy(Ad, d->diag_block, SAME_NONZERO_PATTERN));
+  d->diag_block_state        = state;
+  d->diag_block_nonzerostate = Ad->nonzerostate;
+  *D                         = d->diag_block;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MatCreateSubMatrix_MPIAIJFused(Mat A, IS isrow, IS iscol, MatReuse reuse, Mat *B)
 {
   PetscBool plain;
@@ -750,10 +781,12 @@ PetscErrorCode MatConvertToMPIFused(Mat A)
 /* Turns the MATMPIAIJFUSED A back into the MATMPIAIJ it extends (its values stay) */
 PetscErrorCode MatConvertFromMPIFused(Mat A)
 {
-  HostOps host = Data(A)->host;
+  HostOps host                                        = Data(A)->host;
+  PetscErrorCode (*host_getdiagonalblock)(Mat, Mat *) = Data(A)->host_getdiagonalblock;
 
   PetscFunctionBegin;
   PetscCall(FreeData(A));
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatGetDiagonalBlock_C", host_getdiagonalblock));
 #define FUSED_RESTORE_OP(op, fn) A->ops->op = host.op;
   FUSED_MPIAIJ_OPS(FUSED_RESTORE_OP)
 #undef FUSED_RESTORE_OP

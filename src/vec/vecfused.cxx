@@ -27,6 +27,8 @@ struct VecFusedData {
   PetscErrorCode (*host_replacearray)(Vec, const PetscScalar *) = nullptr;
   PetscErrorCode (*host_resetarray)(Vec)                        = nullptr;
   PetscErrorCode (*host_view)(Vec, PetscViewer)                 = nullptr;
+  Vec          lent_by                                          = nullptr; /* VecGetLocalVector*(): the vector whose arrays this one shows */
+  PetscScalar *own_barray                                       = nullptr; /* ... and this one's own backend array meanwhile */
 };
 
 ObjectData<VecFusedData> registry;
@@ -142,6 +144,98 @@ PetscErrorCode VecResetArray_Fused(Vec v)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* VecGetLocalVector() and VecGetLocalVectorRead() of a fused vector v into w.  A fused w of the same
+   backend shows v's arrays, host and backend, with v's offload mask: a sub-solve on w (PCBJACOBI's block,
+   whose matrix is MATSEQAIJFUSED) runs where v's data is, with no copy.  Any other w gets v's host array,
+   as PETSc does for every vector type without these operations.                                     */
+PetscErrorCode LendLocalVector(Vec v, Vec w, PetscBool write)
+{
+  PetscBool wfused;
+
+  PetscFunctionBegin;
+  PetscCall(VecIsFused(w, &wfused));
+  if (wfused && Mirrored(v) && Mirrored(w) && Data(v)->backend == Data(w)->backend) {
+    VecFusedData *dv = Data(v), *dw = Data(w);
+
+    PetscCheck(!dw->lent_by, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The local vector already shows another vector's arrays: call VecRestoreLocalVector() first");
+    PetscCall(SyncToBackend(v, PETSC_FALSE)); /* v's backend array exists (w may copy its host data there) */
+    PetscCall(dw->host_placearray(w, HostArray(v)));
+    dw->own_barray = dw->barray;
+    dw->barray     = dv->barray;
+    dw->lent_by    = v;
+    w->offloadmask = v->offloadmask;
+  } else {
+    PetscScalar *a;
+
+    if (write)
+      PetscCall(VecGetArray(v, &a));
+    else
+      PetscCall(VecGetArrayRead(v, (const PetscScalar **)&a));
+    PetscCall(VecPlaceArray(w, a));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The end of LendLocalVector(): v takes w's offload mask (after a read, only when w made both copies valid) */
+PetscErrorCode ReturnLocalVector(Vec v, Vec w, PetscBool write)
+{
+  PetscBool wfused;
+
+  PetscFunctionBegin;
+  PetscCall(VecIsFused(w, &wfused));
+  if (wfused && Data(w)->lent_by == v) {
+    VecFusedData *dw = Data(w);
+
+    if (write || w->offloadmask == PETSC_OFFLOAD_BOTH) v->offloadmask = w->offloadmask;
+    dw->barray     = dw->own_barray;
+    dw->own_barray = nullptr;
+    dw->lent_by    = nullptr;
+    PetscCall(dw->host_resetarray(w));
+    w->offloadmask = PETSC_OFFLOAD_CPU;
+  } else if (write) { /* as PETSc does it */
+    PetscScalar *a;
+
+    PetscCall(VecGetArray(w, &a));
+    PetscCall(VecRestoreArray(v, &a));
+    PetscCall(VecResetArray(w));
+  } else {
+    const PetscScalar *a;
+
+    PetscCall(VecGetArrayRead(w, &a));
+    PetscCall(VecRestoreArrayRead(v, &a));
+    PetscCall(VecResetArray(w));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecGetLocalVector_Fused(Vec v, Vec w)
+{
+  PetscFunctionBegin;
+  PetscCall(LendLocalVector(v, w, PETSC_TRUE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecRestoreLocalVector_Fused(Vec v, Vec w)
+{
+  PetscFunctionBegin;
+  PetscCall(ReturnLocalVector(v, w, PETSC_TRUE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecGetLocalVectorRead_Fused(Vec v, Vec w)
+{
+  PetscFunctionBegin;
+  PetscCall(LendLocalVector(v, w, PETSC_FALSE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecRestoreLocalVectorRead_Fused(Vec v, Vec w)
+{
+  PetscFunctionBegin;
+  PetscCall(ReturnLocalVector(v, w, PETSC_FALSE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode VecDuplicate_Fused(Vec v, Vec *w)
 {
   PetscFunctionBegin;
@@ -177,6 +271,7 @@ PetscErrorCode VecDestroy_Fused(Vec v)
   VecFusedData *d = Data(v);
 
   PetscFunctionBegin;
+  PetscCheck(!d->lent_by, PETSC_COMM_SELF, PETSC_ERR_ORDER, "Destroying a local vector that still shows another vector's arrays: call VecRestoreLocalVector() first");
   if (d->barray && Mirrored(v)) PetscCall(d->backend->free_bytes(d->barray));
   PetscErrorCode (*host_destroy)(Vec) = d->host_destroy;
   delete registry.Take(v);
@@ -217,28 +312,32 @@ PetscErrorCode VecConvertToFused(Vec v, const char *name)
     delete d;
     PetscCall(ierr);
   }
-  d->backend                = ActiveBackend();
-  d->n                      = v->map->n;
-  d->host_destroy           = v->ops->destroy;
-  d->host_placearray        = v->ops->placearray;
-  d->host_replacearray      = v->ops->replacearray;
-  d->host_resetarray        = v->ops->resetarray;
-  d->host_view              = v->ops->view;
-  v->ops->view              = VecView_Fused;
-  v->offloadmask            = PETSC_OFFLOAD_CPU;
-  v->ops->destroy           = VecDestroy_Fused;
-  v->ops->duplicate         = VecDuplicate_Fused;
-  v->ops->duplicatevecs     = VecDuplicateVecs_Fused;
-  v->ops->destroyvecs       = VecDestroyVecs_Fused;
-  v->ops->getarray          = VecGetArray_Fused;
-  v->ops->restorearray      = VecRestoreArray_Fused;
-  v->ops->getarrayread      = VecGetArrayRead_Fused;
-  v->ops->restorearrayread  = VecRestoreArrayRead_Fused;
-  v->ops->getarraywrite     = VecGetArrayWrite_Fused;
-  v->ops->restorearraywrite = VecRestoreArray_Fused;
-  v->ops->placearray        = VecPlaceArray_Fused;
-  v->ops->replacearray      = VecReplaceArray_Fused;
-  v->ops->resetarray        = VecResetArray_Fused;
+  d->backend                     = ActiveBackend();
+  d->n                           = v->map->n;
+  d->host_destroy                = v->ops->destroy;
+  d->host_placearray             = v->ops->placearray;
+  d->host_replacearray           = v->ops->replacearray;
+  d->host_resetarray             = v->ops->resetarray;
+  d->host_view                   = v->ops->view;
+  v->ops->view                   = VecView_Fused;
+  v->offloadmask                 = PETSC_OFFLOAD_CPU;
+  v->ops->destroy                = VecDestroy_Fused;
+  v->ops->duplicate              = VecDuplicate_Fused;
+  v->ops->duplicatevecs          = VecDuplicateVecs_Fused;
+  v->ops->destroyvecs            = VecDestroyVecs_Fused;
+  v->ops->getarray               = VecGetArray_Fused;
+  v->ops->restorearray           = VecRestoreArray_Fused;
+  v->ops->getarrayread           = VecGetArrayRead_Fused;
+  v->ops->restorearrayread       = VecRestoreArrayRead_Fused;
+  v->ops->getarraywrite          = VecGetArrayWrite_Fused;
+  v->ops->restorearraywrite      = VecRestoreArray_Fused;
+  v->ops->placearray             = VecPlaceArray_Fused;
+  v->ops->replacearray           = VecReplaceArray_Fused;
+  v->ops->resetarray             = VecResetArray_Fused;
+  v->ops->getlocalvector         = VecGetLocalVector_Fused;
+  v->ops->restorelocalvector     = VecRestoreLocalVector_Fused;
+  v->ops->getlocalvectorread     = VecGetLocalVectorRead_Fused;
+  v->ops->restorelocalvectorread = VecRestoreLocalVectorRead_Fused;
   PetscCall(VecFusedInstallDeviceOps(v));
   PetscCall(PetscObjectChangeTypeName((PetscObject)v, name));
   PetscFunctionReturn(PETSC_SUCCESS);
