@@ -1079,6 +1079,8 @@ ChunkControl ChunkTestControl(ChunkEnd end, PetscInt normdot)
   c.bnorm      = CHUNK_BNORM_NONE;
   c.mininitial = 0;
   c.bnormsq    = 0;
+  c.ref_rz     = 1; /* the signs of a positive definite solve's iteration 0 (CGCoefficients()) */
+  c.ref_pq     = 1;
   return c;
 }
 
@@ -1219,6 +1221,12 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   PetscCall(t.dev->cg_chunk(&dev)); /* the start in steps: x = 0 and r = b or r = A x and r = b - r; p, q = 0; the norm of b (w.*b first); its update and product */
   PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k + (start != ChunkStart::NONE ? 6 : 0) + (ref.bnorm != CHUNK_BNORM_NONE ? (ref.bnorm == CHUNK_BNORM_MB && with_w ? 2 : 1) : 0), 0));
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
+  for (PetscInt j = 0; j <= k; ++j) { /* <r,u> is not computed with M symmetric (it is <q,z>): the forms may leave or write it */
+    const PetscScalar zero = 0;
+
+    ops.Ref(is)[j * CG_NSLOT + CG_RU] = 0;
+    PetscCall(t.dev->copy_to_backend(ops.Dev(is) + j * CG_NSLOT + CG_RU, &zero, sizeof(PetscScalar)));
+  }
   PetscCall(ops.CompareAndFree(label, 1e-10));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
