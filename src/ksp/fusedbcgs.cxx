@@ -71,11 +71,11 @@ PetscErrorCode BCGSOperator(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec in, Vec out, 
     break;
   case PCMode::GENERAL:
     if (right) {
-      PetscCall(KSP_PCApply(ksp, in, work));
+      PetscCall(KSPFusedApplyPC(ksp, in, work));
       PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
     } else {
       PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, scratch, nullptr, 0, nullptr, nullptr));
-      PetscCall(KSP_PCApply(ksp, scratch, out));
+      PetscCall(KSPFusedApplyPC(ksp, scratch, out));
     }
     if (slot) PetscCall(OpsReduceInto(slot, stop));
     PetscCall(OpsDots(in, out, ndots, specs, dots));
@@ -299,10 +299,9 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bc->mode, &bc->w));
-  const PetscBool defer     = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
-  bc->counters.reductions   = 0;
-  bc->counters.replacements = 0;
-  ksp->reason               = KSP_CONVERGED_ITERATING;
+  const PetscBool defer = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
+  bc->counters          = SolveCounters();
+  ksp->reason           = KSP_CONVERGED_ITERATING;
   if (right && bc->mode != PCMode::NONE) {
     pt = V[VEC_PT];
     st = V[VEC_ST];

@@ -73,7 +73,7 @@ PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *
   case PCMode::GENERAL: {
     const OpDot specs[2] = {{DotKind::DOT_INPUT}, {DotKind::DOT_VECTOR, V[VEC_Z]}}, u_specs[2] = {{DotKind::DOT_VECTOR, V[VEC_Q]}, {DotKind::DOT_VECTOR, V[VEC_R]}};
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 2, specs, d + CG_PQ));
-    PetscCall(KSP_PCApply(ksp, V[VEC_Q], V[VEC_U]));
+    PetscCall(KSPFusedApplyPC(ksp, V[VEC_Q], V[VEC_U]));
     if (slot) PetscCall(OpsReduceInto(slot + CG_QU, stop));
     PetscCall(OpsDots(nullptr, V[VEC_U], 2, u_specs, d + CG_QU));
   } break;
@@ -280,9 +280,8 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &cg->mode, &cg->w));
-  cg->counters.reductions   = 0;
-  cg->counters.replacements = 0;
-  ksp->reason               = KSP_CONVERGED_ITERATING;
+  cg->counters = SolveCounters();
+  ksp->reason  = KSP_CONVERGED_ITERATING;
   PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
   cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));

@@ -1,6 +1,7 @@
 /* Shared parts of the fused solvers */
 #include "ksp/fusedcommon.hpp"
 #include <petsc/private/pcimpl.h>
+#include <cstring>
 
 namespace fusedksp
 {
@@ -63,6 +64,26 @@ PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters);
+
+PetscErrorCode KSPFusedApplyPC(KSP ksp, Vec x, Vec y)
+{
+  SolveCounters *c;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedGetSolveCounters(ksp, &c));
+#if defined(PETSC_USE_LOG)
+  const PetscLogDouble copies = petsc_ctog_ct + petsc_gtoc_ct, bytes = petsc_ctog_sz + petsc_gtoc_sz;
+  PetscCall(KSP_PCApply(ksp, x, y));
+  c->pc_copies += petsc_ctog_ct + petsc_gtoc_ct - copies;
+  c->pc_bytes += petsc_ctog_sz + petsc_gtoc_sz - bytes;
+#else
+  PetscCall(KSP_PCApply(ksp, x, y));
+#endif
+  c->pc_applies++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z)
 {
   PetscFunctionBegin;
@@ -74,7 +95,7 @@ PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z)
     PetscCall(VecPointwiseMult(z, w, r));
     break;
   case PCMode::GENERAL:
-    PetscCall(KSP_PCApply(ksp, r, z));
+    PetscCall(KSPFusedApplyPC(ksp, r, z));
     break;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -176,6 +197,22 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
   PetscCall(PetscViewerASCIIPrintf(viewer, "  fused kernels: %s\n", kernels));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  preconditioner in the kernels: %s\n", PCModeNames[(int)mode]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " global reductions, %" PetscInt_FMT " residual replacements\n", reductions, replacements));
+  if (mode == PCMode::GENERAL) {
+    SolveCounters *c;
+    const char    *name;
+
+    PetscCall(KSPFusedGetSolveCounters(ksp, &c));
+    PetscCall(FusedKSPGetBackendName(&name));
+    if (!c->pc_applies)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): not applied yet\n"));
+    else if (!strcmp(name, "host"))
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): %" PetscInt_FMT " applications, on the host backend\n", c->pc_applies));
+    else if (c->pc_copies == 0)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): %" PetscInt_FMT " applications, on the %s backend: no host<->device vector copy (rank 0)\n", c->pc_applies, name));
+    else
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): %" PetscInt_FMT " applications, parts on the host: %.3g host<->device vector copies and %.3g bytes per application (rank 0; -log_view: FusedCopyToHost, FusedCopyToDev)\n", c->pc_applies,
+                                       (double)(c->pc_copies / c->pc_applies), (double)(c->pc_bytes / c->pc_applies)));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -21,6 +21,10 @@ PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w);
    transpose only when its inner solver's PC has one                                                    */
 PetscErrorCode KSPFusedPCHasTranspose(PC pc, PetscBool *has);
 
+/* PCApply() of the KSP's preconditioner (KSP_PCApply()), counted in the solve's counters with the host<->device vector
+   copies it made (-ksp_view shows them: where the preconditioner runs) */
+PetscErrorCode KSPFusedApplyPC(KSP ksp, Vec x, Vec y);
+
 /* Applies the preconditioner of the given mode: z = w .* r | PCApply | z = r */
 PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z);
 

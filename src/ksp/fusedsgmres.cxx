@@ -99,7 +99,7 @@ PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec ou
     PetscCall(OpsApplyOperator(A, nullptr, g->w, in, out, work, 0, nullptr, nullptr));
     break;
   case PCMode::GENERAL:
-    PetscCall(KSP_PCApply(ksp, in, work));
+    PetscCall(KSPFusedApplyPC(ksp, in, work));
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
     break;
   }
@@ -389,11 +389,10 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
-  g->nreorth               = 0;
-  g->counters.reductions   = 0;
-  g->counters.replacements = 0;
-  g->cycle_k               = 0;
-  ksp->reason              = KSP_CONVERGED_ITERATING;
+  g->nreorth  = 0;
+  g->counters = SolveCounters();
+  g->cycle_k  = 0;
+  ksp->reason = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
   {
     const char *unsupported;

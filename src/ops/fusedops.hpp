@@ -24,8 +24,11 @@ struct OpDot {
 
 /* What the last solve of a fused KSP counted (KSPFusedGetReductionCount(), KSPFusedGetResidualReplacementCount()) */
 struct SolveCounters {
-  PetscInt reductions   = 0; /* global reductions                                           */
-  PetscInt replacements = 0; /* residual replacements after a failed true-residual check    */
+  PetscInt       reductions   = 0; /* global reductions                                           */
+  PetscInt       replacements = 0; /* residual replacements after a failed true-residual check    */
+  PetscInt       pc_applies   = 0; /* PCApply() of a general preconditioner                       */
+  PetscLogDouble pc_copies    = 0; /* host<->device vector copies (PETSc's log) during those       */
+  PetscLogDouble pc_bytes     = 0;
 };
 
 /* x += a p; r -= a q; z = w.*r | z -= a u | z = r; p = z + b p; dots = {<r,z>, <r,r>, <z,z>}.
