@@ -25,7 +25,7 @@
 
 #include "sys/requirements.hpp"
 #include "sys/errors.hpp"
-#include "ops/recurrences.hpp"
+#include "core/recurrences.hpp"
 #include "backend/blas.hpp"
 
 namespace fusedksp

@@ -27,7 +27,7 @@
      (2) q = A p (+ u = M^{-1} q: inline w.*q for Jacobi, PCApply otherwise);
          partial <p,q>, <q,z>, <q,u>
      one reduction of the 6 values (one MPI_Allreduce), then alpha, beta and the residual norm
-     on the host (src/ops/recurrences.hpp).
+     on the host (src/core/recurrences.hpp).
    Norms: preconditioned sqrt<z,z> (default), unpreconditioned sqrt<r,r>, natural sqrt<r,z>.
 
    Pipelined recurrences drift from the true residual at tight tolerances, so when the

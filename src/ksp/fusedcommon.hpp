@@ -2,7 +2,7 @@
 #pragma once
 
 #include "ops/fusedops.hpp"
-#include "ops/recurrences.hpp"
+#include "core/recurrences.hpp"
 #include <petsc/private/kspimpl.h>
 
 namespace fusedksp
