@@ -35,6 +35,8 @@ PETSC_EXTERN PetscErrorCode FusedKSPGetBackendName(const char *[]);
 
 /* The CUDA device of this MPI rank (-fused_device_id, default node-local rank modulo GPU count); -1 on the host backend */
 PETSC_EXTERN PetscErrorCode FusedKSPGetDevice(PetscInt *);
+/* The CUDA device's name, or "none" when the fused operations do not run on a CUDA device */
+PETSC_EXTERN PetscErrorCode FusedKSPGetDeviceName(char[], size_t);
 
 /* Waits until the work the backend has queued is complete (for timers) */
 PETSC_EXTERN PetscErrorCode FusedKSPSynchronize(void);

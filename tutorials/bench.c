@@ -272,16 +272,19 @@ static PetscInt GridN(GridKind grid, PetscReal target)
   return PetscMax(n, 1);
 }
 
-/* The GPU's name from nvidia-smi (rank 0), "none" without one; commas become spaces (CSV) */
+/* The GPU's name (rank 0): the CUDA device of the fused operations, else nvidia-smi's first (a fork, which some MPI
+   libraries refuse: under MPI the first source is the one that works), "none" without one; commas become spaces (CSV) */
 static PetscErrorCode GetGPUName(char name[], size_t len)
 {
   PetscMPIInt rank;
   FILE       *fp;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscStrncpy(name, "none", len));
+  PetscCall(FusedKSPGetDeviceName(name, len));
+  for (char *c = name; *c; c++)
+    if (*c == ',') *c = ' ';
   PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  if (rank == 0 && (fp = popen("nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null", "r"))) {
+  if (rank == 0 && !strcmp(name, "none") && (fp = popen("nvidia-smi --query-gpu=name --format=csv,noheader 2> /dev/null", "r"))) {
     char line[128] = "";
 
     if (!fgets(line, sizeof(line), fp)) line[0] = 0;

@@ -285,6 +285,37 @@ PetscErrorCode FusedKSPSynchronize(void)
 }
 
 /*@C
+  FusedKSPGetDeviceName - The name of the CUDA device this MPI rank runs the fused operations on.
+
+  Not Collective
+
+  Input Parameter:
+. len - the size of `name`
+
+  Output Parameter:
+. name - the device's name (`cudaDeviceProp::name`), or "none" when the fused operations do not run on a CUDA device
+
+  Level: intermediate
+
+.seealso: `FusedKSPGetDevice()`, `FusedKSPGetBackendName()`
+@*/
+PetscErrorCode FusedKSPGetDeviceName(char name[], size_t len)
+{
+  PetscFunctionBegin;
+  PetscCheck(name && len > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The output argument name must be non-NULL with a positive length");
+  PetscCall(PetscStrncpy(name, "none", len));
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (fusedksp::CUDABackend() && fusedksp::ActiveBackend() == fusedksp::CUDABackend()) {
+    fusedksp::CUDADeviceInfo info;
+
+    PetscCall(fusedksp::CUDAGetDeviceInfo(&info));
+    if (info.name[0]) PetscCall(PetscStrncpy(name, info.name, len));
+  }
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@C
   FusedKSPGetBackendCounters - Work done by the active backend since the program started.
 
   Not Collective
