@@ -687,6 +687,8 @@ PetscErrorCode MatGetDiagonalBlock_MPIAIJFused(Mat A, Mat *D)
   if (!d->diag_block) {
     PetscCall(MatDuplicate(Ad, MAT_COPY_VALUES, &d->diag_block));
     PetscCall(MatConvert(d->diag_block, MATSEQAIJFUSED, MAT_INPLACE_MATRIX, &d->diag_block));
+    PetscCall(MatAssemblyBegin(d->diag_block, MAT_FINAL_ASSEMBLY)); /* AIJ's I-node detection, as the block had it */
+    PetscCall(MatAssemblyEnd(d->diag_block, MAT_FINAL_ASSEMBLY));
   } else if (state != d->diag_block_state)
     PetscCall(MatCopy(Ad, d->diag_block, SAME_NONZERO_PATTERN));
   d->diag_block_state        = state;
