@@ -8,6 +8,8 @@ Options:\n\
   -auto_backend: remove -fused_backend from the options before FusedKSPInitializePackage() (the automatic choice)\n\
   -expect_error: FusedKSPInitializePackage() must fail with PETSC_ERR_ARG_OUTOFRANGE (e.g. -fused_device_id 99);\n\
                  prints 'test_device: expected error: MESSAGE' and stops there\n\
+  -expect_error_code <n>: the error code -expect_error expects instead (e.g. 57, PETSC_ERR_SUP_SYS: -fused_backend\n\
+                 kokkos with a library built without Kokkos)\n\
   -n <10>: size of the system\n\n";
 
 #include <fusedksp.h>
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
   KSP            ksp;
   PetscInt       n = 10, rs, re, device, requested = -1;
   PetscBool      auto_backend = PETSC_FALSE, expect_error = PETSC_FALSE, requested_set, host;
+  PetscInt       expect_code  = PETSC_ERR_ARG_OUTOFRANGE;
   const char    *backend;
   char           kview[sizeof(captured)], vview[sizeof(captured)], mview[sizeof(captured)];
   PetscErrorCode ierr;
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-auto_backend", &auto_backend, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_error", &expect_error, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-expect_error_code", &expect_code, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
   if (auto_backend) PetscCall(PetscOptionsClearValue(NULL, "-fused_backend"));
   if (expect_error) {
@@ -86,7 +90,7 @@ int main(int argc, char **argv)
     PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
     ierr = FusedKSPInitializePackage();
     PetscCall(PetscPopErrorHandler());
-    PetscCall(Check(ierr == PETSC_ERR_ARG_OUTOFRANGE ? PETSC_TRUE : PETSC_FALSE, "FusedKSPInitializePackage() fails with PETSC_ERR_ARG_OUTOFRANGE (got error %d)", (int)ierr));
+    PetscCall(Check(ierr == (PetscErrorCode)expect_code ? PETSC_TRUE : PETSC_FALSE, "FusedKSPInitializePackage() fails with error %d (got error %d)", (int)expect_code, (int)ierr));
     if (ierr) {
       PetscCall(PetscErrorMessage(ierr, &text, &specific));
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_device: expected error: %s\n", specific ? specific : ""));

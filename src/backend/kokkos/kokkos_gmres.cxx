@@ -16,8 +16,10 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
   PetscScalar              *dev, *host, *all;
 
   PetscFunctionBegin;
-  counters.launches++;
-  if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
+  if (TargetStopped()) {
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(PetscMalloc1(nd, &all));
   for (int d = 0; d < nd; ++d) all[d] = 0;
   if (n > 0 && nd > 0) {
@@ -40,7 +42,8 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
           dev[c * nd + nv] = sum;
         }
       });
-    PetscCall(CopyToHost(host, dev, nchunks * nd * sizeof(PetscScalar)));
+    counters.launches++;
+    PetscCall(PartialsToHost(host, dev, nchunks * nd));
     for (PetscInt c = 0; c < nchunks; ++c)
       for (int d = 0; d < nd; ++d) all[d] += host[c * nd + d];
   }
@@ -59,6 +62,14 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
   PetscFunctionBegin;
   PetscCall(PointerArray(nv, V, &dV));
   PetscCall(CoefficientArray(nv, coef, &dcoef));
+  if (!dot) {
+    ForEach("fusedksp::maxpy_scale", n, KOKKOS_LAMBDA(const PetscInt i) {
+      PetscScalar yi = y[i];
+      for (PetscInt j = 0; j < nv; ++j) yi -= dcoef[j] * dV[j][i];
+      y[i] = yi * scale;
+    });
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(ChunkedReduce<1>("fusedksp::maxpy_scale", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) {
     PetscScalar yi = y[i];
     for (PetscInt j = 0; j < nv; ++j) yi -= dcoef[j] * dV[j][i];
@@ -66,7 +77,7 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
     y[i] = yi;
     part[0] += yi * (dotvec ? dotvec[i] : yi);
   }));
-  if (dot) *dot = sum;
+  *dot = sum;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -116,8 +127,8 @@ PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::sgmres_chunk: the start (args->b: <b,b> as Backend::dots sums it, then SGMRESChunkStart()
-   and z_1 = b / rho), then the operations of its steps */
+/* See Backend::sgmres_chunk: the start (args->b: <b,b> as Backend::dots sums it, to its slot, then
+   SGMRESChunkStart() and z_1 = b / rho), then the operations of its steps */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
 {
   const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
@@ -126,13 +137,13 @@ PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
   PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
   if (args->b) {
     const DotSpec      self;
-    const PetscScalar *b = args->b;
-    PetscScalar        bb[1], *z1 = args->Z[1];
+    const PetscScalar *b  = args->b;
+    PetscScalar       *z1 = args->Z[1];
     PetscReal          rho;
 
-    PetscCall(Dots(n, nullptr, b, 1, &self, bb));
-    args->slots[args->m + 2] = bb[0];
-    rho                      = SGMRESChunkStart(args->ctl, args->slots, args->m);
+    target = {args->slots + args->m + 2, nullptr};
+    PetscCall(Dots(n, nullptr, b, 1, &self, nullptr));
+    rho = SGMRESChunkStart(args->ctl, args->slots, args->m);
     if (rho != 0) {
       const PetscScalar scale = 1 / rho;
       ForEach("fusedksp::sgmres_start", n, KOKKOS_LAMBDA(const PetscInt i) { z1[i] = b[i] * scale; });

@@ -55,7 +55,8 @@ using CHostBytes = Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryT
 PetscErrorCode CopyToBackend(void *dst, const void *src, size_t bytes)
 {
   PetscFunctionBegin;
-  if (bytes) Kokkos::deep_copy(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  Kokkos::deep_copy(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
   counters.h2d++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -63,8 +64,31 @@ PetscErrorCode CopyToBackend(void *dst, const void *src, size_t bytes)
 PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
 {
   PetscFunctionBegin;
-  if (bytes) Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
   counters.d2h++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CopyArgsToBackend(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (bytes) Kokkos::deep_copy(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CopyArgsToHost(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (bytes) Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count)
+{
+  PetscFunctionBegin;
+  PetscCall(CopyArgsToHost(host, dev, count * sizeof(PetscScalar)));
+  if (!target.slot) counters.d2h++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -90,7 +114,7 @@ PetscErrorCode PointerArray(PetscInt nv, const PetscScalar *const *V, const Pets
     const size_t bytes = nv * sizeof(const PetscScalar *);
 
     if (buffers->pointers.extent(0) < bytes) buffers->pointers = Kokkos::View<char *, MemSpace>("fusedksp pointers", bytes);
-    PetscCall(CopyToBackend(buffers->pointers.data(), V, bytes));
+    PetscCall(CopyArgsToBackend(buffers->pointers.data(), V, bytes));
     *dev = reinterpret_cast<const PetscScalar *const *>(buffers->pointers.data());
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -103,7 +127,7 @@ PetscErrorCode CoefficientArray(PetscInt nv, const PetscScalar *coef, const Pets
   else {
     PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
     if ((PetscInt)buffers->coefficients.extent(0) < nv) buffers->coefficients = Kokkos::View<PetscScalar *, MemSpace>("fusedksp coefficients", nv);
-    PetscCall(CopyToBackend(buffers->coefficients.data(), coef, nv * sizeof(PetscScalar)));
+    PetscCall(CopyArgsToBackend(buffers->coefficients.data(), coef, nv * sizeof(PetscScalar)));
     *dev = buffers->coefficients.data();
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -122,8 +146,7 @@ bool TargetStopped()
   PetscInt stop = -1;
 
   if (!target.stop) return false;
-  if (CopyToHost(&stop, target.stop, sizeof(stop))) return false;
-  counters.d2h--; /* a look at the flag, not a transfer of results */
+  if (CopyArgsToHost(&stop, target.stop, sizeof(stop))) return false;
   if (stop < 0) return false;
   target = {};
   return true;
@@ -133,8 +156,7 @@ PetscErrorCode StoreResults(int nd, const PetscScalar *all, PetscScalar *dots)
 {
   PetscFunctionBegin;
   if (target.slot) {
-    PetscCall(CopyToBackend(target.slot, all, nd * sizeof(PetscScalar)));
-    counters.h2d--; /* the results' place, not a transfer of data */
+    PetscCall(CopyArgsToBackend(target.slot, all, nd * sizeof(PetscScalar)));
   } else
     for (int d = 0; d < nd; ++d) dots[d] = all[d];
   target = {};

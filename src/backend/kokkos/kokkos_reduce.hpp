@@ -33,9 +33,16 @@ struct ReduceTarget {
 };
 extern ReduceTarget target;
 
-/* Copies between the backend's memory and host memory (fenced) */
+/* Copies between the backend's memory and host memory (fenced), counted as transfers of data */
 PetscErrorCode CopyToBackend(void *dst, const void *hostsrc, size_t bytes);
 PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes);
+/* The same, not counted: arguments and results of the operations, which a device backend passes as
+   kernel parameters or as partial sums (counted once per reduction by PartialsToHost()) */
+PetscErrorCode CopyArgsToBackend(void *dst, const void *hostsrc, size_t bytes);
+PetscErrorCode CopyArgsToHost(void *hostdst, const void *src, size_t bytes);
+/* The partial sums of a reduction to the host for its second stage: one device->host copy, unless its
+   results go to a reduce target (then they stay where the backend computes, as on a device)      */
+PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count);
 
 /* At the start of an operation that honours the reduce target: true when it must do nothing (its stop
    flag is set); the target is then used up                                                         */
@@ -67,7 +74,7 @@ template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, Pe
       for (PetscInt i = start; i < end; ++i) body(i, part);
       for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
     });
-  PetscCall(CopyToHost(host, dev, *nchunks * nd * sizeof(PetscScalar)));
+  PetscCall(PartialsToHost(host, dev, *nchunks * nd));
   *host_partials = host;
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -87,10 +94,11 @@ template <int ND, class Body> PetscErrorCode ChunkedReduce(const char *label, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* A pointwise kernel: body(i) for i in [0, n) */
+/* A pointwise kernel: body(i) for i in [0, n) (nothing runs for n == 0) */
 template <class Body> inline void ForEach(const char *label, PetscInt n, const Body &body)
 {
-  if (n > 0) Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), body);
+  if (n <= 0) return;
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), body);
   counters.launches++;
 }
 

@@ -101,6 +101,10 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(CopySpecs(ndots, specs, &sp));
+  if (!ndots) {
+    target = {};
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::dots", n, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) {
     for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]);
   }));
@@ -118,6 +122,14 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
 
   PetscFunctionBegin;
   PetscCall(CopySpecs(ndots, specs, &sp));
+  if (!ndots) {
+    ForEach("fusedksp::spmv_offdiag", B->nrows, KOKKOS_LAMBDA(const PetscInt k) {
+      const PetscInt i = rows[k];
+      const PetscScalar sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
+      out[i] += wl ? wl[i] * sum : sum;
+    });
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::spmv_offdiag_dots", B->nrows, ndots, change, KOKKOS_LAMBDA(const PetscInt k, PetscScalar *part) {
     const PetscInt    i   = rows[k];
     const PetscScalar old = out[i], sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
