@@ -66,7 +66,8 @@ struct Tester {
   PetscInt                                    checks = 0, failures = 0;
   PetscInt                                    max_size = PETSC_INT_MAX; /* -max_size: skip longer vectors (sanitizer runs) */
   std::vector<PetscInt>                       sizes    = CUDA_SIZES;
-  bool device_chunks = true; /* the backend runs persistent chunks as one kernel (CUDA), else as their steps */
+  bool device_chunks = true; /* the backend runs persistent chunks as one kernel (CUDA), else as their steps (then only
+                                the steps are tested: a persistent chunk runs the same code)                        */
   bool batches       = true; /* the backend defers second stages to batch_end() (CUDA), else completes each call */
 
   PetscScalar Random()
@@ -1442,7 +1443,8 @@ PetscErrorCode TestSGMRESChunkMatrix(Tester &t, PetscInt n)
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (bool with_w : {false, true})
       for (bool persistent : {true, false})
-        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN}) PetscCall(TestSGMRESChunk(t, A, threads, with_w, persistent, end));
+        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
+          if (t.device_chunks || !persistent) PetscCall(TestSGMRESChunk(t, A, threads, with_w, persistent, end));
     /* restart 120 on SELL-P 1 (256 rows per block): the block's rows of the basis do not fit in shared memory */
     if (threads == 1 && n == 4099)
       for (bool persistent : {true, false}) PetscCall(TestSGMRESChunk(t, A, threads, true, persistent, ChunkEnd::FULL, 120));
@@ -1477,7 +1479,7 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
           for (ChunkStart start : {ChunkStart::NONE, ChunkStart::ZERO_GUESS, ChunkStart::GUESS})
-            if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end, start));
+            if ((form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) && (t.device_chunks || form == ChunkForm::STEPS)) PetscCall(TestCGChunk(t, A, threads, with_w, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1498,7 +1500,7 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
           for (bool start : {false, true})
-            if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end, start));
+            if ((form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) && (t.device_chunks || form == ChunkForm::STEPS)) PetscCall(TestBCGSChunk(t, A, threads, side, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
