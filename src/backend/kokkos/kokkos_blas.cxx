@@ -123,7 +123,7 @@ static PetscErrorCode PointwiseDivide(PetscInt n, const PetscScalar *x, const Pe
 static PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *val)
 {
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>("fusedksp::dot", n, 1, val, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) { part[0] += x[i] * y[i]; }));
+  PetscCall(ChunkedReduce<1>("fusedksp::dot", n, 1, val, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * y[i]; }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -141,7 +141,7 @@ static PetscErrorCode Norm2(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscScalar sum = 0;
 
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>("fusedksp::norm2", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) { part[0] += x[i] * x[i]; }));
+  PetscCall(ChunkedReduce<1>("fusedksp::norm2", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * x[i]; }));
   *val = PetscRealPart(sum);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -152,7 +152,7 @@ static PetscErrorCode Norm1(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscScalar sum = 0;
 
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>("fusedksp::norm1", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) { part[0] += Kokkos::fabs(x[i]); }));
+  PetscCall(ChunkedReduce<1>("fusedksp::norm1", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += Kokkos::fabs(x[i]); }));
   *val = PetscRealPart(sum);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -171,7 +171,7 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscScalar        m = 0;
 
   PetscFunctionBegin;
-  PetscCall(ChunkPartials<1>("fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); }, &nchunks, &part));
+  PetscCall(ChunkPartials<1>("fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); }, &nchunks, &part));
   for (PetscInt c = 0; c < nchunks; ++c) m = MaxNaN(m, part[c]);
   *val = PetscRealPart(m);
   PetscFunctionReturn(PETSC_SUCCESS);

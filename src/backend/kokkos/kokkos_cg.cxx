@@ -10,7 +10,7 @@ namespace kokkos
 PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar dots[3])
 {
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<3>("fusedksp::cg_update", n, 3, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) {
+  PetscCall(ChunkedReduce<3>("fusedksp::cg_update", n, 3, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
     const PetscScalar ri = r[i] - a * q[i];
     PetscScalar       zi;
     if (w) zi = w[i] * ri;

@@ -70,7 +70,7 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
     });
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(ChunkedReduce<1>("fusedksp::maxpy_scale", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) {
+  PetscCall(ChunkedReduce<1>("fusedksp::maxpy_scale", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
     PetscScalar yi = y[i];
     for (PetscInt j = 0; j < nv; ++j) yi -= dcoef[j] * dV[j][i];
     yi *= scale;
@@ -90,7 +90,7 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
   PetscFunctionBegin;
   PetscCall(PointerArray(nv, V, &dV));
   PetscCall(CoefficientArray(nv, coef, &dcoef));
-  PetscCall(ChunkedReduce<1>("fusedksp::sgmres_update", n, 1, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) {
+  PetscCall(ChunkedReduce<1>("fusedksp::sgmres_update", n, 1, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
     PetscScalar wi = w[i];
     for (PetscInt j = 0; j < nv; ++j) wi -= dcoef[j] * dV[j][i];
     wi *= scale;

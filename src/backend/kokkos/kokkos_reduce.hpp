@@ -71,13 +71,22 @@ template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, Pe
     label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
       PetscScalar    part[ND] = {};
       const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
-      for (PetscInt i = start; i < end; ++i) body(i, part);
+      const Body     local = body; /* a copy whose captures the stores of the loop cannot alias: kept in registers */
+      for (PetscInt i = start; i < end; ++i) local(i, part);
       for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
     });
   PetscCall(PartialsToHost(host, dev, *nchunks * nd));
   *host_partials = host;
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The partials in chunk order into dots[0..nd) (the second stage) */
+inline void SumPartials(PetscInt nchunks, int nd, const PetscScalar *part, PetscScalar *dots)
+{
+  for (int d = 0; d < nd; ++d) dots[d] = 0;
+  for (PetscInt c = 0; c < nchunks; ++c)
+    for (int d = 0; d < nd; ++d) dots[d] += part[c * nd + d];
 }
 
 /* A reduction of nd <= ND sums: ChunkPartials(), then the partials added in chunk order into dots[] */
@@ -88,9 +97,7 @@ template <int ND, class Body> PetscErrorCode ChunkedReduce(const char *label, Pe
 
   PetscFunctionBegin;
   PetscCall(ChunkPartials<ND>(label, n, FUSED_REDUCE_BLOCKS, nd, body, &nchunks, &part));
-  for (int d = 0; d < nd; ++d) dots[d] = 0;
-  for (PetscInt c = 0; c < nchunks; ++c)
-    for (int d = 0; d < nd; ++d) dots[d] += part[c * nd + d];
+  SumPartials(nchunks, nd, part, dots);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -31,6 +31,19 @@ KOKKOS_INLINE_FUNCTION PetscScalar SELLRow(const PetscInt64 *sliceptr, const Pet
   return sum;
 }
 
+/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count (the loop over the dots unrolled) */
+template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *all)
+{
+  PetscFunctionBegin;
+  PetscCall(ChunkedReduce<ND>(label, nrows, ND, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+    PetscScalar sum = row(i);
+    if (wl) sum *= wl[i];
+    out[i] = sum;
+    for (int d = 0; d < ND; ++d) part[d] += DotTerm(sp.spec[d], i, in[i], sum);
+  }));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* out[i] = wl[i] row(i) with the dot products of out: one pass over the rows, a plain parallel loop
    without dot products */
 template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
@@ -40,18 +53,25 @@ template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt 
 
   PetscFunctionBegin;
   PetscCall(CopySpecs(ndots, specs, &sp));
-  if (!ndots) {
+  static_assert(FUSED_MAX_DOTS == 4, "RowsDots() dispatches 0 to 4 dot products");
+  switch (ndots) {
+  case 0:
     ForEach(label, nrows, KOKKOS_LAMBDA(const PetscInt i) {
       const PetscScalar sum = row(i);
       out[i]                = wl ? wl[i] * sum : sum;
     });
-  } else {
-    PetscCall(ChunkedReduce<FUSED_MAX_DOTS>(label, nrows, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) {
-      PetscScalar sum = row(i);
-      if (wl) sum *= wl[i];
-      out[i] = sum;
-      for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in[i], sum);
-    }));
+    break;
+  case 1:
+    PetscCall(RowsDotsN<1>(label, nrows, row, wl, in, out, sp, all));
+    break;
+  case 2:
+    PetscCall(RowsDotsN<2>(label, nrows, row, wl, in, out, sp, all));
+    break;
+  case 3:
+    PetscCall(RowsDotsN<3>(label, nrows, row, wl, in, out, sp, all));
+    break;
+  default:
+    PetscCall(RowsDotsN<4>(label, nrows, row, wl, in, out, sp, all));
   }
   PetscCall(StoreResults(ndots, all, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -105,7 +125,7 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
     target = {};
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::dots", n, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *part) {
+  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::dots", n, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
     for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]);
   }));
   PetscCall(StoreResults(ndots, all, dots));
@@ -130,7 +150,7 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
     });
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::spmv_offdiag_dots", B->nrows, ndots, change, KOKKOS_LAMBDA(const PetscInt k, PetscScalar *part) {
+  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::spmv_offdiag_dots", B->nrows, ndots, change, KOKKOS_LAMBDA(const PetscInt k, PetscScalar *KOKKOS_RESTRICT part) {
     const PetscInt    i   = rows[k];
     const PetscScalar old = out[i], sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
     out[i] = old + (wl ? wl[i] * sum : sum);
