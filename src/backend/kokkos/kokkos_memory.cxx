@@ -88,7 +88,7 @@ PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscIn
 {
   PetscFunctionBegin;
   PetscCall(CopyArgsToHost(host, dev, count * sizeof(PetscScalar)));
-  if (!target.slot) counters.d2h++;
+  if (count > 0 && !target.slot) counters.d2h++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -54,10 +54,11 @@ PetscErrorCode StoreResults(int nd, const PetscScalar *all, PetscScalar *dots);
 /* Room for `count` partial sums in the backend's memory, and its host mirror, kept between calls */
 PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host);
 
-/* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks: body(i, part)
-   adds entry i's terms to part[0..nd); *host_partials then holds nchunks rows of nd partials (host
-   memory).  nd <= ND (the array each work item accumulates in).                                     */
-template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, PetscInt *nchunks, const PetscScalar **host_partials)
+/* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks: chunk(start, end,
+   part) does the work of the entries [start, end) and adds their terms to part[0..nd) in index order;
+   *host_partials then holds nchunks rows of nd partials (host memory).  nd <= ND (the array each work
+   item accumulates in).                                                                             */
+template <int ND, class Chunk> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, PetscInt *nchunks, const PetscScalar **host_partials)
 {
   PetscScalar *dev, *host;
 
@@ -71,13 +72,26 @@ template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, Pe
     label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
       PetscScalar    part[ND] = {};
       const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
-      const Body     local = body; /* a copy whose captures the stores of the loop cannot alias: kept in registers */
-      for (PetscInt i = start; i < end; ++i) local(i, part);
+      const Chunk    local = chunkbody; /* a copy whose captures the stores of the loops cannot alias: kept in registers */
+      if (start < end) local(start, end, part);
       for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
     });
   PetscCall(PartialsToHost(host, dev, *nchunks * nd));
   *host_partials = host;
   counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ChunkRangePartials() with body(i, part) doing entry i and adding its terms */
+template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, PetscInt *nchunks, const PetscScalar **host_partials)
+{
+  PetscFunctionBegin;
+  PetscCall(ChunkRangePartials<ND>(
+    label, n, maxblocks, nd,
+    KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) {
+      for (PetscInt i = start; i < end; ++i) body(i, part);
+    },
+    nchunks, host_partials));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -31,16 +31,57 @@ KOKKOS_INLINE_FUNCTION PetscScalar SELLRow(const PetscInt64 *sliceptr, const Pet
   return sum;
 }
 
-/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count (the loop over the dots unrolled) */
+/* The dot product s of a matrix-vector kernel (see DotKind) over the entries [start, end) of out: one loop per
+   kind, in SIMD lanes */
+KOKKOS_INLINE_FUNCTION PetscScalar ChunkDot(const DotSpec &s, PetscInt start, PetscInt end, const PetscScalar *in, const PetscScalar *out)
+{
+  const PetscScalar *v = s.vec, *w = s.weight;
+  PetscScalar        sum = 0;
+
+  switch (s.kind) {
+  case DotKind::DOT_INPUT:
+#pragma omp simd reduction(+ : sum)
+    for (PetscInt i = start; i < end; ++i) sum += out[i] * in[i];
+    break;
+  case DotKind::DOT_SELF:
+#pragma omp simd reduction(+ : sum)
+    for (PetscInt i = start; i < end; ++i) sum += out[i] * out[i];
+    break;
+  case DotKind::DOT_SELF_W:
+#pragma omp simd reduction(+ : sum)
+    for (PetscInt i = start; i < end; ++i) sum += out[i] * v[i] * out[i];
+    break;
+  case DotKind::DOT_VECTOR:
+#pragma omp simd reduction(+ : sum)
+    for (PetscInt i = start; i < end; ++i) sum += out[i] * v[i];
+    break;
+  case DotKind::DOT_VECTOR_W:
+#pragma omp simd reduction(+ : sum)
+    for (PetscInt i = start; i < end; ++i) sum += out[i] * w[i] * v[i];
+    break;
+  }
+  return sum;
+}
+
+/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count: each chunk computes its rows of
+   out, then the dot products over them while they are in cache, one loop per dot */
 template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *all)
 {
+  PetscInt           nchunks;
+  const PetscScalar *part;
+
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<ND>(label, nrows, ND, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
-    PetscScalar sum = row(i);
-    if (wl) sum *= wl[i];
-    out[i] = sum;
-    for (int d = 0; d < ND; ++d) part[d] += DotTerm(sp.spec[d], i, in[i], sum);
-  }));
+  PetscCall(ChunkRangePartials<ND>(
+    label, nrows, FUSED_REDUCE_BLOCKS, ND,
+    KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
+      for (PetscInt i = start; i < end; ++i) {
+        const PetscScalar sum = row(i);
+        out[i]                = wl ? wl[i] * sum : sum;
+      }
+      for (int d = 0; d < ND; ++d) p[d] = ChunkDot(sp.spec[d], start, end, in, out);
+    },
+    &nchunks, &part));
+  SumPartials(nchunks, ND, part, all);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
