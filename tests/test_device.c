@@ -71,7 +71,7 @@ int main(int argc, char **argv)
   Vec            x, b;
   KSP            ksp;
   PetscInt       n = 10, rs, re, device, requested = -1;
-  PetscBool      auto_backend = PETSC_FALSE, expect_error = PETSC_FALSE, requested_set, host;
+  PetscBool      auto_backend = PETSC_FALSE, expect_error = PETSC_FALSE, requested_set, host, kokkos;
   PetscInt       expect_code  = PETSC_ERR_ARG_OUTOFRANGE;
   const char    *backend;
   char           kview[sizeof(captured)], vview[sizeof(captured)], mview[sizeof(captured)];
@@ -104,9 +104,10 @@ int main(int argc, char **argv)
 
   PetscCall(FusedKSPGetBackendName(&backend));
   PetscCall(PetscStrcmp(backend, "host", &host));
+  PetscCall(PetscStrcmp(backend, "kokkos", &kokkos));
   PetscCall(FusedKSPGetDevice(&device));
-  if (host)
-    PetscCall(Check(device == -1 ? PETSC_TRUE : PETSC_FALSE, "host backend: FusedKSPGetDevice() gives -1 (got %" PetscInt_FMT ")", device));
+  if (host || kokkos)
+    PetscCall(Check(device == -1 ? PETSC_TRUE : PETSC_FALSE, "%s backend: FusedKSPGetDevice() gives -1 (got %" PetscInt_FMT ")", backend, device));
   else if (requested_set && requested >= 0)
     PetscCall(Check(device == requested ? PETSC_TRUE : PETSC_FALSE, "%s backend: FusedKSPGetDevice() gives -fused_device_id %" PetscInt_FMT " (got %" PetscInt_FMT ")", backend, requested, device));
   else
@@ -146,6 +147,11 @@ int main(int argc, char **argv)
     PetscCall(Check(Occurrences(vview, "FusedKSP vector, backend: no GPU found: host backend") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -vec_view says 'no GPU found: host backend'"));
   } else if (host) {
     PetscCall(Check(Occurrences(kview, "FusedKSP backend: host (-fused_backend host)") == 1 ? PETSC_TRUE : PETSC_FALSE, "-fused_backend host: -ksp_view says so"));
+  } else if (kokkos && auto_backend) {
+    PetscCall(Check(Occurrences(kview, "FusedKSP backend: no GPU found: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -ksp_view says 'no GPU found: kokkos, ...'"));
+    PetscCall(Check(Occurrences(vview, "FusedKSP vector, backend: no GPU found: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -vec_view says 'no GPU found: kokkos, ...'"));
+  } else if (kokkos) {
+    PetscCall(Check(Occurrences(kview, "FusedKSP backend: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "-fused_backend kokkos: -ksp_view says so"));
   } else {
     char     line[64];
     PetscInt device0 = device; /* the views are printed by rank 0: they name its device */

@@ -440,6 +440,7 @@ const Backend *KokkosBackend();
 PetscErrorCode KokkosBackendInitialize(PetscInt threads);
 PetscInt       KokkosBackendThreads(void);
 const char    *KokkosBackendSpaceName(void); /* the Kokkos execution space, e.g. "OpenMP" */
+PetscBool      KokkosBackendCanStart(void);  /* false once Kokkos was finalized (it cannot start again) */
 #endif
 #if defined(FUSEDKSP_HAVE_CUDA)
 const Backend *CUDABackend(); /* NULL when no usable GPU is present */

@@ -12,6 +12,7 @@ static PetscBool      initialized    = PETSC_FALSE;
 /* Why the host backend runs: the user asked for it, or no rank could use a GPU */
 enum class HostReason { REQUESTED, NO_GPU, NO_CUDA };
 static HostReason host_reason = HostReason::REQUESTED;
+static PetscBool  kokkos_default = PETSC_FALSE; /* the kokkos backend runs for want of a GPU, not on request */
 
 const Backend *ActiveBackend()
 {
@@ -29,7 +30,8 @@ const BlasKernels *BackendBlas(const Backend *backend)
   return HostBlas();
 }
 
-/* Chooses the backend: -fused_backend host|cuda|kokkos; the default is cuda when every rank has a usable GPU.
+/* Chooses the backend: -fused_backend host|cuda|kokkos; the default is cuda when every rank has a usable GPU,
+   else kokkos when the library has it (the faster one on CPU cores: tutorials/results/README.md), else host.
    On cuda, binds each rank to a GPU (-fused_device_id, default: node-local rank modulo the node's GPUs); on
    kokkos, starts Kokkos (-fused_kokkos_threads).                                                     */
 static PetscErrorCode SelectBackend()
@@ -48,7 +50,11 @@ static PetscErrorCode SelectBackend()
   usable = cuda ? 1 : 0; /* one backend for all ranks: their fused operations meet in MPI calls */
   PetscCallMPI(MPI_Allreduce(&usable, &usable_everywhere, 1, MPI_INT, MPI_LAND, PETSC_COMM_WORLD));
   if (!usable_everywhere) cuda = nullptr;
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  choice = cuda ? CUDA : KOKKOS;
+#else
   choice = cuda ? CUDA : HOST;
+#endif
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "FusedKSP package options", "KSP");
   PetscCall(PetscOptionsEList("-fused_backend", "Backend of the fused operations", "FusedKSPInitializePackage", names, 3, names[choice], &choice, &set));
   PetscCall(PetscOptionsRangeInt("-fused_device_id", "CUDA device of every rank; -1: node-local rank modulo the number of GPUs of the node (ignored by the host backend)", "FusedKSPInitializePackage", device, &device, &device_set, -1, PETSC_INT_MAX));
@@ -56,6 +62,12 @@ static PetscErrorCode SelectBackend()
   PetscCall(PetscOptionsRangeInt("-fused_debug_fail_alloc", "Make the n-th allocation of FusedKSP fail, for tests of the error paths (0: none)", "FusedKSPDebugFailAllocation", fail, &fail, &fail_set, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
   if (fail_set) PetscCall(FusedKSPDebugFailAllocation(fail));
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  if (choice == KOKKOS && !set && !KokkosBackendCanStart()) { /* a second PetscInitialize() of the process */
+    PetscCall(PetscInfo(NULL, "Kokkos was finalized by an earlier PetscFinalize() and cannot start again: the fused operations run on the host backend\n"));
+    choice = HOST;
+  }
+#endif
   if (choice == KOKKOS) {
 #if defined(FUSEDKSP_HAVE_KOKKOS)
     if (threads == 0 && !getenv("OMP_NUM_THREADS")) {
@@ -70,6 +82,7 @@ static PetscErrorCode SelectBackend()
     }
     PetscCall(KokkosBackendInitialize(threads));
     active_backend = KokkosBackend();
+    kokkos_default = set ? PETSC_FALSE : PETSC_TRUE;
     if (device_set) PetscCall(PetscInfo(NULL, "-fused_device_id %" PetscInt_FMT " ignored: the fused operations run on the kokkos backend (host threads)\n", device));
     PetscFunctionReturn(PETSC_SUCCESS);
 #else
@@ -106,7 +119,7 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
   PetscFunctionBegin;
 #if defined(FUSEDKSP_HAVE_KOKKOS)
   if (backend == KokkosBackend()) {
-    PetscCall(PetscSNPrintf(text, len, "kokkos, %s, %" PetscInt_FMT " thread%s", KokkosBackendSpaceName(), KokkosBackendThreads(), KokkosBackendThreads() == 1 ? "" : "s"));
+    PetscCall(PetscSNPrintf(text, len, "%skokkos, %s, %" PetscInt_FMT " thread%s", why && kokkos_default ? "no GPU found: " : "", KokkosBackendSpaceName(), KokkosBackendThreads(), KokkosBackendThreads() == 1 ? "" : "s"));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 #endif
@@ -181,8 +194,8 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
   Collective on `PETSC_COMM_WORLD`
 
   Options Database Keys:
-+ -fused_backend <host,cuda,kokkos> - where the fused operations run (default: cuda when every MPI rank has a usable GPU, else host);
-                               kokkos needs a library built with Kokkos (config/kokkos)
++ -fused_backend <host,cuda,kokkos> - where the fused operations run (default: cuda when every MPI rank has a usable GPU, else
+                               kokkos when the library is built with Kokkos (config/kokkos), else host)
 . -fused_device_id <id>      - the CUDA device of every MPI rank (default -1: the node-local rank modulo the number of GPUs of the node)
 . -fused_kokkos_threads <n>  - threads of the kokkos backend per MPI rank (default 0: `OMP_NUM_THREADS` if set, else the node's cores divided
                                among its MPI ranks)

@@ -14,7 +14,7 @@ bench=$root/build/bin/bench
 tmp=$(mktemp -d)
 fused=fusedcg,fusedbcgs,fusedsgmres
 classical=cg,bcgs,gmres
-common=(-problems poisson2d -sizes "$sizes" -reps 7 -row_time 4)
+common=(-problems poisson2d -sizes "$sizes" -reps 7 -row_time 10)
 : > "$out"
 run() { # config np solvers types pc backend-options...
   local config=$1 np=$2 solvers=$3 types=$4 pc=$5

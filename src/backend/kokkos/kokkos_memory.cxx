@@ -283,6 +283,15 @@ PetscErrorCode KokkosBackendInitialize(PetscInt threads)
 }
 
 /*
+   KokkosBackendCanStart - whether KokkosBackendInitialize() can succeed: not after Kokkos was finalized (by an
+   earlier PetscFinalize() of the process), which Kokkos does not allow to start again
+*/
+PetscBool KokkosBackendCanStart(void)
+{
+  return kokkos::buffers || Kokkos::is_initialized() || !Kokkos::is_finalized() ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/*
    KokkosBackendThreads - the threads (concurrency) of the Kokkos execution space the backend runs on;
    0 before KokkosBackendInitialize()
 */
