@@ -64,11 +64,11 @@ struct Tester {
   std::mt19937_64                             rng{20240601};
   std::uniform_real_distribution<PetscScalar> uniform{-1.0, 1.0};
   PetscInt                                    checks = 0, failures = 0;
-  PetscInt                                    max_size = PETSC_INT_MAX; /* -max_size: skip longer vectors (sanitizer runs) */
-  std::vector<PetscInt>                       sizes    = CUDA_SIZES;
-  bool device_chunks = true; /* the backend runs persistent chunks as one kernel (CUDA), else as their steps (then only
-                                the steps are tested: a persistent chunk runs the same code)                        */
-  bool batches       = true; /* the backend defers second stages to batch_end() (CUDA), else completes each call */
+  PetscInt                                    max_size      = PETSC_INT_MAX; /* -max_size: skip longer vectors (sanitizer runs) */
+  std::vector<PetscInt>                       sizes         = CUDA_SIZES;
+  bool                                        device_chunks = true; /* the backend runs persistent chunks as one kernel (CUDA), else as their steps (then only
+                                                                       the steps are tested: a persistent chunk runs the same code)                        */
+  bool batches = true;                                              /* the backend defers second stages to batch_end() (CUDA), else completes each call */
 
   PetscScalar Random()
   {

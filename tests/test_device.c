@@ -72,7 +72,7 @@ int main(int argc, char **argv)
   KSP            ksp;
   PetscInt       n = 10, rs, re, device, requested = -1;
   PetscBool      auto_backend = PETSC_FALSE, expect_error = PETSC_FALSE, requested_set, host, kokkos;
-  PetscInt       expect_code  = PETSC_ERR_ARG_OUTOFRANGE;
+  PetscInt       expect_code = PETSC_ERR_ARG_OUTOFRANGE;
   const char    *backend;
   char           kview[sizeof(captured)], vview[sizeof(captured)], mview[sizeof(captured)];
   PetscErrorCode ierr;

@@ -700,9 +700,9 @@ PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
       PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)A), &rank));
       PetscCall(PetscViewerASCIIPushSynchronized(viewer));
       PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "  [%d] halo exchange: %" PetscInt_FMT " entries to %d ranks, %" PetscInt_FMT " entries from %d ranks, %s\n", rank, h.nsend, h.nsend_ranks, h.nrecv, h.nrecv_ranks,
-                                                   !h.direct                     ? "through host buffers"
-                                                   : d->backend->host_memory    ? "in place (host memory)"
-                                                                                 : "CUDA-aware MPI"));
+                                                   !h.direct                 ? "through host buffers"
+                                                   : d->backend->host_memory ? "in place (host memory)"
+                                                                             : "CUDA-aware MPI"));
       PetscCall(PetscViewerFlush(viewer));
       PetscCall(PetscViewerASCIIPopSynchronized(viewer));
     }

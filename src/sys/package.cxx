@@ -12,7 +12,9 @@ static PetscBool      initialized    = PETSC_FALSE;
 /* Why the host backend runs: the user asked for it, or no rank could use a GPU */
 enum class HostReason { REQUESTED, NO_GPU, NO_CUDA };
 static HostReason host_reason = HostReason::REQUESTED;
-static PetscBool  kokkos_default = PETSC_FALSE; /* the kokkos backend runs for want of a GPU, not on request */
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+static PetscBool kokkos_default = PETSC_FALSE; /* the kokkos backend runs for want of a GPU, not on request */
+#endif
 
 const Backend *ActiveBackend()
 {
@@ -58,7 +60,8 @@ static PetscErrorCode SelectBackend()
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "FusedKSP package options", "KSP");
   PetscCall(PetscOptionsEList("-fused_backend", "Backend of the fused operations", "FusedKSPInitializePackage", names, 3, names[choice], &choice, &set));
   PetscCall(PetscOptionsRangeInt("-fused_device_id", "CUDA device of every rank; -1: node-local rank modulo the number of GPUs of the node (ignored by the host backend)", "FusedKSPInitializePackage", device, &device, &device_set, -1, PETSC_INT_MAX));
-  PetscCall(PetscOptionsRangeInt("-fused_kokkos_threads", "Threads of the kokkos backend per MPI rank (0: OMP_NUM_THREADS if set, else the node's cores divided among its ranks)", "FusedKSPInitializePackage", threads, &threads, nullptr, 0, PETSC_INT_MAX));
+  PetscCall(
+      PetscOptionsRangeInt("-fused_kokkos_threads", "Threads of the kokkos backend per MPI rank (0: OMP_NUM_THREADS if set, else the node's cores divided among its ranks)", "FusedKSPInitializePackage", threads, &threads, nullptr, 0, PETSC_INT_MAX));
   PetscCall(PetscOptionsRangeInt("-fused_debug_fail_alloc", "Make the n-th allocation of FusedKSP fail, for tests of the error paths (0: none)", "FusedKSPDebugFailAllocation", fail, &fail, &fail_set, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
   if (fail_set) PetscCall(FusedKSPDebugFailAllocation(fail));

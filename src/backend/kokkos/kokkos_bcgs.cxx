@@ -10,11 +10,12 @@ namespace kokkos
 PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar dots[1])
 {
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>("fusedksp::waxpy_dot", n, 1, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
-    const PetscScalar yi = x[i] + a * v[i];
-    y[i]                 = yi;
-    part[0] += yi * yi;
-  }));
+  PetscCall(ChunkedReduce<1>(
+      "fusedksp::waxpy_dot", n, 1, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+        const PetscScalar yi = x[i] + a * v[i];
+        y[i]                 = yi;
+        part[0] += yi * yi;
+      }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -27,16 +28,17 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
   PetscFunctionBegin;
   PetscCheck(ndots == 2 || ndots == 3, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "bcgs_update computes 2 or 3 dot products, not %d", ndots);
   const bool third = ndots > 2;
-  PetscCall(ChunkedReduce<3>("fusedksp::bcgs_update", n, 3, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
-    const PetscScalar dx = alpha * p[i] + omega * s[i];
-    const PetscScalar ri = s[i] - omega * As[i];
-    x[i] += wr ? wr[i] * dx : dx;
-    r[i] = ri;
-    p[i] = ri + beta * (p[i] - omega * Ap[i]);
-    part[0] += ri * rstar[i];
-    part[1] += ri * ri;
-    if (third) part[2] += ri * rhat[i];
-  }));
+  PetscCall(ChunkedReduce<3>(
+      "fusedksp::bcgs_update", n, 3, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+        const PetscScalar dx = alpha * p[i] + omega * s[i];
+        const PetscScalar ri = s[i] - omega * As[i];
+        x[i] += wr ? wr[i] * dx : dx;
+        r[i] = ri;
+        p[i] = ri + beta * (p[i] - omega * Ap[i]);
+        part[0] += ri * rstar[i];
+        part[1] += ri * ri;
+        if (third) part[2] += ri * rhat[i];
+      }));
   for (int d = 0; d < ndots; ++d) dots[d] = all[d];
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -12,7 +12,8 @@ namespace kokkos
 static PetscErrorCode AXPY(PetscInt n, PetscScalar a, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::axpy", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] += a * x[i]; });
+  ForEach(
+      "fusedksp::axpy", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] += a * x[i]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -20,7 +21,8 @@ static PetscErrorCode AXPY(PetscInt n, PetscScalar a, const PetscScalar *x, Pets
 static PetscErrorCode AYPX(PetscInt n, PetscScalar b, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::aypx", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = x[i] + b * y[i]; });
+  ForEach(
+      "fusedksp::aypx", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = x[i] + b * y[i]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -28,7 +30,8 @@ static PetscErrorCode AYPX(PetscInt n, PetscScalar b, const PetscScalar *x, Pets
 static PetscErrorCode Set(PetscInt n, PetscScalar a, PetscScalar *x)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::set", n, KOKKOS_LAMBDA(const PetscInt i) { x[i] = a; });
+  ForEach(
+      "fusedksp::set", n, KOKKOS_LAMBDA(const PetscInt i) { x[i] = a; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -36,8 +39,11 @@ static PetscErrorCode Set(PetscInt n, PetscScalar a, PetscScalar *x)
 static PetscErrorCode Scale(PetscInt n, PetscScalar a, PetscScalar *x)
 {
   PetscFunctionBegin;
-  if (a == (PetscScalar)0.0) PetscCall(Set(n, 0.0, x));
-  else ForEach("fusedksp::scale", n, KOKKOS_LAMBDA(const PetscInt i) { x[i] *= a; });
+  if (a == (PetscScalar)0.0)
+    PetscCall(Set(n, 0.0, x));
+  else
+    ForEach(
+        "fusedksp::scale", n, KOKKOS_LAMBDA(const PetscInt i) { x[i] *= a; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -45,9 +51,14 @@ static PetscErrorCode Scale(PetscInt n, PetscScalar a, PetscScalar *x)
 static PetscErrorCode AXPBY(PetscInt n, PetscScalar a, PetscScalar b, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  if (a == (PetscScalar)0.0) PetscCall(Scale(n, b, y));
-  else if (b == (PetscScalar)0.0) ForEach("fusedksp::axpby", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = a * x[i]; });
-  else ForEach("fusedksp::axpby", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = a * x[i] + b * y[i]; });
+  if (a == (PetscScalar)0.0)
+    PetscCall(Scale(n, b, y));
+  else if (b == (PetscScalar)0.0)
+    ForEach(
+        "fusedksp::axpby", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = a * x[i]; });
+  else
+    ForEach(
+        "fusedksp::axpby", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = a * x[i] + b * y[i]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -55,8 +66,12 @@ static PetscErrorCode AXPBY(PetscInt n, PetscScalar a, PetscScalar b, const Pets
 static PetscErrorCode AXPBYPCZ(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar c, const PetscScalar *x, const PetscScalar *y, PetscScalar *z)
 {
   PetscFunctionBegin;
-  if (c == (PetscScalar)0.0) ForEach("fusedksp::axpbypcz", n, KOKKOS_LAMBDA(const PetscInt i) { z[i] = a * x[i] + b * y[i]; });
-  else ForEach("fusedksp::axpbypcz", n, KOKKOS_LAMBDA(const PetscInt i) { z[i] = a * x[i] + b * y[i] + c * z[i]; });
+  if (c == (PetscScalar)0.0)
+    ForEach(
+        "fusedksp::axpbypcz", n, KOKKOS_LAMBDA(const PetscInt i) { z[i] = a * x[i] + b * y[i]; });
+  else
+    ForEach(
+        "fusedksp::axpbypcz", n, KOKKOS_LAMBDA(const PetscInt i) { z[i] = a * x[i] + b * y[i] + c * z[i]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -64,7 +79,8 @@ static PetscErrorCode AXPBYPCZ(PetscInt n, PetscScalar a, PetscScalar b, PetscSc
 static PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *y, PetscScalar *w)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::waxpy", n, KOKKOS_LAMBDA(const PetscInt i) { w[i] = a * x[i] + y[i]; });
+  ForEach(
+      "fusedksp::waxpy", n, KOKKOS_LAMBDA(const PetscInt i) { w[i] = a * x[i] + y[i]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -84,7 +100,8 @@ static PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, c
 static PetscErrorCode Copy(PetscInt n, const PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::copy", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = x[i]; });
+  ForEach(
+      "fusedksp::copy", n, KOKKOS_LAMBDA(const PetscInt i) { y[i] = x[i]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -92,11 +109,12 @@ static PetscErrorCode Copy(PetscInt n, const PetscScalar *x, PetscScalar *y)
 static PetscErrorCode Swap(PetscInt n, PetscScalar *x, PetscScalar *y)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::swap", n, KOKKOS_LAMBDA(const PetscInt i) {
-    const PetscScalar t = x[i];
-    x[i]                = y[i];
-    y[i]                = t;
-  });
+  ForEach(
+      "fusedksp::swap", n, KOKKOS_LAMBDA(const PetscInt i) {
+        const PetscScalar t = x[i];
+        x[i]                = y[i];
+        y[i]                = t;
+      });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -104,7 +122,8 @@ static PetscErrorCode Swap(PetscInt n, PetscScalar *x, PetscScalar *y)
 static PetscErrorCode PointwiseMult(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *w)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::pointwise_mult", n, KOKKOS_LAMBDA(const PetscInt i) { w[i] = x[i] * y[i]; });
+  ForEach(
+      "fusedksp::pointwise_mult", n, KOKKOS_LAMBDA(const PetscInt i) { w[i] = x[i] * y[i]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -112,10 +131,11 @@ static PetscErrorCode PointwiseMult(PetscInt n, const PetscScalar *x, const Pets
 static PetscErrorCode PointwiseDivide(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *w)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::pointwise_divide", n, KOKKOS_LAMBDA(const PetscInt i) {
-    const PetscScalar xi = x[i], yi = y[i];
-    w[i] = yi == (PetscScalar)0.0 ? (xi == (PetscScalar)0.0 ? 1.0 : 0.0) : xi / yi;
-  });
+  ForEach(
+      "fusedksp::pointwise_divide", n, KOKKOS_LAMBDA(const PetscInt i) {
+        const PetscScalar xi = x[i], yi = y[i];
+        w[i] = yi == (PetscScalar)0.0 ? (xi == (PetscScalar)0.0 ? 1.0 : 0.0) : xi / yi;
+      });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -123,7 +143,8 @@ static PetscErrorCode PointwiseDivide(PetscInt n, const PetscScalar *x, const Pe
 static PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *val)
 {
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>("fusedksp::dot", n, 1, val, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * y[i]; }));
+  PetscCall(ChunkedReduce<1>(
+      "fusedksp::dot", n, 1, val, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * y[i]; }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -141,7 +162,8 @@ static PetscErrorCode Norm2(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscScalar sum = 0;
 
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>("fusedksp::norm2", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * x[i]; }));
+  PetscCall(ChunkedReduce<1>(
+      "fusedksp::norm2", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * x[i]; }));
   *val = PetscRealPart(sum);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -152,7 +174,8 @@ static PetscErrorCode Norm1(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscScalar sum = 0;
 
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>("fusedksp::norm1", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += Kokkos::fabs(x[i]); }));
+  PetscCall(ChunkedReduce<1>(
+      "fusedksp::norm1", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += Kokkos::fabs(x[i]); }));
   *val = PetscRealPart(sum);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -171,7 +194,8 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscScalar        m = 0;
 
   PetscFunctionBegin;
-  PetscCall(ChunkPartials<1>("fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); }, &nchunks, &part));
+  PetscCall(ChunkPartials<1>(
+      "fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); }, &nchunks, &part));
   for (PetscInt c = 0; c < nchunks; ++c) m = MaxNaN(m, part[c]);
   *val = PetscRealPart(m);
   PetscFunctionReturn(PETSC_SUCCESS);

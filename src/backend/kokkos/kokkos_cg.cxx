@@ -10,19 +10,23 @@ namespace kokkos
 PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar dots[3])
 {
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<3>("fusedksp::cg_update", n, 3, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
-    const PetscScalar ri = r[i] - a * q[i];
-    PetscScalar       zi;
-    if (w) zi = w[i] * ri;
-    else if (z) zi = z[i] = z[i] - a * u[i];
-    else zi = ri;
-    x[i] += a * p[i];
-    r[i] = ri;
-    p[i] = zi + b * p[i];
-    part[0] += ri * zi;
-    part[1] += ri * ri;
-    part[2] += zi * zi;
-  }));
+  PetscCall(ChunkedReduce<3>(
+      "fusedksp::cg_update", n, 3, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+        const PetscScalar ri = r[i] - a * q[i];
+        PetscScalar       zi;
+        if (w)
+          zi = w[i] * ri;
+        else if (z)
+          zi = z[i] = z[i] - a * u[i];
+        else
+          zi = ri;
+        x[i] += a * p[i];
+        r[i] = ri;
+        p[i] = zi + b * p[i];
+        part[0] += ri * zi;
+        part[1] += ri * ri;
+        part[2] += zi * zi;
+      }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

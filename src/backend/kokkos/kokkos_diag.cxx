@@ -11,7 +11,9 @@ PetscErrorCode DiagGet(PetscInt n, const PetscInt64 *pos, const PetscScalar *val
 {
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  if (n) ForEach("fusedksp::diag_get", n, KOKKOS_LAMBDA(const PetscInt i) { d[i] = pos[i] >= 0 ? vals[pos[i]] : 0; });
+  if (n)
+    ForEach(
+        "fusedksp::diag_get", n, KOKKOS_LAMBDA(const PetscInt i) { d[i] = pos[i] >= 0 ? vals[pos[i]] : 0; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -20,7 +22,9 @@ PetscErrorCode DiagShift(PetscInt n, const PetscInt64 *pos, PetscScalar a, Petsc
 {
   PetscFunctionBegin;
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  if (n) ForEach("fusedksp::diag_shift", n, KOKKOS_LAMBDA(const PetscInt i) { vals[pos[i]] += a; });
+  if (n)
+    ForEach(
+        "fusedksp::diag_shift", n, KOKKOS_LAMBDA(const PetscInt i) { vals[pos[i]] += a; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -28,7 +32,8 @@ PetscErrorCode DiagShift(PetscInt n, const PetscInt64 *pos, PetscScalar a, Petsc
 PetscErrorCode Gather(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf)
 {
   PetscFunctionBegin;
-  ForEach("fusedksp::gather", n, KOKKOS_LAMBDA(const PetscInt k) { buf[k] = w ? w[idx[k]] * x[idx[k]] : x[idx[k]]; });
+  ForEach(
+      "fusedksp::gather", n, KOKKOS_LAMBDA(const PetscInt k) { buf[k] = w ? w[idx[k]] * x[idx[k]] : x[idx[k]]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -36,8 +41,12 @@ PetscErrorCode Gather(PetscInt n, const PetscInt *idx, const PetscScalar *w, con
 PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscBool add, PetscScalar *y)
 {
   PetscFunctionBegin;
-  if (add) ForEach("fusedksp::scatter_add", n, KOKKOS_LAMBDA(const PetscInt k) { Kokkos::atomic_add(&y[idx[k]], buf[k]); });
-  else ForEach("fusedksp::scatter", n, KOKKOS_LAMBDA(const PetscInt k) { y[idx[k]] = buf[k]; });
+  if (add)
+    ForEach(
+        "fusedksp::scatter_add", n, KOKKOS_LAMBDA(const PetscInt k) { Kokkos::atomic_add(&y[idx[k]], buf[k]); });
+  else
+    ForEach(
+        "fusedksp::scatter", n, KOKKOS_LAMBDA(const PetscInt k) { y[idx[k]] = buf[k]; });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

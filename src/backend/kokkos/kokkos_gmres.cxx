@@ -11,7 +11,7 @@ namespace kokkos
 PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots)
 {
   const PetscScalar *const *dV;
-  const int                 nd = (int)nv + (selfdot ? 1 : 0);
+  const int                 nd   = (int)nv + (selfdot ? 1 : 0);
   const bool                self = selfdot;
   PetscScalar              *dev, *host, *all;
 
@@ -28,39 +28,39 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
     PetscCall(PointerArray(nv, V, &dV));
     PetscCall(Partials(nchunks * nd, &dev, &host));
     Kokkos::parallel_for(
-      "fusedksp::mdot", Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
-        const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
-        PetscInt j = 0;
-        for (; j + 4 <= nv; j += 4) { /* four dots per pass over the chunk of y */
-          const PetscScalar *v0 = dV[j], *v1 = dV[j + 1], *v2 = dV[j + 2], *v3 = dV[j + 3];
-          PetscScalar        s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        "fusedksp::mdot", Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+          const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
+          PetscInt       j = 0;
+          for (; j + 4 <= nv; j += 4) { /* four dots per pass over the chunk of y */
+            const PetscScalar *v0 = dV[j], *v1 = dV[j + 1], *v2 = dV[j + 2], *v3 = dV[j + 3];
+            PetscScalar        s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 #pragma omp simd reduction(+ : s0, s1, s2, s3)
-          for (PetscInt i = start; i < end; ++i) {
-            const PetscScalar yi = y[i];
-            s0 += v0[i] * yi;
-            s1 += v1[i] * yi;
-            s2 += v2[i] * yi;
-            s3 += v3[i] * yi;
+            for (PetscInt i = start; i < end; ++i) {
+              const PetscScalar yi = y[i];
+              s0 += v0[i] * yi;
+              s1 += v1[i] * yi;
+              s2 += v2[i] * yi;
+              s3 += v3[i] * yi;
+            }
+            dev[c * nd + j]     = s0;
+            dev[c * nd + j + 1] = s1;
+            dev[c * nd + j + 2] = s2;
+            dev[c * nd + j + 3] = s3;
           }
-          dev[c * nd + j]     = s0;
-          dev[c * nd + j + 1] = s1;
-          dev[c * nd + j + 2] = s2;
-          dev[c * nd + j + 3] = s3;
-        }
-        for (; j < nv; ++j) {
-          const PetscScalar *v   = dV[j];
-          PetscScalar        sum = 0;
+          for (; j < nv; ++j) {
+            const PetscScalar *v   = dV[j];
+            PetscScalar        sum = 0;
 #pragma omp simd reduction(+ : sum)
-          for (PetscInt i = start; i < end; ++i) sum += v[i] * y[i];
-          dev[c * nd + j] = sum;
-        }
-        if (self) {
-          PetscScalar sum = 0;
+            for (PetscInt i = start; i < end; ++i) sum += v[i] * y[i];
+            dev[c * nd + j] = sum;
+          }
+          if (self) {
+            PetscScalar sum = 0;
 #pragma omp simd reduction(+ : sum)
-          for (PetscInt i = start; i < end; ++i) sum += y[i] * y[i];
-          dev[c * nd + nv] = sum;
-        }
-      });
+            for (PetscInt i = start; i < end; ++i) sum += y[i] * y[i];
+            dev[c * nd + nv] = sum;
+          }
+        });
     counters.launches++;
     PetscCall(PartialsToHost(host, dev, nchunks * nd));
     for (PetscInt c = 0; c < nchunks; ++c)
@@ -103,13 +103,13 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
   PetscCall(PointerArray(nv, V, &dV));
   PetscCall(CoefficientArray(nv, coef, &dcoef));
   PetscCall(ChunkRangePartials<1>(
-    "fusedksp::maxpy_scale", n, FUSED_REDUCE_BLOCKS, dot ? 1 : 0,
-    KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
-      SubtractScale(start, end, nv, dcoef, dV, y, scale);
-      if (dot)
-        for (PetscInt i = start; i < end; ++i) p[0] += y[i] * (dotvec ? dotvec[i] : y[i]);
-    },
-    &nchunks, &part));
+      "fusedksp::maxpy_scale", n, FUSED_REDUCE_BLOCKS, dot ? 1 : 0,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
+        SubtractScale(start, end, nv, dcoef, dV, y, scale);
+        if (dot)
+          for (PetscInt i = start; i < end; ++i) p[0] += y[i] * (dotvec ? dotvec[i] : y[i]);
+      },
+      &nchunks, &part));
   if (dot) SumPartials(nchunks, 1, part, dot);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -125,16 +125,16 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
   PetscCall(PointerArray(nv, V, &dV));
   PetscCall(CoefficientArray(nv, coef, &dcoef));
   PetscCall(ChunkRangePartials<1>(
-    "fusedksp::sgmres_update", n, FUSED_REDUCE_BLOCKS, 1,
-    KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
-      SubtractScale(start, end, nv, dcoef, dV, w, scale);
-      for (PetscInt i = start; i < end; ++i) {
-        const PetscScalar zi = zold[i] - eta * w[i];
-        znew[i]              = zi;
-        p[0] += zi * zi;
-      }
-    },
-    &nchunks, &part));
+      "fusedksp::sgmres_update", n, FUSED_REDUCE_BLOCKS, 1,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
+        SubtractScale(start, end, nv, dcoef, dV, w, scale);
+        for (PetscInt i = start; i < end; ++i) {
+          const PetscScalar zi = zold[i] - eta * w[i];
+          znew[i]              = zi;
+          p[0] += zi * zi;
+        }
+      },
+      &nchunks, &part));
   SumPartials(nchunks, 1, part, dots);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -183,7 +183,8 @@ PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
     rho = SGMRESChunkStart(args->ctl, args->slots, args->m);
     if (rho != 0) {
       const PetscScalar scale = 1 / rho;
-      ForEach("fusedksp::sgmres_start", n, KOKKOS_LAMBDA(const PetscInt i) { z1[i] = b[i] * scale; });
+      ForEach(
+          "fusedksp::sgmres_start", n, KOKKOS_LAMBDA(const PetscInt i) { z1[i] = b[i] * scale; });
     }
   }
   PetscCall(SGMRESChunkSteps(KokkosBackend(), args));

@@ -12,14 +12,14 @@ ReduceTarget    target;
 
 /* The buffers kept between calls; released before Kokkos::finalize() */
 struct Buffers {
-  Kokkos::View<PetscScalar *, MemSpace>                        partials;
-  Kokkos::View<PetscScalar *, MemSpace>::HostMirror            partials_host;
-  Kokkos::View<char *, MemSpace>                               pointers; /* an array of pointers, as bytes */
-  Kokkos::View<PetscScalar *, MemSpace>                        coefficients;
+  Kokkos::View<PetscScalar *, MemSpace>             partials;
+  Kokkos::View<PetscScalar *, MemSpace>::HostMirror partials_host;
+  Kokkos::View<char *, MemSpace>                    pointers; /* an array of pointers, as bytes */
+  Kokkos::View<PetscScalar *, MemSpace>             coefficients;
 };
-static Buffers  *buffers           = nullptr;
-static PetscBool finalize_kokkos   = PETSC_FALSE; /* this library initialized Kokkos */
-static PetscInt  threads_in_use    = 0;
+static Buffers  *buffers         = nullptr;
+static PetscBool finalize_kokkos = PETSC_FALSE; /* this library initialized Kokkos */
+static PetscInt  threads_in_use  = 0;
 
 /* Host memory: PetscMalloc() (as the host backend, so PETSc's host arrays and the backend's are the
    same); device memory: Kokkos::kokkos_malloc().  A failure names the bytes requested. */
@@ -28,7 +28,8 @@ static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
   PetscFunctionBegin;
   *ptr = nullptr;
   PetscCheck(!AllocationFails(), PETSC_COMM_SELF, PETSC_ERR_MEM, "Kokkos backend: allocation of %zu bytes failed (-fused_debug_fail_alloc)", bytes);
-  if constexpr (host_memory) PetscCall(PetscMalloc(bytes, ptr));
+  if constexpr (host_memory)
+    PetscCall(PetscMalloc(bytes, ptr));
   else {
     try {
       *ptr = Kokkos::kokkos_malloc<MemSpace>("fusedksp", bytes ? bytes : 1);
@@ -42,8 +43,10 @@ static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
 static PetscErrorCode FreeBytes(void *ptr)
 {
   PetscFunctionBegin;
-  if constexpr (host_memory) PetscCall(PetscFree(ptr));
-  else if (ptr) Kokkos::kokkos_free<MemSpace>(ptr);
+  if constexpr (host_memory)
+    PetscCall(PetscFree(ptr));
+  else if (ptr)
+    Kokkos::kokkos_free<MemSpace>(ptr);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -108,7 +111,8 @@ PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host)
 PetscErrorCode PointerArray(PetscInt nv, const PetscScalar *const *V, const PetscScalar *const **dev)
 {
   PetscFunctionBegin;
-  if constexpr (host_memory) *dev = V;
+  if constexpr (host_memory)
+    *dev = V;
   else {
     PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
     const size_t bytes = nv * sizeof(const PetscScalar *);
@@ -123,7 +127,8 @@ PetscErrorCode PointerArray(PetscInt nv, const PetscScalar *const *V, const Pets
 PetscErrorCode CoefficientArray(PetscInt nv, const PetscScalar *coef, const PetscScalar **dev)
 {
   PetscFunctionBegin;
-  if constexpr (host_memory) *dev = coef;
+  if constexpr (host_memory)
+    *dev = coef;
   else {
     PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
     if ((PetscInt)buffers->coefficients.extent(0) < nv) buffers->coefficients = Kokkos::View<PetscScalar *, MemSpace>("fusedksp coefficients", nv);

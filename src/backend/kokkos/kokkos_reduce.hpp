@@ -69,13 +69,13 @@ template <int ND, class Chunk> PetscErrorCode ChunkRangePartials(const char *lab
   const PetscInt chunk = (n + *nchunks - 1) / *nchunks;
   PetscCall(Partials(*nchunks * nd, &dev, &host));
   Kokkos::parallel_for(
-    label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
-      PetscScalar    part[ND] = {};
-      const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
-      const Chunk    local = chunkbody; /* a copy whose captures the stores of the loops cannot alias: kept in registers */
-      if (start < end) local(start, end, part);
-      for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
-    });
+      label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+        PetscScalar    part[ND] = {};
+        const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
+        const Chunk    local = chunkbody; /* a copy whose captures the stores of the loops cannot alias: kept in registers */
+        if (start < end) local(start, end, part);
+        for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
+      });
   PetscCall(PartialsToHost(host, dev, *nchunks * nd));
   *host_partials = host;
   counters.launches++;
@@ -87,11 +87,11 @@ template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, Pe
 {
   PetscFunctionBegin;
   PetscCall(ChunkRangePartials<ND>(
-    label, n, maxblocks, nd,
-    KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) {
-      for (PetscInt i = start; i < end; ++i) body(i, part);
-    },
-    nchunks, host_partials));
+      label, n, maxblocks, nd,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) {
+        for (PetscInt i = start; i < end; ++i) body(i, part);
+      },
+      nchunks, host_partials));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

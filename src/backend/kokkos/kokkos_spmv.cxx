@@ -72,15 +72,15 @@ template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, 
 
   PetscFunctionBegin;
   PetscCall(ChunkRangePartials<ND>(
-    label, nrows, FUSED_REDUCE_BLOCKS, ND,
-    KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
-      for (PetscInt i = start; i < end; ++i) {
-        const PetscScalar sum = row(i);
-        out[i]                = wl ? wl[i] * sum : sum;
-      }
-      for (int d = 0; d < ND; ++d) p[d] = ChunkDot(sp.spec[d], start, end, in, out);
-    },
-    &nchunks, &part));
+      label, nrows, FUSED_REDUCE_BLOCKS, ND,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
+        for (PetscInt i = start; i < end; ++i) {
+          const PetscScalar sum = row(i);
+          out[i]                = wl ? wl[i] * sum : sum;
+        }
+        for (int d = 0; d < ND; ++d) p[d] = ChunkDot(sp.spec[d], start, end, in, out);
+      },
+      &nchunks, &part));
   SumPartials(nchunks, ND, part, all);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -97,10 +97,11 @@ template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt 
   static_assert(FUSED_MAX_DOTS == 4, "RowsDots() dispatches 0 to 4 dot products");
   switch (ndots) {
   case 0:
-    ForEach(label, nrows, KOKKOS_LAMBDA(const PetscInt i) {
-      const PetscScalar sum = row(i);
-      out[i]                = wl ? wl[i] * sum : sum;
-    });
+    ForEach(
+        label, nrows, KOKKOS_LAMBDA(const PetscInt i) {
+          const PetscScalar sum = row(i);
+          out[i]                = wl ? wl[i] * sum : sum;
+        });
     break;
   case 1:
     PetscCall(RowsDotsN<1>(label, nrows, row, wl, in, out, sp, all));
@@ -122,14 +123,15 @@ template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt 
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   const PetscInt    *rowptr = A->rowptr, *colidx = A->colidx;
-  const PetscScalar *vals   = A->vals;
+  const PetscScalar *vals = A->vals;
 
   PetscFunctionBegin;
   if (TargetStopped()) {
     counters.launches++;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(RowsDots("fusedksp::spmv_dots", A->nrows, KOKKOS_LAMBDA(const PetscInt i) { return CSRRow(rowptr, colidx, vals, wr, in, i); }, wl, in, out, ndots, specs, dots));
+  PetscCall(RowsDots(
+      "fusedksp::spmv_dots", A->nrows, KOKKOS_LAMBDA(const PetscInt i) { return CSRRow(rowptr, colidx, vals, wr, in, i); }, wl, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -146,7 +148,8 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
-  PetscCall(RowsDots("fusedksp::spmv_sell_dots", A->nrows, KOKKOS_LAMBDA(const PetscInt i) { return SELLRow(sliceptr, colidx, vals, T, wr, in, i); }, wl, in, out, ndots, specs, dots));
+  PetscCall(RowsDots(
+      "fusedksp::spmv_sell_dots", A->nrows, KOKKOS_LAMBDA(const PetscInt i) { return SELLRow(sliceptr, colidx, vals, T, wr, in, i); }, wl, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -166,9 +169,10 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
     target = {};
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::dots", n, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
-    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]);
-  }));
+  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>(
+      "fusedksp::dots", n, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+        for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]);
+      }));
   PetscCall(StoreResults(ndots, all, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -177,26 +181,28 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
 PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   const PetscInt    *rowptr = B->rowptr, *colidx = B->colidx;
-  const PetscScalar *vals   = B->vals;
+  const PetscScalar *vals = B->vals;
   DotSpecs           sp;
   PetscScalar        change[FUSED_MAX_DOTS];
 
   PetscFunctionBegin;
   PetscCall(CopySpecs(ndots, specs, &sp));
   if (!ndots) {
-    ForEach("fusedksp::spmv_offdiag", B->nrows, KOKKOS_LAMBDA(const PetscInt k) {
-      const PetscInt i = rows[k];
-      const PetscScalar sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
-      out[i] += wl ? wl[i] * sum : sum;
-    });
+    ForEach(
+        "fusedksp::spmv_offdiag", B->nrows, KOKKOS_LAMBDA(const PetscInt k) {
+          const PetscInt    i   = rows[k];
+          const PetscScalar sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
+          out[i] += wl ? wl[i] * sum : sum;
+        });
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>("fusedksp::spmv_offdiag_dots", B->nrows, ndots, change, KOKKOS_LAMBDA(const PetscInt k, PetscScalar *KOKKOS_RESTRICT part) {
-    const PetscInt    i   = rows[k];
-    const PetscScalar old = out[i], sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
-    out[i] = old + (wl ? wl[i] * sum : sum);
-    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]) - DotTerm(sp.spec[d], i, in ? in[i] : 0, old);
-  }));
+  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>(
+      "fusedksp::spmv_offdiag_dots", B->nrows, ndots, change, KOKKOS_LAMBDA(const PetscInt k, PetscScalar *KOKKOS_RESTRICT part) {
+        const PetscInt    i   = rows[k];
+        const PetscScalar old = out[i], sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
+        out[i] = old + (wl ? wl[i] * sum : sum);
+        for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]) - DotTerm(sp.spec[d], i, in ? in[i] : 0, old);
+      }));
   for (int d = 0; d < ndots; ++d) dots[d] += change[d];
   PetscFunctionReturn(PETSC_SUCCESS);
 }

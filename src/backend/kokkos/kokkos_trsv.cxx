@@ -46,12 +46,12 @@ PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScala
   for (PetscInt l = 0; T->n && l < s->nlevels; ++l) {
     const PetscInt *rows = s->rows;
     Kokkos::parallel_for(
-      "fusedksp::trsv_level", Kokkos::RangePolicy<ExecSpace>(s->levelptr[l], s->levelptr[l + 1]), KOKKOS_LAMBDA(const PetscInt t) {
-        const PetscInt i   = rows[t];
-        PetscScalar    sum = b[i];
-        for (PetscInt k = rowptr[i]; k < rowptr[i + 1]; ++k) sum -= vals[k] * x[colidx[k]];
-        x[i] = upper ? sum * invdiag[i] : sum;
-      });
+        "fusedksp::trsv_level", Kokkos::RangePolicy<ExecSpace>(s->levelptr[l], s->levelptr[l + 1]), KOKKOS_LAMBDA(const PetscInt t) {
+          const PetscInt i   = rows[t];
+          PetscScalar    sum = b[i];
+          for (PetscInt k = rowptr[i]; k < rowptr[i + 1]; ++k) sum -= vals[k] * x[colidx[k]];
+          x[i] = upper ? sum * invdiag[i] : sum;
+        });
     counters.launches++;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
