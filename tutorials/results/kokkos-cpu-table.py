@@ -3,11 +3,11 @@
 iteration of PETSc's classical solver on P ranks (petsc-Px1) over that of the better fused configuration on the
 kokkos backend (1 rank x P threads or P ranks x 1 thread), the same for the better of PETSc's 1 and P ranks, and
 PETSc on P ranks over the host backend's better configuration.
-  tutorials/results/kokkos-cpu-table.py FILE.csv [P=2]"""
+  tutorials/results/kokkos-cpu-table.py FILE.csv[,LATER.csv...] [P=2]   (rows of later files replace earlier ones)"""
 import csv
 import sys
 
-rows = list(csv.DictReader(open(sys.argv[1])))
+rows = [r for f in sys.argv[1].split(",") for r in csv.DictReader(open(f))]
 P = sys.argv[2] if len(sys.argv) > 2 else "2"
 t = {(r["config"], r["pc"], int(r["N"]), r["solver"]): float(r["us_per_it_median"]) for r in rows}
 pairs = [("fusedcg", "cg"), ("fusedbcgs", "bcgs"), ("fusedsgmres", "gmres")]
