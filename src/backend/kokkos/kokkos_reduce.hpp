@@ -4,9 +4,9 @@
 
    Every kernel is a Kokkos::parallel_for on the default execution space (OpenMP in the CPU build) over raw
    pointers in its memory space.  A reduction is cut into the ReduceChunks() chunks of the contract: one
-   work item per chunk accumulates its partial sums in index order (a team of one on a CPU), and the second
-   stage adds the partials in chunk order, so the results are those of the host reference backend, with
-   the same rounding, whatever the number of threads.
+   work item per chunk accumulates its partial sums (in index order, or in SIMD lanes for the dot products
+   of the sparse products and the multi-dot), and the second stage adds the partials in chunk order.  The
+   results agree with the host reference backend to rounding and do not depend on the number of threads.
 */
 #pragma once
 
