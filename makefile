@@ -14,6 +14,8 @@
 # PETSc comes from config/local.mk (written by config/configure; FUSEDKSP_CONFIG= to read another)
 # unless PETSC_DIR is set.  FK_BUILD= and FK_LIBDIR= place a second build (e.g. for the GPU machine).
 # CUDA backend: built when nvcc is found (NVCC=, CUDA_ARCH=90 by default; NVCC= to disable).
+# Kokkos backend: built when KOKKOS_DIR names an installed Kokkos (config/kokkos writes it to config/local.mk;
+# KOKKOS_DIR= to disable).
 
 FUSEDKSP_CONFIG ?= config/local.mk
 -include $(FUSEDKSP_CONFIG)
@@ -46,15 +48,20 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
 FK_BUILD   ?= build
 FK_LIBDIR  ?= lib
 FK_LIB     := $(FK_LIBDIR)/libfusedksp.so
-FK_CXXSRC  := $(sort $(wildcard src/*/*.cxx src/*/*/*.cxx))
+KOKKOS_DIR ?=
+FK_KOKKOSLIBDIR := $(if $(KOKKOS_DIR),$(firstword $(wildcard $(KOKKOS_DIR)/lib $(KOKKOS_DIR)/lib64)))
+FK_KOKKOSSRC := $(if $(KOKKOS_DIR),$(sort $(wildcard src/backend/kokkos/*.cxx)))
+FK_CXXSRC  := $(sort $(filter-out src/backend/kokkos/%,$(wildcard src/*/*.cxx src/*/*/*.cxx)) $(FK_KOKKOSSRC))
 FK_CSRC    := $(wildcard plugins/*.c)
 FK_CUSRC   := $(if $(NVCC),$(sort $(wildcard src/backend/cuda/*.cu)))
 FK_OBJ     := $(patsubst %,$(FK_BUILD)/%.o,$(FK_CXXSRC) $(FK_CSRC) $(FK_CUSRC))
-FK_DEFS    := $(if $(NVCC),-DFUSEDKSP_HAVE_CUDA)
+FK_DEFS    := $(if $(NVCC),-DFUSEDKSP_HAVE_CUDA) $(if $(KOKKOS_DIR),-DFUSEDKSP_HAVE_KOKKOS)
 FK_INC     := -Iinclude -Isrc -Itutorials $(PETSC_CC_INCLUDES)
 FK_MPIINC  := $(filter -I%,$(shell $(CC) -show 2> /dev/null || $(CC) --showme:compile 2> /dev/null))
 comma      := ,
 FK_CUDALIB := $(if $(NVCC),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcusparse -lcudart)
+FK_KOKKOSLIB := $(if $(KOKKOS_DIR),-L$(FK_KOKKOSLIBDIR) -Wl$(comma)-rpath$(comma)$(FK_KOKKOSLIBDIR) -lkokkoscore -fopenmp -ldl)
+FK_KOKKOSFLAGS := -O3 -fopenmp -isystem $(KOKKOS_DIR)/include
 FK_RPATH   := -Wl,-rpath,$(abspath $(FK_LIBDIR)) -Wl,-rpath,$(PETSC_DIR)/$(PETSC_ARCH)/lib
 FK_CFLAGS  := -O2 -g -fPIC -Wall -Wno-unknown-pragmas $(FK_DEFS) $(FK_INC)
 FK_NVFLAGS := -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
@@ -79,6 +86,9 @@ $(shell mkdir -p $(FK_BUILD) && (echo '$(FK_DEFS)' | cmp -s - $(FK_DEFS_STAMP) |
 $(FK_BUILD)/%.cxx.o: %.cxx $(wildcard include/*.h src/*/*.h src/*/*.hpp src/*/*/*.hpp) $(FK_DEFS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 $(FK_CFLAGS) -c $< -o $@
+$(FK_BUILD)/src/backend/kokkos/%.cxx.o: src/backend/kokkos/%.cxx $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp) $(FK_DEFS_STAMP)
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++17 $(FK_CFLAGS) $(FK_KOKKOSFLAGS) -c $< -o $@
 $(FK_BUILD)/%.c.o: %.c $(wildcard include/*.h tutorials/*.h tests/*.h) $(FK_DEFS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(FK_CFLAGS) -c $< -o $@
@@ -88,7 +98,7 @@ $(FK_BUILD)/%.cu.o: %.cu $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/ba
 
 $(FK_LIB): $(FK_OBJ)
 	@mkdir -p $(FK_LIBDIR)
-	$(CXX) -shared -o $@ $^ $(FK_CUDALIB) $(FK_RPATH) $(PETSC_KSP_LIB)
+	$(CXX) -shared -o $@ $^ $(FK_CUDALIB) $(FK_KOKKOSLIB) $(FK_RPATH) $(PETSC_KSP_LIB)
 
 $(FK_BUILD)/bin/%: $(FK_BUILD)/tutorials/%.c.o $(FK_PROBLEMS) $(FK_LIB)
 	@mkdir -p $(dir $@)
@@ -126,6 +136,7 @@ info:
 	@echo "MPI         = $$($(CC) -show 2> /dev/null | head -c 200 || true) (mpiexec: $(FK_MPIEXEC))"
 	@echo "CC / CXX    = $(CC) / $(CXX)"
 	@echo "CUDA        = $(if $(NVCC),built: $(NVCC) (sm_$(CUDA_ARCH) + PTX),not built (no nvcc): host backend only)"
+	@echo "Kokkos      = $(if $(KOKKOS_DIR),built: $(KOKKOS_DIR),not built (no KOKKOS_DIR; config/kokkos builds one))"
 
 format:
 	clang-format -i $(FK_CXXSRC) $(FK_CSRC) $(FK_CUSRC) $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/backend/cuda/*.cuh tutorials/*.c tutorials/*.h tests/*.c tests/*.h)

@@ -1,8 +1,11 @@
 /*
-   test_backend: every operation of the CUDA backend checked against the host backend (the
-   reference implementation of the contract in src/backend/backend.hpp).
+   test_backend: every operation of the CUDA backend (-fused_backend cuda, the default) or of the Kokkos backend
+   (-fused_backend kokkos, -fused_kokkos_threads n) checked against the host backend (the reference implementation of the
+   contract in src/backend/backend.hpp).
 
-   Random data in [-1, 1] (never 0) from a fixed seed, lengths 0, 1, 31, 32, 33, 1000, 4099, 1000003;
+   Random data in [-1, 1] (never 0) from a fixed seed, lengths 0, 1, 31, 32, 33, 1000, 4099, 1000003 (Kokkos:
+   0, 1, 255, 256, 257, 2047, 2048, 2049, 4099, 524287, 524289, 1000003 - around the chunk width FUSED_MIN_CHUNK,
+   the single chunk up to FUSED_SINGLE_BLOCK and the most chunks FUSED_REDUCE_BLOCKS x FUSED_MIN_CHUNK);
    pure outputs are filled with NaN before each call; random CSR matrices (row lengths 0..12 with
    empty rows, 0..2, 0..30, 16..64, a rectangular one) and a 7-point-like banded one, with and
    without the weights wl/wr, in CSR and in SELL-P with 1, 2, 4 and 8 threads per row (against the
@@ -20,10 +23,11 @@
    inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
    values of their terms.  The CUDA backend's counters must show exactly one kernel launch and one
    device->host copy per fused call (none for empty ranges, no copy without dot products, one copy
-   for all deferred calls of a batch) and no host->device copy.
+   for all deferred calls of a batch) and no host->device copy; the Kokkos backend's the same, but that it
+   completes every call at once (one copy per call of a batch) and runs every chunk as its steps.
 
    -max_size N skips the lengths above N (the sanitizer runs).
-   Without the CUDA backend (not compiled in, or no GPU) the test prints one SKIP line and exits 0.
+   Without the backend (not compiled in, or no GPU) the test prints one SKIP line and exits 0.
    On the GPU machine:   make build/bin/test_backend && build/bin/test_backend
    and under the sanitizer (the out-of-memory check makes one deliberate failing cudaMalloc):
      compute-sanitizer --tool memcheck --leak-check full --report-api-errors no --error-exitcode 1 build/bin/test_backend
@@ -49,8 +53,8 @@ constexpr PetscReal VEC_RTOL = 1e-12;
 constexpr PetscReal DOT_RTOL = 1e-10;
 constexpr int       NONE     = -1; /* expected counter increment that is not checked */
 
-const PetscInt SIZES[] = {0, 1, 31, 32, 33, 1000, 4099, 1000003};
-constexpr int  NSIZES  = sizeof(SIZES) / sizeof(SIZES[0]);
+const std::vector<PetscInt> CUDA_SIZES   = {0, 1, 31, 32, 33, 1000, 4099, 1000003};
+const std::vector<PetscInt> KOKKOS_SIZES = {0, 1, 255, 256, 257, 2047, 2048, 2049, 4099, 524287, 524289, 1000003};
 
 const PetscScalar NaN = std::numeric_limits<PetscScalar>::quiet_NaN();
 
@@ -60,7 +64,11 @@ struct Tester {
   std::mt19937_64                             rng{20240601};
   std::uniform_real_distribution<PetscScalar> uniform{-1.0, 1.0};
   PetscInt                                    checks = 0, failures = 0;
-  PetscInt                                    max_size = PETSC_INT_MAX; /* -max_size: skip longer vectors (sanitizer runs) */
+  PetscInt                                    max_size      = PETSC_INT_MAX; /* -max_size: skip longer vectors (sanitizer runs) */
+  std::vector<PetscInt>                       sizes         = CUDA_SIZES;
+  bool                                        device_chunks = true; /* the backend runs persistent chunks as one kernel (CUDA), else as their steps (then only
+                                                                       the steps are tested: a persistent chunk runs the same code)                        */
+  bool batches = true;                                              /* the backend defers second stages to batch_end() (CUDA), else completes each call */
 
   PetscScalar Random()
   {
@@ -899,7 +907,7 @@ PetscErrorCode TestBatch(Tester &t, PetscInt n)
   PetscCall(t.dev->waxpy_dot(n, aw, ops.Dev(xw), ops.Dev(vw), ops.Dev(yw), res + 6 + nv));
   PetscCall(t.dev->maxpy_scale(n, nv, coef.data(), Vdev.data(), ops.Dev(ya), scale, ops.Dev(dotvec), res + 7 + nv));
   PetscCall(t.dev->batch_end());
-  PetscCall(CheckCounters(t, label, before, n > 0 ? 6 : 0, n > 0 ? 2 : 0));
+  PetscCall(CheckCounters(t, label, before, n > 0 ? 6 : 0, n > 0 ? (t.batches ? 2 : 6) : 0));
 
   scales[0] = scales[1] = AbsDot(ops.RefArray(r), ops.RefArray(r));
   scales[2]             = scales[0];
@@ -1219,7 +1227,7 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
   PetscCall(t.dev->cg_chunk(&dev)); /* the start in steps: x = 0 and r = b or r = A x and r = b - r; p, q = 0; the norm of b (w.*b first); its update and product */
-  PetscCall(CheckCounters(t, label, before, persistent ? 1 : 2 * k + (start != ChunkStart::NONE ? 6 : 0) + (ref.bnorm != CHUNK_BNORM_NONE ? (ref.bnorm == CHUNK_BNORM_MB && with_w ? 2 : 1) : 0), 0));
+  PetscCall(CheckCounters(t, label, before, persistent && t.device_chunks ? 1 : 2 * k + (start != ChunkStart::NONE ? 6 : 0) + (ref.bnorm != CHUNK_BNORM_NONE ? (ref.bnorm == CHUNK_BNORM_MB && with_w ? 2 : 1) : 0), 0));
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   for (PetscInt j = 0; j <= k; ++j) { /* <r,u> is not computed with M symmetric (it is <q,z>): the forms may leave or write it */
     const PetscScalar zero = 0;
@@ -1316,7 +1324,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
   PetscCall(t.dev->bcgs_chunk(&dev));
-  PetscCall(CheckCounters(t, label, before, persistent && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
+  PetscCall(CheckCounters(t, label, before, persistent && t.device_chunks && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-8)); /* BiCGStab's coefficients are ratios of dot products that shrink: rounding grows faster than in CG (1e-10 to 1e-9 after 10 iterations of the steps too) */
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1416,7 +1424,7 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
     PetscCall(t.host->sgmres_chunk(&ref));
     before = *t.dev->counters;
     PetscCall(t.dev->sgmres_chunk(&dev));
-    PetscCall(CheckCounters(t, label, before, (persistent && n <= FUSED_SGMRES_PERSISTENT_ROWS ? 1 : 3 * ref.k) + (dev.b ? 2 : 0), 0)); /* the start: <b,b> and z_1 = b / rho */
+    PetscCall(CheckCounters(t, label, before, (persistent && t.device_chunks && n <= FUSED_SGMRES_PERSISTENT_ROWS ? 1 : 3 * ref.k) + (dev.b ? 2 : 0), 0)); /* the start: <b,b> and z_1 = b / rho */
   }
   if (start) {
     ChunkControl back;
@@ -1443,7 +1451,8 @@ PetscErrorCode TestSGMRESChunkMatrix(Tester &t, PetscInt n)
     if (threads) PetscCall(UploadSELL(t, A, threads));
     for (bool with_w : {false, true})
       for (bool persistent : {true, false})
-        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN}) PetscCall(TestSGMRESChunk(t, A, threads, with_w, persistent, end));
+        for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
+          if (t.device_chunks || !persistent) PetscCall(TestSGMRESChunk(t, A, threads, with_w, persistent, end));
     /* restart 120 on SELL-P 1 (256 rows per block): the block's rows of the basis do not fit in shared memory */
     if (threads == 1 && n == 4099)
       for (bool persistent : {true, false}) PetscCall(TestSGMRESChunk(t, A, threads, true, persistent, ChunkEnd::FULL, 120));
@@ -1478,7 +1487,7 @@ PetscErrorCode TestCGChunkMatrix(Tester &t, PetscInt n)
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
           for (ChunkStart start : {ChunkStart::NONE, ChunkStart::ZERO_GUESS, ChunkStart::GUESS})
-            if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestCGChunk(t, A, threads, with_w, form, end, start));
+            if ((form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) && (t.device_chunks || form == ChunkForm::STEPS)) PetscCall(TestCGChunk(t, A, threads, with_w, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1499,7 +1508,7 @@ PetscErrorCode TestBCGSChunkMatrix(Tester &t, PetscInt n)
       for (ChunkForm form : {ChunkForm::RESIDENT, ChunkForm::GRID, ChunkForm::STEPS})
         for (ChunkEnd end : {ChunkEnd::FULL, ChunkEnd::NORM_STOP, ChunkEnd::BREAKDOWN})
           for (bool start : {false, true})
-            if (form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) PetscCall(TestBCGSChunk(t, A, threads, side, form, end, start));
+            if ((form != ChunkForm::RESIDENT || n <= RESIDENT_ROWS) && (t.device_chunks || form == ChunkForm::STEPS)) PetscCall(TestBCGSChunk(t, A, threads, side, form, end, start));
     if (threads) PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));
@@ -1537,7 +1546,7 @@ PetscErrorCode RunAll(Tester &t)
 
   PetscFunctionBegin;
   PetscCall(TestMemory(t));
-  for (PetscInt n : {SIZES[NSIZES - 1], (PetscInt)0, (PetscInt)33, (PetscInt)4099})
+  for (PetscInt n : {t.sizes.back(), (PetscInt)0, (PetscInt)33, (PetscInt)4099})
     if (n <= t.max_size) PetscCall(TestBatch(t, n));
   /* resident kernels (DispatchResidentBlocks()): CG and BiCGStab on 31 and 33 rows one block of 256
      threads, 1000, 2000 and 3000 clusters of 4, 8 and 12 blocks of 256, 4099 9 of 512, 10007 14 of
@@ -1555,7 +1564,7 @@ PetscErrorCode RunAll(Tester &t)
   /* the BiCGStab grid kernel compiled for more blocks per SM (at least BCGS_GRID_OCCUPANCY_ROWS = 2^17 rows, CUDA) */
   if (200003 <= t.max_size) PetscCall(TestBCGSChunkMatrix(t, 200003));
   if (FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS <= t.max_size) PetscCall(TestResidentMatrixInGlobal(t));
-  for (PetscInt n : SIZES) {
+  for (PetscInt n : t.sizes) {
     if (n > t.max_size) continue;
     for (CGVariant variant : {CGVariant::JACOBI, CGVariant::Z_UPDATE, CGVariant::UNPRECONDITIONED}) PetscCall(TestCGUpdate(t, n, variant));
     PetscCall(TestWAXPYDot(t, n));
@@ -1586,16 +1595,33 @@ PetscErrorCode RunAll(Tester &t)
 
 int main(int argc, char **argv)
 {
-  Tester t;
+  Tester      t;
+  const char *names[] = {"cuda", "kokkos"};
+  PetscInt    which = 0, threads = 0;
 
-  PetscCall(PetscInitialize(&argc, &argv, nullptr, "Checks every operation of the CUDA backend against the host backend"));
+  PetscCall(PetscInitialize(&argc, &argv, nullptr, "Checks every operation of the CUDA or Kokkos backend against the host backend"));
   t.host = HostBackend();
+  PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "test_backend options", NULL);
+  PetscCall(PetscOptionsEList("-fused_backend", "The backend checked against the host backend", NULL, names, 2, names[which], &which, NULL));
+  PetscCall(PetscOptionsInt("-fused_kokkos_threads", "Threads of the Kokkos backend (0: its default)", NULL, threads, &threads, NULL));
+  PetscCall(PetscOptionsInt("-max_size", "Skip the lengths above this one (sanitizer runs)", NULL, t.max_size, &t.max_size, NULL));
+  PetscOptionsEnd();
+  if (which == 0) {
 #if defined(FUSEDKSP_HAVE_CUDA)
-  t.dev = CUDABackend();
+    t.dev = CUDABackend();
 #endif
-  PetscCall(PetscOptionsGetInt(NULL, NULL, "-max_size", &t.max_size, NULL));
+  } else {
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+    PetscCall(KokkosBackendInitialize(threads));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_backend: kokkos backend, %s, %" PetscInt_FMT " threads\n", KokkosBackendSpaceName(), KokkosBackendThreads()));
+    t.dev           = KokkosBackend();
+    t.sizes         = KOKKOS_SIZES;
+    t.device_chunks = false;
+    t.batches       = false;
+#endif
+  }
   if (!t.dev) {
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "SKIP test_backend: no GPU (CUDA backend not available)\n"));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "SKIP test_backend: %s\n", which == 0 ? "no GPU (CUDA backend not available)" : "libfusedksp built without the Kokkos backend"));
     PetscCall(PetscFinalize());
     return 0;
   }

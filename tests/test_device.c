@@ -8,6 +8,8 @@ Options:\n\
   -auto_backend: remove -fused_backend from the options before FusedKSPInitializePackage() (the automatic choice)\n\
   -expect_error: FusedKSPInitializePackage() must fail with PETSC_ERR_ARG_OUTOFRANGE (e.g. -fused_device_id 99);\n\
                  prints 'test_device: expected error: MESSAGE' and stops there\n\
+  -expect_error_code <n>: the error code -expect_error expects instead (e.g. 57, PETSC_ERR_SUP_SYS: -fused_backend\n\
+                 kokkos with a library built without Kokkos)\n\
   -n <10>: size of the system\n\n";
 
 #include <fusedksp.h>
@@ -69,7 +71,8 @@ int main(int argc, char **argv)
   Vec            x, b;
   KSP            ksp;
   PetscInt       n = 10, rs, re, device, requested = -1;
-  PetscBool      auto_backend = PETSC_FALSE, expect_error = PETSC_FALSE, requested_set, host;
+  PetscBool      auto_backend = PETSC_FALSE, expect_error = PETSC_FALSE, requested_set, host, kokkos;
+  PetscInt       expect_code = PETSC_ERR_ARG_OUTOFRANGE;
   const char    *backend;
   char           kview[sizeof(captured)], vview[sizeof(captured)], mview[sizeof(captured)];
   PetscErrorCode ierr;
@@ -78,6 +81,7 @@ int main(int argc, char **argv)
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-auto_backend", &auto_backend, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_error", &expect_error, NULL));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-expect_error_code", &expect_code, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
   if (auto_backend) PetscCall(PetscOptionsClearValue(NULL, "-fused_backend"));
   if (expect_error) {
@@ -86,7 +90,7 @@ int main(int argc, char **argv)
     PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
     ierr = FusedKSPInitializePackage();
     PetscCall(PetscPopErrorHandler());
-    PetscCall(Check(ierr == PETSC_ERR_ARG_OUTOFRANGE ? PETSC_TRUE : PETSC_FALSE, "FusedKSPInitializePackage() fails with PETSC_ERR_ARG_OUTOFRANGE (got error %d)", (int)ierr));
+    PetscCall(Check(ierr == (PetscErrorCode)expect_code ? PETSC_TRUE : PETSC_FALSE, "FusedKSPInitializePackage() fails with error %d (got error %d)", (int)expect_code, (int)ierr));
     if (ierr) {
       PetscCall(PetscErrorMessage(ierr, &text, &specific));
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_device: expected error: %s\n", specific ? specific : ""));
@@ -100,9 +104,10 @@ int main(int argc, char **argv)
 
   PetscCall(FusedKSPGetBackendName(&backend));
   PetscCall(PetscStrcmp(backend, "host", &host));
+  PetscCall(PetscStrcmp(backend, "kokkos", &kokkos));
   PetscCall(FusedKSPGetDevice(&device));
-  if (host)
-    PetscCall(Check(device == -1 ? PETSC_TRUE : PETSC_FALSE, "host backend: FusedKSPGetDevice() gives -1 (got %" PetscInt_FMT ")", device));
+  if (host || kokkos)
+    PetscCall(Check(device == -1 ? PETSC_TRUE : PETSC_FALSE, "%s backend: FusedKSPGetDevice() gives -1 (got %" PetscInt_FMT ")", backend, device));
   else if (requested_set && requested >= 0)
     PetscCall(Check(device == requested ? PETSC_TRUE : PETSC_FALSE, "%s backend: FusedKSPGetDevice() gives -fused_device_id %" PetscInt_FMT " (got %" PetscInt_FMT ")", backend, requested, device));
   else
@@ -142,6 +147,11 @@ int main(int argc, char **argv)
     PetscCall(Check(Occurrences(vview, "FusedKSP vector, backend: no GPU found: host backend") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -vec_view says 'no GPU found: host backend'"));
   } else if (host) {
     PetscCall(Check(Occurrences(kview, "FusedKSP backend: host (-fused_backend host)") == 1 ? PETSC_TRUE : PETSC_FALSE, "-fused_backend host: -ksp_view says so"));
+  } else if (kokkos && auto_backend) {
+    PetscCall(Check(Occurrences(kview, "FusedKSP backend: no GPU found: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -ksp_view says 'no GPU found: kokkos, ...'"));
+    PetscCall(Check(Occurrences(vview, "FusedKSP vector, backend: no GPU found: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -vec_view says 'no GPU found: kokkos, ...'"));
+  } else if (kokkos) {
+    PetscCall(Check(Occurrences(kview, "FusedKSP backend: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "-fused_backend kokkos: -ksp_view says so"));
   } else {
     char     line[64];
     PetscInt device0 = device; /* the views are printed by rank 0: they name its device */

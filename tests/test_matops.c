@@ -3,7 +3,7 @@ MatMultTranspose, MatMultTransposeAdd, MatGetDiagonal, and MatMult after MatScal
 values, in each device format (csr, sell, auto).  Random matrices (seeded; values in [-1, 1], never 0)\n\
 with short rows (0..6 entries, some rows without a diagonal entry) and long rows (20..70), of several\n\
 sizes; outputs are filled with NaN before each product; vectors must agree to 1e-12 relative to their\n\
-largest entry.  With -fused_backend cuda the backend counters must show the device path (kernels, no\n\
+largest entry.  With -fused_backend cuda or kokkos the backend counters must show the device path (kernels, no\n\
 host->device copy once the matrix is on the device).\n\
 Options:\n\
   -sizes <0,1,31,33,1000,100003>: numbers of rows\n\n";
@@ -16,7 +16,7 @@ Options:\n\
 
 typedef struct {
   PetscRandom rnd;
-  PetscBool   cuda;
+  PetscBool   device; /* the backend runs the products with its own kernels (cuda, kokkos) */
 } Ctx;
 
 /* A random value in [-1, 1] that is not 0 */
@@ -129,7 +129,7 @@ static PetscErrorCode CheckOperations(Ctx *ctx, PetscInt n, PetscInt minlen, Pet
   PetscCall(FusedKSPGetBackendCounters(&l0, &d0, &h0));
   PetscCall(MatMult(Af, xf, yf));
   PetscCall(FusedKSPGetBackendCounters(&l1, &d1, &h1));
-  if (ctx->cuda && n)
+  if (ctx->device && n)
     PetscCall(Check((PetscBool)(l1 - l0 == 1 && h1 == h0 && d1 == d0), "MatMult n=%" PetscInt_FMT " format=%s: one kernel, no copy (%" PetscInt64_FMT " kernels, %" PetscInt64_FMT " + %" PetscInt64_FMT " copies)", n, names[format], l1 - l0, h1 - h0,
                     d1 - d0));
 
@@ -214,7 +214,8 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetIntArray(NULL, NULL, "-sizes", sizes, &nsizes, &set));
   if (!set) nsizes = 6;
   PetscCall(FusedKSPGetBackendName(&backend));
-  PetscCall(PetscStrcmp(backend, "cuda", &ctx.cuda));
+  PetscCall(PetscStrcmp(backend, "host", &ctx.device));
+  ctx.device = ctx.device ? PETSC_FALSE : PETSC_TRUE;
   PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &ctx.rnd));
   PetscCall(PetscRandomSetInterval(ctx.rnd, -1.0, 1.0));
   PetscCall(PetscRandomSetSeed(ctx.rnd, 20261121));

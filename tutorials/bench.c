@@ -12,8 +12,9 @@ Options:\n\
                               single-threaded, takes minutes at 1e7 dofs)\n\
   -solvers <fusedcg,cg,pipecg,fusedbcgs,bcgs,pipebcgs,fusedsgmres,gmres>  CG-family solvers run on SPD problems only\n\
   -types <fused,native>       fused: aijfused + fused (a copy of the assembled AIJ matrix, MatCreateVecs());\n\
-                              native: aijcusparse + cuda (PETSc's own GPU types; skipped when PETSc has no CUDA or no GPU).\n\
-                              The fused solvers run on the fused types, the classical ones on both\n\
+                              native: aijcusparse + cuda (PETSc's own GPU types; skipped when PETSc has no CUDA or no GPU);\n\
+                              petsc: aij + standard vectors (PETSc's own host types: the classical solvers as PETSc runs them\n\
+                              on CPUs).  The fused solvers run on the fused types, the classical ones on all\n\
   -its <30>                   iterations per solve\n\
   -restart <its>              GMRES restart (default -its: one cycle per solve; fusedsgmres's resident kernel takes at\n\
                               most 30); with -its a multiple of it, each solve runs -its / -restart cycles\n\
@@ -116,10 +117,10 @@ static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PET
                                      {"fusedsgmres-k30-steps", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
                                      {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
 
-typedef enum { TYPES_FUSED, TYPES_NATIVE } TypeSet;
+typedef enum { TYPES_FUSED, TYPES_NATIVE, TYPES_PETSC, TYPES_COUNT } TypeSet;
 
-static const char *const TypeSetNames[] = {"fused", "native"};
-static const MatType     TypeSetMat[]   = {MATAIJFUSED, MATAIJCUSPARSE};
+static const char *const TypeSetNames[] = {"fused", "native", "petsc"};
+static const MatType     TypeSetMat[]   = {MATAIJFUSED, MATAIJCUSPARSE, MATAIJ};
 
 /* Everything a row needs besides the solver */
 typedef struct {
@@ -442,7 +443,7 @@ static PetscErrorCode FindSolver(const char *name, PetscInt *index)
 }
 
 /* All rows of one problem at one grid size */
-static PetscErrorCode RunProblem(Bench *bench, const char *name, PetscInt n, const PetscInt solvers[], PetscInt nsolvers, const TypeSet types[], PetscInt ntypes, Fence fences[], PetscBool slow[][2])
+static PetscErrorCode RunProblem(Bench *bench, const char *name, PetscInt n, const PetscInt solvers[], PetscInt nsolvers, const TypeSet types[], PetscInt ntypes, Fence fences[], PetscBool slow[][TYPES_COUNT])
 {
   Problem        prob;
   MatInfo        info;
@@ -508,9 +509,9 @@ int main(int argc, char **argv)
   char          *problems[BENCH_MAX_LIST], *solver_names[BENCH_MAX_LIST], *type_names[BENCH_MAX_LIST];
   PetscInt       nproblems = BENCH_MAX_LIST, nsizes = BENCH_MAX_LIST, nsolvers = BENCH_MAX_LIST, ntypes = BENCH_MAX_LIST, solvers[BENCH_MAX_LIST], ntypes_run = 0;
   PetscReal      sizes[BENCH_MAX_LIST] = {1e3, 1e4, 1e5, 1e6, 1e7, 1.6e7}, max_n = 2e7;
-  PetscBool      set_problems, set_sizes, set_solvers, set_types, help_only, native, slow[BENCH_MAX_LIST][2];
-  TypeSet        types[2];
-  Fence          fences[2];
+  PetscBool      set_problems, set_sizes, set_solvers, set_types, help_only, native, slow[BENCH_MAX_LIST][TYPES_COUNT];
+  TypeSet        types[TYPES_COUNT];
+  Fence          fences[TYPES_COUNT];
   PetscBool      fence_product = PETSC_FALSE;
   const char    *backend, *native_why;
   char           csvname[PETSC_MAX_PATH_LEN] = "bench.csv";
@@ -533,7 +534,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsRealArray("-sizes", "Target numbers of unknowns", "bench", sizes, &nsizes, &set_sizes));
   PetscCall(PetscOptionsReal("-max_n", "Sizes above are lowered to this cap", "bench", max_n, &max_n, NULL));
   PetscCall(PetscOptionsStringArray("-solvers", "KSP types to time", "bench", solver_names, &nsolvers, &set_solvers));
-  PetscCall(PetscOptionsStringArray("-types", "Type sets: fused (aijfused + fused), native (aijcusparse + cuda)", "bench", type_names, &ntypes, &set_types));
+  PetscCall(PetscOptionsStringArray("-types", "Type sets: fused (aijfused + fused), native (aijcusparse + cuda), petsc (aij + standard)", "bench", type_names, &ntypes, &set_types));
   PetscCall(PetscOptionsInt("-its", "Iterations per solve", "bench", bench.its, &bench.its, NULL));
   bench.restart = bench.its;
   PetscCall(PetscOptionsInt("-restart", "GMRES restart (default: -its)", "bench", bench.restart, &bench.restart, NULL));
@@ -582,16 +583,18 @@ int main(int argc, char **argv)
 
   PetscCall(NativeAvailable(&native, &native_why));
   for (PetscInt k = 0; k < ntypes; k++) {
-    PetscBool isfused, isnative;
+    PetscBool isfused, isnative, ispetsc;
 
     PetscCall(PetscStrcmp(type_names[k], "fused", &isfused));
     PetscCall(PetscStrcmp(type_names[k], "native", &isnative));
-    PetscCheck(isfused || isnative, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "-types: unknown type set %s (fused, native)", type_names[k]);
+    PetscCall(PetscStrcmp(type_names[k], "petsc", &ispetsc));
+    PetscCheck(isfused || isnative || ispetsc, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE, "-types: unknown type set %s (fused, native, petsc)", type_names[k]);
     if (isnative && !native) {
       PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# native types (aijcusparse + cuda) skipped: %s\n", native_why));
       continue;
     }
-    types[ntypes_run] = isfused ? TYPES_FUSED : TYPES_NATIVE;
+    PetscCheck(ntypes_run < TYPES_COUNT, PETSC_COMM_WORLD, PETSC_ERR_ARG_WRONG, "-types: each type set at most once");
+    types[ntypes_run] = isfused ? TYPES_FUSED : (isnative ? TYPES_NATIVE : TYPES_PETSC);
     PetscCall(FenceCreate(TypeSetMat[types[ntypes_run]], fence_product, &fences[types[ntypes_run]]));
     ntypes_run++;
   }
@@ -632,7 +635,8 @@ int main(int argc, char **argv)
       PetscCall(PetscStrncpy(capname, "-max_n_elasticity3d, default: its host assembly is slow", sizeof(capname)));
     else if (!capset)
       PetscCall(PetscStrncpy(capname, "-max_n", sizeof(capname)));
-    for (PetscInt k = 0; k < nsolvers; k++) slow[k][TYPES_FUSED] = slow[k][TYPES_NATIVE] = PETSC_FALSE;
+    for (PetscInt k = 0; k < nsolvers; k++)
+      for (PetscInt t = 0; t < TYPES_COUNT; t++) slow[k][t] = PETSC_FALSE;
     for (PetscInt k = 0; k < nsizes; k++) {
       const PetscInt n = GridN(info->grid, PetscMin(sizes[k], cap));
 

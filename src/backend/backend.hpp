@@ -215,7 +215,7 @@ struct TriangularView {
 PetscErrorCode TriangularLevels(PetscInt n, PetscBool upper, const PetscInt *rowptr, const PetscInt *colidx, PetscInt *nlevels, PetscInt *levelptr, PetscInt *rows);
 
 struct Backend {
-  const char *name; /* "host" or "cuda" */
+  const char *name; /* "host", "cuda" or "kokkos" */
 
   /* Memory in the backend's space.  malloc_bytes fails with a PETSc error naming the bytes
      requested (PETSC_ERR_MEM); copies are complete when the call returns.                  */
@@ -416,6 +416,10 @@ struct Backend {
   PetscErrorCode (*trsv_analysis)(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows);
   PetscErrorCode (*trsv_csr)(const TriangularView *T, const PetscScalar *b, PetscScalar *x);
   PetscErrorCode (*trsv_free)(TriangularView *T);
+
+  /* PETSC_TRUE when the backend's memory is host memory (the host backend, Kokkos on OpenMP or Serial):
+     the fused types then use PETSc's host arrays as the backend's (no mirror, no copies)             */
+  PetscBool host_memory = PETSC_FALSE;
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained
@@ -431,6 +435,14 @@ PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *args);
 
 /* The backends compiled into the library */
 const Backend *HostBackend();
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+const Backend *KokkosBackend();
+/* Starts Kokkos with `threads` threads (0: its default), once; finalized at PetscFinalize() (kokkos_memory.cxx) */
+PetscErrorCode KokkosBackendInitialize(PetscInt threads);
+PetscInt       KokkosBackendThreads(void);
+const char    *KokkosBackendSpaceName(void); /* the Kokkos execution space, e.g. "OpenMP" */
+PetscBool      KokkosBackendCanStart(void);  /* false once Kokkos was finalized (it cannot start again) */
+#endif
 #if defined(FUSEDKSP_HAVE_CUDA)
 const Backend *CUDABackend(); /* NULL when no usable GPU is present */
 /* Two empty kernels + 1 KB device->host copy + sync (min, median over reps, us); copy bandwidth (GB/s) */

@@ -22,7 +22,7 @@ namespace fusedksp
 {
 
 struct BlasKernels {
-  const char *name; /* the backend's name: "host" or "cuda" */
+  const char *name; /* the backend's name: "host", "cuda" or "kokkos" */
 
   /* y := y + a x */
   PetscErrorCode (*axpy)(PetscInt n, PetscScalar a, const PetscScalar *x, PetscScalar *y);
@@ -63,6 +63,9 @@ struct BlasKernels {
 
 /* The kernels of each backend compiled into the library */
 const BlasKernels *HostBlas();
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+const BlasKernels *KokkosBlas();
+#endif
 #if defined(FUSEDKSP_HAVE_CUDA)
 const BlasKernels *CUDABlas(); /* NULL when no usable GPU is present (as CUDABackend()) */
 #endif

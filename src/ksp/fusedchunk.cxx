@@ -185,9 +185,9 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupporte
   } else if (c->settings.interval >= 1) {
     c->k   = c->settings.interval;
     c->why = "set with -ksp_fused_check_interval";
-  } else if (!std::strcmp(ActiveBackend()->name, "host")) {
+  } else if (ActiveBackend()->host_memory) {
     c->k   = 1;
-    c->why = "default on the host backend: no round trip to save";
+    c->why = "default on a backend in host memory (host, kokkos on CPU threads): no round trip to save";
   } else if (ksp->converged != KSPConvergedDefault) {
     c->k   = 1;
     c->why = "default with a user convergence test: the device cannot apply it";

@@ -87,7 +87,7 @@ PetscErrorCode RefreshMirror(Mat A, PetscObjectState state)
 {
   MatFusedData   *d     = Data(A);
   Mirror         *m     = &d->mirror;
-  const PetscBool alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
+  const PetscBool alias = d->backend->host_memory;
   const PetscInt *ai, *aj;
   PetscScalar    *aa;
   PetscInt        nr, nc;
@@ -234,7 +234,7 @@ PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
     PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
     PetscCall(VecFusedRestoreArray(z, PETSC_MEMORY_ACCESS_READ, &za));
   }
-  if (d->backend != HostBackend())
+  if (!d->backend->host_memory)
     PetscCall(PetscLogGpuFlops((PetscLogDouble)n));
   else
     PetscCall(PetscLogFlops((PetscLogDouble)n));

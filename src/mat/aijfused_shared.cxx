@@ -73,10 +73,7 @@ PetscErrorCode MatConvertFrom_AIJFused(Mat A, MatType newtype, MatReuse reuse, M
 
 const BlasKernels *MatFusedBlas(const Backend *backend)
 {
-#if defined(FUSEDKSP_HAVE_CUDA)
-  if (backend != HostBackend()) return CUDABlas();
-#endif
-  return HostBlas();
+  return BackendBlas(backend);
 }
 
 PetscErrorCode MatFusedOnBackend(std::initializer_list<Vec> vecs, PetscBool *backend)

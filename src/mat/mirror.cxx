@@ -33,7 +33,7 @@ PetscErrorCode Upload(const Backend *be, const void *host, size_t bytes, void **
 MatAIJFusedFormat ChooseFormat(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, const PetscInt *ai, int threads)
 {
   if (requested != MAT_AIJFUSED_AUTO) return requested;
-  if (be == HostBackend() || !nrows) return MAT_AIJFUSED_CSR;
+  if (be->host_memory || !nrows) return MAT_AIJFUSED_CSR;
   return 4 * SELLEntries(nrows, ai, threads) <= 5 * (PetscInt64)ai[nrows] ? MAT_AIJFUSED_SELL : MAT_AIJFUSED_CSR;
 }
 
@@ -205,7 +205,7 @@ PetscErrorCode MirrorProduct(const Backend *be, const Mirror *m, const PetscScal
     PetscCall(be->spmv_sell_dots(&m->sell, wl, wr, in, out, ndots, specs, dots));
   else
     PetscCall(be->spmv_dots(&m->csr, wl, wr, in, out, ndots, specs, dots));
-  if (be != HostBackend())
+  if (!be->host_memory)
     PetscCall(PetscLogGpuFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));
   else
     PetscCall(PetscLogFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));

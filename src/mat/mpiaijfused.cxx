@@ -140,7 +140,7 @@ PetscErrorCode QueryCUDASupport(PetscBool *known, PetscBool *supported)
 PetscErrorCode FreeBlock(const Backend *be, Block *b)
 {
   PetscFunctionBegin;
-  if (be != HostBackend()) {
+  if (!be->host_memory) {
     PetscCall(be->free_bytes(b->rows));
     PetscCall(be->free_bytes(b->rowptr));
     PetscCall(be->free_bytes(b->colidx));
@@ -168,7 +168,7 @@ PetscErrorCode MirrorOffDiagonalBlock(const Backend *be, Mat S, PetscBool struct
       }
     FusedKSPCallCXX(b->host_rowptr.push_back(ai[m]));
     b->nnz = ai[m];
-    if (be != HostBackend()) {
+    if (!be->host_memory) {
       const size_t nb = b->host_rows.size();
 
       PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(nb, 1), (void **)&b->rows));
@@ -180,8 +180,8 @@ PetscErrorCode MirrorOffDiagonalBlock(const Backend *be, Mat S, PetscBool struct
       PetscCall(be->copy_to_backend(b->colidx, aj, sizeof(PetscInt) * ai[m]));
     }
   }
-  b->csr = {(PetscInt)b->host_rows.size(), n, be != HostBackend() ? b->rowptr : b->host_rowptr.data(), be != HostBackend() ? b->colidx : aj, be != HostBackend() ? b->vals : aa, ai[m]};
-  if (be == HostBackend())
+  b->csr = {(PetscInt)b->host_rows.size(), n, !be->host_memory ? b->rowptr : b->host_rowptr.data(), !be->host_memory ? b->colidx : aj, !be->host_memory ? b->vals : aa, ai[m]};
+  if (be->host_memory)
     b->rows = b->host_rows.data();
   else {
     PetscCall(be->copy_to_backend(b->vals, aa, sizeof(PetscScalar) * ai[m]));
@@ -285,7 +285,7 @@ PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
    error instead of a crash.                                                                      */
 PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
 {
-  PetscBool   host = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE, known, supported, direct;
+  PetscBool   host = d->backend->host_memory, known, supported, direct;
   const char *prefix;
 
   PetscFunctionBegin;
@@ -311,7 +311,7 @@ PetscErrorCode ReadOptions(Mat A, MatMPIFusedData *d)
 /* The mirror of the diagonal block Ad: the structure when `structure`, then the values */
 PetscErrorCode MirrorDiagonalBlock(MatMPIFusedData *d, Mat Ad, PetscBool structure)
 {
-  const PetscBool alias = d->backend == HostBackend() ? PETSC_TRUE : PETSC_FALSE;
+  const PetscBool alias = d->backend->host_memory;
   const PetscInt *ai, *aj;
   PetscScalar    *aa;
   PetscInt        m, n;
@@ -585,7 +585,7 @@ PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
     PetscCall(MatFusedBlas(d->backend)->axpy(n, 1.0, za, ya));
     PetscCall(VecFusedRestoreArray(z, PETSC_MEMORY_ACCESS_READ, &za));
   }
-  if (z && d->backend == HostBackend())
+  if (z && d->backend->host_memory)
     PetscCall(PetscLogFlops((PetscLogDouble)n));
   else if (z)
     PetscCall(PetscLogGpuFlops((PetscLogDouble)n));
@@ -733,9 +733,9 @@ PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
       PetscCallMPI(MPI_Comm_rank(PetscObjectComm((PetscObject)A), &rank));
       PetscCall(PetscViewerASCIIPushSynchronized(viewer));
       PetscCall(PetscViewerASCIISynchronizedPrintf(viewer, "  [%d] halo exchange: %" PetscInt_FMT " entries to %d ranks, %" PetscInt_FMT " entries from %d ranks, %s\n", rank, h.nsend, h.nsend_ranks, h.nrecv, h.nrecv_ranks,
-                                                   !h.direct                     ? "through host buffers"
-                                                   : d->backend == HostBackend() ? "in place (host backend)"
-                                                                                 : "CUDA-aware MPI"));
+                                                   !h.direct                 ? "through host buffers"
+                                                   : d->backend->host_memory ? "in place (host memory)"
+                                                                             : "CUDA-aware MPI"));
       PetscCall(PetscViewerFlush(viewer));
       PetscCall(PetscViewerASCIIPopSynchronized(viewer));
     }

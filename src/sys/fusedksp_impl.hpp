@@ -10,6 +10,9 @@ namespace fusedksp
 /* The backend fused operations run on, chosen at package initialization (-fused_backend) */
 const Backend *ActiveBackend();
 
+/* The BLAS-1 kernels of a backend (backend/blas.hpp) */
+const BlasKernels *BackendBlas(const Backend *backend);
+
 /* The backend as the views name it (-ksp_view, -vec_view/-mat_view ::ascii_info): "cuda, device 0 (NAME)";
    on the host backend "host", or with `why` the reason: "host (-fused_backend host)" or "no GPU found: host backend" */
 PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char text[], size_t len);

@@ -1,5 +1,7 @@
 /* Package initialization: type registration, logging events, backend selection */
 #include "sys/fusedksp_impl.hpp"
+#include <cstdlib>
+#include <unistd.h>
 
 namespace fusedksp
 {
@@ -10,18 +12,35 @@ static PetscBool      initialized    = PETSC_FALSE;
 /* Why the host backend runs: the user asked for it, or no rank could use a GPU */
 enum class HostReason { REQUESTED, NO_GPU, NO_CUDA };
 static HostReason host_reason = HostReason::REQUESTED;
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+static PetscBool kokkos_default = PETSC_FALSE; /* the kokkos backend runs for want of a GPU, not on request */
+#endif
 
 const Backend *ActiveBackend()
 {
   return active_backend ? active_backend : HostBackend();
 }
 
-/* Chooses the backend: -fused_backend host|cuda; the default is cuda when every rank has a usable GPU.
-   On cuda, binds each rank to a GPU (-fused_device_id, default: node-local rank modulo the node's GPUs). */
+const BlasKernels *BackendBlas(const Backend *backend)
+{
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  if (backend == KokkosBackend()) return KokkosBlas();
+#endif
+#if defined(FUSEDKSP_HAVE_CUDA)
+  if (backend == CUDABackend()) return CUDABlas();
+#endif
+  return HostBlas();
+}
+
+/* Chooses the backend: -fused_backend host|cuda|kokkos; the default is cuda when every rank has a usable GPU,
+   else kokkos when the library has it (the faster one on CPU cores: tutorials/results/README.md), else host.
+   On cuda, binds each rank to a GPU (-fused_device_id, default: node-local rank modulo the node's GPUs); on
+   kokkos, starts Kokkos (-fused_kokkos_threads).                                                     */
 static PetscErrorCode SelectBackend()
 {
-  const char    *names[] = {"host", "cuda"};
-  PetscInt       choice = 0, device = -1, fail = 0;
+  enum { HOST = 0, CUDA = 1, KOKKOS = 2 };
+  const char    *names[] = {"host", "cuda", "kokkos"};
+  PetscInt       choice = HOST, device = -1, fail = 0, threads = 0;
   PetscBool      set = PETSC_FALSE, device_set = PETSC_FALSE, fail_set = PETSC_FALSE;
   const Backend *cuda = nullptr;
   PetscMPIInt    usable, usable_everywhere;
@@ -33,14 +52,47 @@ static PetscErrorCode SelectBackend()
   usable = cuda ? 1 : 0; /* one backend for all ranks: their fused operations meet in MPI calls */
   PetscCallMPI(MPI_Allreduce(&usable, &usable_everywhere, 1, MPI_INT, MPI_LAND, PETSC_COMM_WORLD));
   if (!usable_everywhere) cuda = nullptr;
-  choice = cuda ? 1 : 0;
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  choice = cuda ? CUDA : KOKKOS;
+#else
+  choice = cuda ? CUDA : HOST;
+#endif
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "FusedKSP package options", "KSP");
-  PetscCall(PetscOptionsEList("-fused_backend", "Backend of the fused operations", "FusedKSPInitializePackage", names, 2, names[choice], &choice, &set));
+  PetscCall(PetscOptionsEList("-fused_backend", "Backend of the fused operations", "FusedKSPInitializePackage", names, 3, names[choice], &choice, &set));
   PetscCall(PetscOptionsRangeInt("-fused_device_id", "CUDA device of every rank; -1: node-local rank modulo the number of GPUs of the node (ignored by the host backend)", "FusedKSPInitializePackage", device, &device, &device_set, -1, PETSC_INT_MAX));
+  PetscCall(
+      PetscOptionsRangeInt("-fused_kokkos_threads", "Threads of the kokkos backend per MPI rank (0: OMP_NUM_THREADS if set, else the node's cores divided among its ranks)", "FusedKSPInitializePackage", threads, &threads, nullptr, 0, PETSC_INT_MAX));
   PetscCall(PetscOptionsRangeInt("-fused_debug_fail_alloc", "Make the n-th allocation of FusedKSP fail, for tests of the error paths (0: none)", "FusedKSPDebugFailAllocation", fail, &fail, &fail_set, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
   if (fail_set) PetscCall(FusedKSPDebugFailAllocation(fail));
-  if (choice == 1 && !cuda) {
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  if (choice == KOKKOS && !set && !KokkosBackendCanStart()) { /* a second PetscInitialize() of the process */
+    PetscCall(PetscInfo(NULL, "Kokkos was finalized by an earlier PetscFinalize() and cannot start again: the fused operations run on the host backend\n"));
+    choice = HOST;
+  }
+#endif
+  if (choice == KOKKOS) {
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+    if (threads == 0 && !getenv("OMP_NUM_THREADS")) {
+      MPI_Comm    node;
+      PetscMPIInt ranks;
+      const long  cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+      PetscCallMPI(MPI_Comm_split_type(PETSC_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+      PetscCallMPI(MPI_Comm_size(node, &ranks));
+      PetscCallMPI(MPI_Comm_free(&node));
+      threads = PetscMax(1, (PetscInt)(cores / ranks));
+    }
+    PetscCall(KokkosBackendInitialize(threads));
+    active_backend = KokkosBackend();
+    kokkos_default = set ? PETSC_FALSE : PETSC_TRUE;
+    if (device_set) PetscCall(PetscInfo(NULL, "-fused_device_id %" PetscInt_FMT " ignored: the fused operations run on the kokkos backend (host threads)\n", device));
+    PetscFunctionReturn(PETSC_SUCCESS);
+#else
+    SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend kokkos: this libfusedksp was built without the Kokkos backend (no KOKKOS_DIR at build time; config/kokkos builds Kokkos and sets it)");
+#endif
+  }
+  if (choice == CUDA && !cuda) {
     PetscCheck(!set, PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend cuda: %s",
 #if defined(FUSEDKSP_HAVE_CUDA)
                usable ? "another MPI rank finds no usable CUDA device" : "no usable CUDA device was found"
@@ -48,10 +100,10 @@ static PetscErrorCode SelectBackend()
                "this libfusedksp was built without the CUDA backend (no nvcc at build time)"
 #endif
     );
-    choice = 0;
+    choice = HOST;
   }
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (choice == 1) {
+  if (choice == CUDA) {
     PetscCall(CUDASelectDevice(PETSC_COMM_WORLD, device));
     active_backend = cuda;
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -68,6 +120,12 @@ static PetscErrorCode SelectBackend()
 PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char text[], size_t len)
 {
   PetscFunctionBegin;
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  if (backend == KokkosBackend()) {
+    PetscCall(PetscSNPrintf(text, len, "%skokkos, %s, %" PetscInt_FMT " thread%s", why && kokkos_default ? "no GPU found: " : "", KokkosBackendSpaceName(), KokkosBackendThreads(), KokkosBackendThreads() == 1 ? "" : "s"));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+#endif
 #if defined(FUSEDKSP_HAVE_CUDA)
   if (backend != HostBackend()) {
     CUDADeviceInfo info;
@@ -91,7 +149,7 @@ PetscErrorCode DeviceSharingWarning(char text[], size_t len)
   PetscFunctionBegin;
   text[0] = 0;
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (ActiveBackend() != HostBackend()) {
+  if (ActiveBackend() == CUDABackend()) {
     CUDADeviceInfo info;
 
     PetscCall(CUDAGetDeviceInfo(&info));
@@ -139,8 +197,11 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
   Collective on `PETSC_COMM_WORLD`
 
   Options Database Keys:
-+ -fused_backend <host,cuda> - where the fused operations run (default: cuda when every MPI rank has a usable GPU, else host)
++ -fused_backend <host,cuda,kokkos> - where the fused operations run (default: cuda when every MPI rank has a usable GPU, else
+                               kokkos when the library is built with Kokkos (config/kokkos), else host)
 . -fused_device_id <id>      - the CUDA device of every MPI rank (default -1: the node-local rank modulo the number of GPUs of the node)
+. -fused_kokkos_threads <n>  - threads of the kokkos backend per MPI rank (default 0: `OMP_NUM_THREADS` if set, else the node's cores divided
+                               among its MPI ranks)
 - -fused_debug_fail_alloc <n> - make the n-th allocation of FusedKSP fail (tests of the error paths, see `FusedKSPDebugFailAllocation()`)
 
   Level: beginner
@@ -216,7 +277,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   Not Collective
 
   Output Parameter:
-. name - "host" or "cuda"
+. name - "host", "cuda" or "kokkos"
 
   Level: intermediate
 
@@ -251,7 +312,7 @@ PetscErrorCode FusedKSPGetDevice(PetscInt *id)
   PetscCheck(id, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The output argument id must be non-NULL");
   *id = -1;
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (fusedksp::ActiveBackend() != fusedksp::HostBackend()) {
+  if (fusedksp::ActiveBackend() == fusedksp::CUDABackend()) {
     fusedksp::CUDADeviceInfo info;
 
     PetscCall(fusedksp::CUDAGetDeviceInfo(&info));

@@ -45,7 +45,7 @@ inline PetscScalar *HostArray(Vec v)
 
 inline bool Mirrored(Vec v)
 {
-  return Data(v)->backend != HostBackend();
+  return !Data(v)->backend->host_memory;
 }
 
 /* Copies the backend array to the host if the backend holds the only valid copy */

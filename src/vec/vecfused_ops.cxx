@@ -42,9 +42,7 @@ PetscErrorCode DeviceKernels(std::initializer_list<Vec> vecs, const BlasKernels 
     PetscCall(VecIsFused(v, &fused));
     if (!fused) PetscFunctionReturn(PETSC_SUCCESS);
   }
-#if defined(FUSEDKSP_HAVE_CUDA)
-  *blas = CUDABlas();
-#endif
+  *blas = BackendBlas(ActiveBackend());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -157,7 +157,8 @@ const Backend *HostBackend()
                                   host::GraphDestroy,
                                   host::TrsvAnalysis,
                                   host::TrsvCSR,
-                                  host::TrsvFree};
+                                  host::TrsvFree,
+                                  PETSC_TRUE};
   return &backend;
 }
 

@@ -1,0 +1,54 @@
+/* Kokkos backend: the diagonal of a matrix, and the halo exchange operations of parallel matrices */
+#include "backend/kokkos/kokkos_reduce.hpp"
+
+namespace fusedksp
+{
+namespace kokkos
+{
+
+/* See Backend::diag_get */
+PetscErrorCode DiagGet(PetscInt n, const PetscInt64 *pos, const PetscScalar *vals, PetscScalar *d)
+{
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (n)
+    ForEach(
+        "fusedksp::diag_get", n, KOKKOS_LAMBDA(const PetscInt i) { d[i] = pos[i] >= 0 ? vals[pos[i]] : 0; });
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::diag_shift */
+PetscErrorCode DiagShift(PetscInt n, const PetscInt64 *pos, PetscScalar a, PetscScalar *vals)
+{
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  if (n)
+    ForEach(
+        "fusedksp::diag_shift", n, KOKKOS_LAMBDA(const PetscInt i) { vals[pos[i]] += a; });
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::gather */
+PetscErrorCode Gather(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf)
+{
+  PetscFunctionBegin;
+  ForEach(
+      "fusedksp::gather", n, KOKKOS_LAMBDA(const PetscInt k) { buf[k] = w ? w[idx[k]] * x[idx[k]] : x[idx[k]]; });
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::scatter: with `add` the indices may repeat, so the additions are atomic */
+PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, PetscBool add, PetscScalar *y)
+{
+  PetscFunctionBegin;
+  if (add)
+    ForEach(
+        "fusedksp::scatter_add", n, KOKKOS_LAMBDA(const PetscInt k) { Kokkos::atomic_add(&y[idx[k]], buf[k]); });
+  else
+    ForEach(
+        "fusedksp::scatter", n, KOKKOS_LAMBDA(const PetscInt k) { y[idx[k]] = buf[k]; });
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace kokkos
+} // namespace fusedksp

@@ -1,0 +1,195 @@
+/* Kokkos backend: the Gram-Schmidt kernels of simpler GMRES (seed 000 Alg. 6) and their chunks */
+#include "backend/kokkos/kokkos_reduce.hpp"
+
+namespace fusedksp
+{
+namespace kokkos
+{
+
+/* See Backend::mdot: each chunk of y is read once per four dots while it is in cache; every dot sums
+   its chunk in SIMD lanes (the host reference in index order: the two agree to rounding) */
+PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots)
+{
+  const PetscScalar *const *dV;
+  const int                 nd   = (int)nv + (selfdot ? 1 : 0);
+  const bool                self = selfdot;
+  PetscScalar              *dev, *host, *all;
+
+  PetscFunctionBegin;
+  if (TargetStopped()) {
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscMalloc1(nd, &all));
+  for (int d = 0; d < nd; ++d) all[d] = 0;
+  if (n > 0 && nd > 0) {
+    const PetscInt nchunks = ReduceChunks(n, FUSED_MDOT_BLOCKS), chunk = (n + nchunks - 1) / nchunks;
+
+    PetscCall(PointerArray(nv, V, &dV));
+    PetscCall(Partials(nchunks * nd, &dev, &host));
+    Kokkos::parallel_for(
+        "fusedksp::mdot", Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+          const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
+          PetscInt       j = 0;
+          for (; j + 4 <= nv; j += 4) { /* four dots per pass over the chunk of y */
+            const PetscScalar *v0 = dV[j], *v1 = dV[j + 1], *v2 = dV[j + 2], *v3 = dV[j + 3];
+            PetscScalar        s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+            for (PetscInt i = start; i < end; ++i) {
+              const PetscScalar yi = y[i];
+              s0 += v0[i] * yi;
+              s1 += v1[i] * yi;
+              s2 += v2[i] * yi;
+              s3 += v3[i] * yi;
+            }
+            dev[c * nd + j]     = s0;
+            dev[c * nd + j + 1] = s1;
+            dev[c * nd + j + 2] = s2;
+            dev[c * nd + j + 3] = s3;
+          }
+          for (; j < nv; ++j) {
+            const PetscScalar *v   = dV[j];
+            PetscScalar        sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (PetscInt i = start; i < end; ++i) sum += v[i] * y[i];
+            dev[c * nd + j] = sum;
+          }
+          if (self) {
+            PetscScalar sum = 0;
+#pragma omp simd reduction(+ : sum)
+            for (PetscInt i = start; i < end; ++i) sum += y[i] * y[i];
+            dev[c * nd + nv] = sum;
+          }
+        });
+    counters.launches++;
+    PetscCall(PartialsToHost(host, dev, nchunks * nd));
+    for (PetscInt c = 0; c < nchunks; ++c)
+      for (int d = 0; d < nd; ++d) all[d] += host[c * nd + d];
+  }
+  PetscCall(StoreResults(nd, all, dots));
+  PetscCall(PetscFree(all));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y := scale (y - sum_j coef[j] V[j]) on the entries [start, end): four vectors per pass over the chunk
+   (each entry takes the terms in the order of j, as in the host reference) */
+KOKKOS_INLINE_FUNCTION void SubtractScale(PetscInt start, PetscInt end, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *KOKKOS_RESTRICT y, PetscScalar scale)
+{
+  PetscInt j = 0;
+  for (; j + 4 <= nv; j += 4) { /* four vectors per pass over the chunk of y */
+    const PetscScalar                  c0 = coef[j], c1 = coef[j + 1], c2 = coef[j + 2], c3 = coef[j + 3];
+    const PetscScalar *KOKKOS_RESTRICT v0 = V[j], *KOKKOS_RESTRICT v1 = V[j + 1], *KOKKOS_RESTRICT v2 = V[j + 2], *KOKKOS_RESTRICT v3 = V[j + 3];
+#pragma omp simd
+    for (PetscInt i = start; i < end; ++i) y[i] = (((y[i] - c0 * v0[i]) - c1 * v1[i]) - c2 * v2[i]) - c3 * v3[i];
+  }
+  for (; j < nv; ++j) {
+    const PetscScalar                  c = coef[j];
+    const PetscScalar *KOKKOS_RESTRICT v = V[j];
+#pragma omp simd
+    for (PetscInt i = start; i < end; ++i) y[i] -= c * v[i];
+  }
+#pragma omp simd
+  for (PetscInt i = start; i < end; ++i) y[i] *= scale;
+}
+
+/* See Backend::maxpy_scale */
+PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *dot)
+{
+  const PetscScalar *const *dV;
+  const PetscScalar        *dcoef, *part;
+  PetscInt                  nchunks;
+
+  PetscFunctionBegin;
+  PetscCall(PointerArray(nv, V, &dV));
+  PetscCall(CoefficientArray(nv, coef, &dcoef));
+  PetscCall(ChunkRangePartials<1>(
+      "fusedksp::maxpy_scale", n, FUSED_REDUCE_BLOCKS, dot ? 1 : 0,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
+        SubtractScale(start, end, nv, dcoef, dV, y, scale);
+        if (dot)
+          for (PetscInt i = start; i < end; ++i) p[0] += y[i] * (dotvec ? dotvec[i] : y[i]);
+      },
+      &nchunks, &part));
+  if (dot) SumPartials(nchunks, 1, part, dot);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::sgmres_update */
+PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1])
+{
+  const PetscScalar *const *dV;
+  const PetscScalar        *dcoef, *part;
+  PetscInt                  nchunks;
+
+  PetscFunctionBegin;
+  PetscCall(PointerArray(nv, V, &dV));
+  PetscCall(CoefficientArray(nv, coef, &dcoef));
+  PetscCall(ChunkRangePartials<1>(
+      "fusedksp::sgmres_update", n, FUSED_REDUCE_BLOCKS, 1,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
+        SubtractScale(start, end, nv, dcoef, dV, w, scale);
+        for (PetscInt i = start; i < end; ++i) {
+          const PetscScalar zi = zold[i] - eta * w[i];
+          znew[i]              = zi;
+          p[0] += zi * zi;
+        }
+      },
+      &nchunks, &part));
+  SumPartials(nchunks, 1, part, dots);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::sgmres_update_chained (coefficients on the host, as cg_update_chained) */
+PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
+{
+  PetscScalar h = 1, eta = 0, all[1];
+  PetscReal   res = 0;
+  int         stop;
+
+  PetscFunctionBegin;
+  static_assert(host_memory, "the chained operations compute their coefficients on the host");
+  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "sgmres_update_chained needs a reduce target");
+  if (ctl->stopped >= 0 || (stop = SGMRESChunkStep(*ctl, j, i, m, keep, prev, cur, &h, &eta, &res)) >= 0) {
+    if (ctl->stopped < 0) {
+      ctl->stopped = j - 1;
+      ctl->stage   = stop;
+    }
+    target = {};
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  cur[m + 2] = res * res;
+  PetscCall(SGMRESUpdate(n, i - 1, cur, V, w, 1 / h, eta, zold, znew, all));
+  PetscCall(StoreResults(1, all, nullptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::sgmres_chunk: the start (args->b: <b,b> as Backend::dots sums it, to its slot, then
+   SGMRESChunkStart() and z_1 = b / rho), then the operations of its steps */
+PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
+{
+  const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
+
+  PetscFunctionBegin;
+  PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
+  if (args->b) {
+    const DotSpec      self;
+    const PetscScalar *b  = args->b;
+    PetscScalar       *z1 = args->Z[1];
+    PetscReal          rho;
+
+    target = {args->slots + args->m + 2, nullptr};
+    PetscCall(Dots(n, nullptr, b, 1, &self, nullptr));
+    rho = SGMRESChunkStart(args->ctl, args->slots, args->m);
+    if (rho != 0) {
+      const PetscScalar scale = 1 / rho;
+      ForEach(
+          "fusedksp::sgmres_start", n, KOKKOS_LAMBDA(const PetscInt i) { z1[i] = b[i] * scale; });
+    }
+  }
+  PetscCall(SGMRESChunkSteps(KokkosBackend(), args));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace kokkos
+} // namespace fusedksp

@@ -1,0 +1,372 @@
+/* Kokkos backend: initialization, memory, reduce targets and the Backend table */
+#include "backend/kokkos/kokkos_reduce.hpp"
+#include <cstring>
+
+namespace fusedksp
+{
+namespace kokkos
+{
+
+BackendCounters counters;
+ReduceTarget    target;
+
+/* The buffers kept between calls; released before Kokkos::finalize() */
+struct Buffers {
+  Kokkos::View<PetscScalar *, MemSpace>             partials;
+  Kokkos::View<PetscScalar *, MemSpace>::HostMirror partials_host;
+  Kokkos::View<char *, MemSpace>                    pointers; /* an array of pointers, as bytes */
+  Kokkos::View<PetscScalar *, MemSpace>             coefficients;
+};
+static Buffers  *buffers         = nullptr;
+static PetscBool finalize_kokkos = PETSC_FALSE; /* this library initialized Kokkos */
+static PetscInt  threads_in_use  = 0;
+
+/* Host memory: PetscMalloc() (as the host backend, so PETSc's host arrays and the backend's are the
+   same); device memory: Kokkos::kokkos_malloc().  A failure names the bytes requested. */
+static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
+{
+  PetscFunctionBegin;
+  *ptr = nullptr;
+  PetscCheck(!AllocationFails(), PETSC_COMM_SELF, PETSC_ERR_MEM, "Kokkos backend: allocation of %zu bytes failed (-fused_debug_fail_alloc)", bytes);
+  if constexpr (host_memory)
+    PetscCall(PetscMalloc(bytes, ptr));
+  else {
+    try {
+      *ptr = Kokkos::kokkos_malloc<MemSpace>("fusedksp", bytes ? bytes : 1);
+    } catch (const std::exception &e) {
+      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "Kokkos backend: allocation of %zu bytes in %s failed: %s", bytes, MemSpace::name(), e.what());
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FreeBytes(void *ptr)
+{
+  PetscFunctionBegin;
+  if constexpr (host_memory)
+    PetscCall(PetscFree(ptr));
+  else if (ptr)
+    Kokkos::kokkos_free<MemSpace>(ptr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+using Bytes      = Kokkos::View<char *, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using HostBytes  = Kokkos::View<char *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using CBytes     = Kokkos::View<const char *, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using CHostBytes = Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+PetscErrorCode CopyToBackend(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  Kokkos::deep_copy(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
+  counters.h2d++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
+  counters.d2h++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CopyArgsToBackend(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (bytes) Kokkos::deep_copy(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CopyArgsToHost(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (bytes) Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count)
+{
+  PetscFunctionBegin;
+  PetscCall(CopyArgsToHost(host, dev, count * sizeof(PetscScalar)));
+  if (count > 0 && !target.slot) counters.d2h++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host)
+{
+  PetscFunctionBegin;
+  PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
+  if ((PetscInt)buffers->partials.extent(0) < count) {
+    buffers->partials      = Kokkos::View<PetscScalar *, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp partials"), count);
+    buffers->partials_host = Kokkos::create_mirror_view(buffers->partials);
+  }
+  *dev  = buffers->partials.data();
+  *host = buffers->partials_host.data();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PointerArray(PetscInt nv, const PetscScalar *const *V, const PetscScalar *const **dev)
+{
+  PetscFunctionBegin;
+  if constexpr (host_memory)
+    *dev = V;
+  else {
+    PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
+    const size_t bytes = nv * sizeof(const PetscScalar *);
+
+    if (buffers->pointers.extent(0) < bytes) buffers->pointers = Kokkos::View<char *, MemSpace>("fusedksp pointers", bytes);
+    PetscCall(CopyArgsToBackend(buffers->pointers.data(), V, bytes));
+    *dev = reinterpret_cast<const PetscScalar *const *>(buffers->pointers.data());
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CoefficientArray(PetscInt nv, const PetscScalar *coef, const PetscScalar **dev)
+{
+  PetscFunctionBegin;
+  if constexpr (host_memory)
+    *dev = coef;
+  else {
+    PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
+    if ((PetscInt)buffers->coefficients.extent(0) < nv) buffers->coefficients = Kokkos::View<PetscScalar *, MemSpace>("fusedksp coefficients", nv);
+    PetscCall(CopyArgsToBackend(buffers->coefficients.data(), coef, nv * sizeof(PetscScalar)));
+    *dev = buffers->coefficients.data();
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CopySpecs(int ndots, const DotSpec *specs, DotSpecs *out)
+{
+  PetscFunctionBegin;
+  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  for (int d = 0; d < ndots; ++d) out->spec[d] = specs[d];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+bool TargetStopped()
+{
+  PetscInt stop = -1;
+
+  if (!target.stop) return false;
+  if (CopyArgsToHost(&stop, target.stop, sizeof(stop))) return false;
+  if (stop < 0) return false;
+  target = {};
+  return true;
+}
+
+PetscErrorCode StoreResults(int nd, const PetscScalar *all, PetscScalar *dots)
+{
+  PetscFunctionBegin;
+  if (target.slot) {
+    PetscCall(CopyArgsToBackend(target.slot, all, nd * sizeof(PetscScalar)));
+  } else
+    for (int d = 0; d < nd; ++d) dots[d] = all[d];
+  target = {};
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Staging buffers of the halo exchange: host memory */
+static PetscErrorCode MallocHost(size_t bytes, void **ptr)
+{
+  PetscFunctionBegin;
+  *ptr = nullptr;
+  PetscCheck(!AllocationFails(), PETSC_COMM_SELF, PETSC_ERR_MEM, "Kokkos backend: allocation of %zu bytes of host memory failed (-fused_debug_fail_alloc)", bytes);
+  PetscCall(PetscMalloc(bytes, ptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FreeHost(void *ptr)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscFree(ptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode NoOp(void)
+{
+  return PETSC_SUCCESS;
+}
+
+static PetscErrorCode BatchDefer(PetscBool)
+{
+  return PETSC_SUCCESS;
+}
+
+/* Copies complete at once (the reductions of this backend fence before they return) */
+static PetscErrorCode CopyToHostAsync(void *hostdst, const void *src, size_t bytes)
+{
+  return CopyToHost(hostdst, src, bytes);
+}
+
+static PetscErrorCode CopyToBackendAsync(void *dst, const void *hostsrc, size_t bytes)
+{
+  return CopyToBackend(dst, hostsrc, bytes);
+}
+
+static PetscErrorCode FenceWait(void)
+{
+  PetscFunctionBegin;
+  ExecSpace().fence("fusedksp fence_wait");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
+{
+  PetscFunctionBegin;
+  target = {slot, stop};
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The Kokkos backend records no graphs: every operation runs when it is called */
+static PetscErrorCode GraphBegin(PetscBool *capturing)
+{
+  PetscFunctionBegin;
+  *capturing = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GraphEnd(void **)
+{
+  PetscFunctionBegin;
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend records no graphs (graph_begin() said so)");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GraphLaunch(void *, PetscBool *launched)
+{
+  PetscFunctionBegin;
+  *launched = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GraphDestroy(void **graph)
+{
+  PetscFunctionBegin;
+  *graph = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* PetscFinalize(): the buffers go, then Kokkos if this library started it */
+static PetscErrorCode Finalize(void)
+{
+  PetscFunctionBegin;
+  delete buffers;
+  buffers        = nullptr;
+  threads_in_use = 0;
+  if (finalize_kokkos) Kokkos::finalize();
+  finalize_kokkos = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace kokkos
+
+/*
+   KokkosBackendInitialize - starts Kokkos (unless the application already did) with `threads` threads of its
+   host execution space (0: the Kokkos default, OMP_NUM_THREADS or all cores), once per PetscInitialize();
+   Kokkos is finalized in PetscFinalize() when this library started it.
+*/
+PetscErrorCode KokkosBackendInitialize(PetscInt threads)
+{
+  PetscFunctionBegin;
+  if (kokkos::buffers) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!Kokkos::is_initialized()) {
+    PetscCheck(!Kokkos::is_finalized(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "-fused_backend kokkos: Kokkos was finalized by an earlier PetscFinalize() and cannot be initialized again in this process");
+    Kokkos::InitializationSettings settings;
+
+    if (threads > 0) settings.set_num_threads((int)threads);
+    settings.set_disable_warnings(true);
+    Kokkos::initialize(settings);
+    kokkos::finalize_kokkos = PETSC_TRUE;
+  }
+  FusedKSPCallCXX(kokkos::buffers = new kokkos::Buffers());
+  kokkos::threads_in_use = (PetscInt)kokkos::ExecSpace().concurrency();
+  PetscCall(PetscRegisterFinalize(kokkos::Finalize));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   KokkosBackendCanStart - whether KokkosBackendInitialize() can succeed: not after Kokkos was finalized (by an
+   earlier PetscFinalize() of the process), which Kokkos does not allow to start again
+*/
+PetscBool KokkosBackendCanStart(void)
+{
+  return kokkos::buffers || Kokkos::is_initialized() || !Kokkos::is_finalized() ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/*
+   KokkosBackendThreads - the threads (concurrency) of the Kokkos execution space the backend runs on;
+   0 before KokkosBackendInitialize()
+*/
+PetscInt KokkosBackendThreads()
+{
+  return kokkos::threads_in_use;
+}
+
+/*
+   KokkosBackendSpaceName - the name of the Kokkos execution space the backend runs on ("OpenMP", "Serial", ...)
+*/
+const char *KokkosBackendSpaceName(void)
+{
+  return kokkos::ExecSpace::name();
+}
+
+/*
+   KokkosBackend - the fused operations written once with Kokkos (parallel_for over the default execution
+   space: OpenMP threads on a CPU); reductions in the chunked order of the contract
+*/
+const Backend *KokkosBackend()
+{
+  static const Backend backend = {"kokkos",
+                                  kokkos::MallocBytes,
+                                  kokkos::FreeBytes,
+                                  kokkos::CopyToBackend,
+                                  kokkos::CopyToHost,
+                                  &kokkos::counters,
+                                  kokkos::CGUpdate,
+                                  kokkos::SpMVDots,
+                                  kokkos::SpMVSELLDots,
+                                  kokkos::DiagGet,
+                                  kokkos::DiagShift,
+                                  kokkos::Dots,
+                                  kokkos::WAXPYDot,
+                                  kokkos::BCGSUpdate,
+                                  kokkos::MDot,
+                                  kokkos::MAXPYScale,
+                                  kokkos::SGMRESUpdate,
+                                  kokkos::NoOp,
+                                  kokkos::BatchDefer,
+                                  kokkos::NoOp,
+                                  kokkos::NoOp,
+                                  kokkos::Gather,
+                                  kokkos::Scatter,
+                                  kokkos::SpMVOffDiagDots,
+                                  kokkos::MallocHost,
+                                  kokkos::FreeHost,
+                                  kokkos::CopyToHostAsync,
+                                  kokkos::CopyToBackendAsync,
+                                  kokkos::NoOp,
+                                  kokkos::FenceWait,
+                                  kokkos::ReduceTargetSet,
+                                  kokkos::CGUpdateChained,
+                                  kokkos::WAXPYDotChained,
+                                  kokkos::BCGSUpdateChained,
+                                  kokkos::SGMRESUpdateChained,
+                                  kokkos::CGChunk,
+                                  kokkos::BCGSChunk,
+                                  kokkos::SGMRESChunk,
+                                  kokkos::GraphBegin,
+                                  kokkos::GraphEnd,
+                                  kokkos::NoOp,
+                                  kokkos::GraphLaunch,
+                                  kokkos::GraphDestroy,
+                                  kokkos::TrsvAnalysis,
+                                  kokkos::TrsvCSR,
+                                  kokkos::TrsvFree,
+                                  kokkos::host_memory ? PETSC_TRUE : PETSC_FALSE};
+  return &backend;
+}
+
+} // namespace fusedksp

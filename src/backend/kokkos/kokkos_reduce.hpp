@@ -1,0 +1,183 @@
+/*
+   Kokkos backend: the execution space, the two-stage reductions of the contract, and the declarations of
+   the backend's functions.
+
+   Every kernel is a Kokkos::parallel_for on the default execution space (OpenMP in the CPU build) over raw
+   pointers in its memory space.  A reduction is cut into the ReduceChunks() chunks of the contract: one
+   work item per chunk accumulates its partial sums (in index order, or in SIMD lanes for the dot products
+   of the sparse products and the multi-dot), and the second stage adds the partials in chunk order.  The
+   results agree with the host reference backend to rounding and do not depend on the number of threads.
+*/
+#pragma once
+
+#include <Kokkos_Core.hpp>
+#include "backend/backend.hpp"
+
+namespace fusedksp
+{
+namespace kokkos
+{
+
+using ExecSpace = Kokkos::DefaultExecutionSpace;
+using MemSpace  = ExecSpace::memory_space;
+
+/* Whether the backend's memory is host memory (OpenMP, Serial): arrays are then PETSc's host arrays */
+constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSpace>::accessible;
+
+extern BackendCounters counters;
+
+/* The reduce target of the next reducing operation (Backend::reduce_target) */
+struct ReduceTarget {
+  PetscScalar    *slot = nullptr;
+  const PetscInt *stop = nullptr;
+};
+extern ReduceTarget target;
+
+/* Copies between the backend's memory and host memory (fenced), counted as transfers of data */
+PetscErrorCode CopyToBackend(void *dst, const void *hostsrc, size_t bytes);
+PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes);
+/* The same, not counted: arguments and results of the operations, which a device backend passes as
+   kernel parameters or as partial sums (counted once per reduction by PartialsToHost()) */
+PetscErrorCode CopyArgsToBackend(void *dst, const void *hostsrc, size_t bytes);
+PetscErrorCode CopyArgsToHost(void *hostdst, const void *src, size_t bytes);
+/* The partial sums of a reduction to the host for its second stage: one device->host copy, unless its
+   results go to a reduce target (then they stay where the backend computes, as on a device)      */
+PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count);
+
+/* At the start of an operation that honours the reduce target: true when it must do nothing (its stop
+   flag is set); the target is then used up                                                         */
+bool TargetStopped();
+
+/* The results of an operation: to the reduce target when one is set (then used up), else to dots */
+PetscErrorCode StoreResults(int nd, const PetscScalar *all, PetscScalar *dots);
+
+/* Room for `count` partial sums in the backend's memory, and its host mirror, kept between calls */
+PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host);
+
+/* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks: chunk(start, end,
+   part) does the work of the entries [start, end) and adds their terms to part[0..nd) in index order;
+   *host_partials then holds nchunks rows of nd partials (host memory).  nd <= ND (the array each work
+   item accumulates in).                                                                             */
+template <int ND, class Chunk> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, PetscInt *nchunks, const PetscScalar **host_partials)
+{
+  PetscScalar *dev, *host;
+
+  PetscFunctionBegin;
+  *nchunks       = n > 0 ? ReduceChunks(n, maxblocks) : 0;
+  *host_partials = nullptr;
+  if (!*nchunks) PetscFunctionReturn(PETSC_SUCCESS);
+  const PetscInt chunk = (n + *nchunks - 1) / *nchunks;
+  PetscCall(Partials(*nchunks * nd, &dev, &host));
+  Kokkos::parallel_for(
+      label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+        PetscScalar    part[ND] = {};
+        const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
+        const Chunk    local = chunkbody; /* a copy whose captures the stores of the loops cannot alias: kept in registers */
+        if (start < end) local(start, end, part);
+        for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
+      });
+  PetscCall(PartialsToHost(host, dev, *nchunks * nd));
+  *host_partials = host;
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ChunkRangePartials() with body(i, part) doing entry i and adding its terms */
+template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, PetscInt *nchunks, const PetscScalar **host_partials)
+{
+  PetscFunctionBegin;
+  PetscCall(ChunkRangePartials<ND>(
+      label, n, maxblocks, nd,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) {
+        for (PetscInt i = start; i < end; ++i) body(i, part);
+      },
+      nchunks, host_partials));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The partials in chunk order into dots[0..nd) (the second stage) */
+inline void SumPartials(PetscInt nchunks, int nd, const PetscScalar *part, PetscScalar *dots)
+{
+  for (int d = 0; d < nd; ++d) dots[d] = 0;
+  for (PetscInt c = 0; c < nchunks; ++c)
+    for (int d = 0; d < nd; ++d) dots[d] += part[c * nd + d];
+}
+
+/* A reduction of nd <= ND sums: ChunkPartials(), then the partials added in chunk order into dots[] */
+template <int ND, class Body> PetscErrorCode ChunkedReduce(const char *label, PetscInt n, int nd, PetscScalar *dots, const Body &body)
+{
+  PetscInt           nchunks;
+  const PetscScalar *part;
+
+  PetscFunctionBegin;
+  PetscCall(ChunkPartials<ND>(label, n, FUSED_REDUCE_BLOCKS, nd, body, &nchunks, &part));
+  SumPartials(nchunks, nd, part, dots);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A pointwise kernel: body(i) for i in [0, n) (nothing runs for n == 0) */
+template <class Body> inline void ForEach(const char *label, PetscInt n, const Body &body)
+{
+  if (n <= 0) return;
+  Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), body);
+  counters.launches++;
+}
+
+/* The term entry i adds to the dot product s of a matrix-vector kernel (see DotKind) */
+KOKKOS_INLINE_FUNCTION PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, PetscScalar out_i)
+{
+  switch (s.kind) {
+  case DotKind::DOT_INPUT:
+    return out_i * in_i;
+  case DotKind::DOT_SELF:
+    return out_i * out_i;
+  case DotKind::DOT_SELF_W:
+    return out_i * s.vec[i] * out_i;
+  case DotKind::DOT_VECTOR:
+    return out_i * s.vec[i];
+  case DotKind::DOT_VECTOR_W:
+    return out_i * s.weight[i] * s.vec[i];
+  }
+  return 0;
+}
+
+/* The dot specifications of one kernel, passed by value into it */
+struct DotSpecs {
+  DotSpec spec[FUSED_MAX_DOTS];
+};
+PetscErrorCode CopySpecs(int ndots, const DotSpec *specs, DotSpecs *out);
+
+/* The pointer array of nv vectors (host memory) in the backend's memory, kept between calls */
+PetscErrorCode PointerArray(PetscInt nv, const PetscScalar *const *V, const PetscScalar *const **dev);
+/* nv coefficients (host memory) where the kernels read them, kept until the next call */
+PetscErrorCode CoefficientArray(PetscInt nv, const PetscScalar *coef, const PetscScalar **dev);
+
+PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
+PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode SpMVSELLDots(const SELLView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode DiagGet(PetscInt, const PetscInt64 *, const PetscScalar *, PetscScalar *);
+PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar *);
+PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const PetscInt *);
+PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
+PetscErrorCode TrsvFree(TriangularView *);
+PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
+PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, int,
+                          PetscScalar *);
+PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
+PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
+PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
+PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscBool, PetscScalar *);
+PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode CGChunk(const CGChunkArgs *);
+PetscErrorCode BCGSChunk(const BCGSChunkArgs *);
+PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *);
+PetscErrorCode CGUpdateChained(PetscInt, const PetscScalar *, ChunkControl *, PetscInt, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *);
+PetscErrorCode WAXPYDotChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *);
+PetscErrorCode BCGSUpdateChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *,
+                                 const PetscScalar *);
+PetscErrorCode SGMRESUpdateChained(PetscInt, PetscInt, PetscInt, PetscReal, const PetscScalar *const *, PetscScalar *, const PetscScalar *, PetscScalar *, const PetscScalar *, PetscScalar *, ChunkControl *, PetscInt);
+
+} // namespace kokkos
+} // namespace fusedksp
