@@ -34,12 +34,13 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
    memory: the backend's memory on a host execution space), then cg_update */
 PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w)
 {
-  PetscScalar a = 0, b = 0, all[3];
+  PetscScalar a = 0, b = 0, all[3], ref_rz = 0, ref_pq = 0;
 
   PetscFunctionBegin;
   static_assert(host_memory, "the chained operations compute their coefficients on the host");
   PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
-  if (ctl->stopped >= 0 || (j > 0 && (CGCoefficients(prev, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev)))) {
+  if (j > 0) CGReference(*ctl, prev - (j - 1) * CG_NSLOT, &ref_rz, &ref_pq); /* the chunk's slots are consecutive */
+  if (ctl->stopped >= 0 || (j > 0 && (CGCoefficients(prev, ref_rz, ref_pq, u == nullptr, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev)))) {
     if (ctl->stopped < 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;
