@@ -119,9 +119,9 @@ struct BackendCounters {
   PetscInt64 h2d      = 0; /* host->device copies of data                     */
   PetscInt64 graphs   = 0; /* captured chunks replayed (each also counts its kernels and copies above) */
 
-  const char *chunk_form   = nullptr; /* how the last chunk of iterations ran: "steps" (one operation per step),
-                                         "cooperative grid", "grid as one cluster" or "resident" (persistent kernels) */
-  PetscInt64  chunk_blocks = 0;       /* the thread blocks of its persistent kernel (0 for steps)           */
+  const char *chunk_form = nullptr; /* how the last chunk of iterations ran: "steps" (one operation per step),
+                                       "cooperative grid", "grid as one cluster" or "resident" (persistent kernels) */
+  PetscInt64 chunk_blocks = 0;      /* the thread blocks of its persistent kernel (0 for steps)           */
 };
 
 /* A chunk of CG iterations (Backend::cg_chunk): the local matrix (square, CSR or SELL-P: exactly one
@@ -435,6 +435,8 @@ PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *args);
 
 /* The backends compiled into the library */
 const Backend *HostBackend();
+/* The host backend with memory of its own, copied like a device's (-fused_debug_mirror: tests the mirrors without a GPU) */
+const Backend *HostMirroredBackend();
 #if defined(FUSEDKSP_HAVE_KOKKOS)
 const Backend *KokkosBackend();
 /* Starts Kokkos with `threads` threads (0: its default), once; finalized at PetscFinalize() (kokkos_memory.cxx) */

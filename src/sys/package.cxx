@@ -41,7 +41,7 @@ static PetscErrorCode SelectBackend()
   enum { HOST = 0, CUDA = 1, KOKKOS = 2 };
   const char    *names[] = {"host", "cuda", "kokkos"};
   PetscInt       choice = HOST, device = -1, fail = 0, threads = 0;
-  PetscBool      set = PETSC_FALSE, device_set = PETSC_FALSE, fail_set = PETSC_FALSE;
+  PetscBool      set = PETSC_FALSE, device_set = PETSC_FALSE, fail_set = PETSC_FALSE, mirror = PETSC_FALSE;
   const Backend *cuda = nullptr;
   PetscMPIInt    usable, usable_everywhere;
 
@@ -63,6 +63,7 @@ static PetscErrorCode SelectBackend()
   PetscCall(
       PetscOptionsRangeInt("-fused_kokkos_threads", "Threads of the kokkos backend per MPI rank (0: OMP_NUM_THREADS if set, else the node's cores divided among its ranks)", "FusedKSPInitializePackage", threads, &threads, nullptr, 0, PETSC_INT_MAX));
   PetscCall(PetscOptionsRangeInt("-fused_debug_fail_alloc", "Make the n-th allocation of FusedKSP fail, for tests of the error paths (0: none)", "FusedKSPDebugFailAllocation", fail, &fail, &fail_set, 0, PETSC_INT_MAX));
+  PetscCall(PetscOptionsBool("-fused_debug_mirror", "Host backend: keep the fused types' data in buffers of its own, copied as for a GPU (tests the host/device bookkeeping without a GPU)", "FusedKSPInitializePackage", mirror, &mirror, nullptr));
   PetscOptionsEnd();
   if (fail_set) PetscCall(FusedKSPDebugFailAllocation(fail));
 #if defined(FUSEDKSP_HAVE_KOKKOS)
@@ -112,7 +113,7 @@ static PetscErrorCode SelectBackend()
 #else
   host_reason = set ? HostReason::REQUESTED : HostReason::NO_CUDA;
 #endif
-  active_backend = HostBackend();
+  active_backend = mirror ? HostMirroredBackend() : HostBackend();
   if (device_set) PetscCall(PetscInfo(NULL, "-fused_device_id %" PetscInt_FMT " ignored: the fused operations run on the host backend\n", device));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -127,7 +128,7 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
   }
 #endif
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (backend != HostBackend()) {
+  if (backend == CUDABackend()) {
     CUDADeviceInfo info;
 
     PetscCall(CUDAGetDeviceInfo(&info));
@@ -135,7 +136,9 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 #endif
-  if (!why)
+  if (backend == HostMirroredBackend())
+    PetscCall(PetscStrncpy(text, "host, mirrored (-fused_debug_mirror)", len));
+  else if (!why)
     PetscCall(PetscStrncpy(text, "host", len));
   else if (host_reason == HostReason::REQUESTED)
     PetscCall(PetscStrncpy(text, "host (-fused_backend host)", len));

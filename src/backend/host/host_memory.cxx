@@ -106,59 +106,79 @@ static PetscErrorCode GraphDestroy(void **graph)
 
 } // namespace host
 
+namespace host
+{
+/* The host backend's table; host_memory: whether the fused types use PETSc's host arrays as its memory */
+static Backend Table(PetscBool host_memory)
+{
+  return Backend{"host",
+                 host::MallocBytes,
+                 host::FreeBytes,
+                 host::CopyToBackend,
+                 host::CopyToHost,
+                 &host::counters,
+                 host::CGUpdate,
+                 host::SpMVDots,
+                 host::SpMVSELLDots,
+                 host::DiagGet,
+                 host::DiagShift,
+                 host::Dots,
+                 host::WAXPYDot,
+                 host::BCGSUpdate,
+                 host::MDot,
+                 host::MAXPYScale,
+                 host::SGMRESUpdate,
+                 host::BatchBegin,
+                 host::BatchDefer,
+                 host::BatchEnd,
+                 host::BatchAbandon,
+                 host::Gather,
+                 host::Scatter,
+                 host::SpMVOffDiagDots,
+                 host::MallocBytes,
+                 host::FreeBytes,
+                 host::CopyToHostAsync,
+                 host::CopyToBackendAsync,
+                 host::FenceRecord,
+                 host::FenceWait,
+                 host::ReduceTargetSet,
+                 host::CGUpdateChained,
+                 host::WAXPYDotChained,
+                 host::BCGSUpdateChained,
+                 host::SGMRESUpdateChained,
+                 host::CGChunk,
+                 host::BCGSChunk,
+                 host::SGMRESChunk,
+                 host::GraphBegin,
+                 host::GraphEnd,
+                 host::GraphAbort,
+                 host::GraphLaunch,
+                 host::GraphDestroy,
+                 host::TrsvAnalysis,
+                 host::TrsvCSR,
+                 host::TrsvFree,
+                 host_memory};
+}
+} // namespace host
+
 /*
    HostBackend - the reference backend: plain C++ loops over host memory, with the device's
    fusion and two-stage reductions.  Always available.
 */
 const Backend *HostBackend()
 {
-  static const Backend backend = {"host",
-                                  host::MallocBytes,
-                                  host::FreeBytes,
-                                  host::CopyToBackend,
-                                  host::CopyToHost,
-                                  &host::counters,
-                                  host::CGUpdate,
-                                  host::SpMVDots,
-                                  host::SpMVSELLDots,
-                                  host::DiagGet,
-                                  host::DiagShift,
-                                  host::Dots,
-                                  host::WAXPYDot,
-                                  host::BCGSUpdate,
-                                  host::MDot,
-                                  host::MAXPYScale,
-                                  host::SGMRESUpdate,
-                                  host::BatchBegin,
-                                  host::BatchDefer,
-                                  host::BatchEnd,
-                                  host::BatchAbandon,
-                                  host::Gather,
-                                  host::Scatter,
-                                  host::SpMVOffDiagDots,
-                                  host::MallocBytes,
-                                  host::FreeBytes,
-                                  host::CopyToHostAsync,
-                                  host::CopyToBackendAsync,
-                                  host::FenceRecord,
-                                  host::FenceWait,
-                                  host::ReduceTargetSet,
-                                  host::CGUpdateChained,
-                                  host::WAXPYDotChained,
-                                  host::BCGSUpdateChained,
-                                  host::SGMRESUpdateChained,
-                                  host::CGChunk,
-                                  host::BCGSChunk,
-                                  host::SGMRESChunk,
-                                  host::GraphBegin,
-                                  host::GraphEnd,
-                                  host::GraphAbort,
-                                  host::GraphLaunch,
-                                  host::GraphDestroy,
-                                  host::TrsvAnalysis,
-                                  host::TrsvCSR,
-                                  host::TrsvFree,
-                                  PETSC_TRUE};
+  static const Backend backend = host::Table(PETSC_TRUE);
+  return &backend;
+}
+
+/*
+   HostMirroredBackend - the host backend's kernels on memory of their own (-fused_debug_mirror): the fused
+   types keep a mirror of every array and copy it as they do for a GPU, so the bookkeeping of the
+   mirrors (offload masks, lent arrays, factors, halo buffers) is tested without a GPU.
+*/
+const Backend *HostMirroredBackend()
+{
+  static const Backend backend = host::Table(PETSC_FALSE);
   return &backend;
 }
 
