@@ -135,6 +135,7 @@ PetscErrorCode GetMirror(Mat A, PetscBool transpose, Mirror **mirror)
 
   PetscFunctionBegin;
   PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
+  PetscCheck(!A->structure_only, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "A structure-only matrix (MatSetOption(A, MAT_STRUCTURE_ONLY, PETSC_TRUE)) has no values for a product");
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   PetscCall(transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
   *mirror = transpose ? &Data(A)->transpose : &Data(A)->mirror;
@@ -186,7 +187,7 @@ PetscErrorCode MatAssemblyEnd_SeqAIJFused(Mat A, MatAssemblyType mode)
 
   PetscFunctionBegin;
   PetscCall(d->host.assemblyend(A, mode));
-  if (mode != MAT_FINAL_ASSEMBLY) PetscFunctionReturn(PETSC_SUCCESS);
+  if (mode != MAT_FINAL_ASSEMBLY || A->structure_only) PetscFunctionReturn(PETSC_SUCCESS); /* a structure-only matrix has no values to mirror */
   PetscCall(StateAfterOperation((PetscObject)A, &state));
   PetscCall(d->keep_transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
   PetscFunctionReturn(PETSC_SUCCESS);

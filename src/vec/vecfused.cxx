@@ -236,6 +236,45 @@ PetscErrorCode VecRestoreLocalVectorRead_Fused(Vec v, Vec w)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* VecGetSubVector() and VecRestoreSubVector() of a fused vector X are PETSc's generic ones (a view of a contiguous
+   part on X's host array, else a scattered copy), with one addition: a view changed since it was taken wrote into X's
+   host array (directly, or by VecResetArray() copying its backend data there), so X's backend copy is stale after the
+   restore.  PETSc's generic restore leaves X's offload mask as it was, and the next backend operation on X would
+   read the old values.                                                                                          */
+PetscInt subvector_taken_id = -1; /* composed on the subvector: invalid once its state changes */
+
+PetscErrorCode VecGetSubVector_Fused(Vec X, IS is, Vec *Y)
+{
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  X->ops->getsubvector = nullptr; /* PETSc's generic implementation */
+  ierr                 = VecGetSubVector(X, is, Y);
+  X->ops->getsubvector = VecGetSubVector_Fused;
+  PetscCall(ierr);
+  if (subvector_taken_id < 0) PetscCall(PetscObjectComposedDataRegister(&subvector_taken_id));
+  PetscCall(PetscObjectComposedDataSetInt((PetscObject)*Y, subvector_taken_id, 1));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode VecRestoreSubVector_Fused(Vec X, IS is, Vec *Y)
+{
+  PetscInt       taken;
+  PetscBool      unchanged;
+  PetscObject    scatter;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectComposedDataGetInt((PetscObject)*Y, subvector_taken_id, taken, unchanged));
+  PetscCall(PetscObjectQuery((PetscObject)*Y, "VecGetSubVector_Scatter", &scatter));
+  X->ops->restoresubvector = nullptr;
+  ierr                     = VecRestoreSubVector(X, is, Y);
+  X->ops->restoresubvector = VecRestoreSubVector_Fused;
+  PetscCall(ierr);
+  if (!unchanged && !scatter && Mirrored(X)) X->offloadmask = PETSC_OFFLOAD_CPU; /* a scatter writes through VecGetArray(), which marks it */
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode VecDuplicate_Fused(Vec v, Vec *w)
 {
   PetscFunctionBegin;
@@ -338,6 +377,8 @@ PetscErrorCode VecConvertToFused(Vec v, const char *name)
   v->ops->restorelocalvector     = VecRestoreLocalVector_Fused;
   v->ops->getlocalvectorread     = VecGetLocalVectorRead_Fused;
   v->ops->restorelocalvectorread = VecRestoreLocalVectorRead_Fused;
+  v->ops->getsubvector           = VecGetSubVector_Fused;
+  v->ops->restoresubvector       = VecRestoreSubVector_Fused;
   PetscCall(VecFusedInstallDeviceOps(v));
   PetscCall(PetscObjectChangeTypeName((PetscObject)v, name));
   PetscFunctionReturn(PETSC_SUCCESS);
