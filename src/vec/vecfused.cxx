@@ -80,11 +80,14 @@ PetscErrorCode SyncToBackend(Vec v, PetscBool copy)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A writable host array makes the host copy the newer one at once (as PETSc's CUDA vectors do), not at the restore:
+   code that restores another vector than it got (PETSc 3.26's PCApply_Redistribute()) still leaves v right */
 PetscErrorCode VecGetArray_Fused(Vec v, PetscScalar **a)
 {
   PetscFunctionBegin;
   PetscCall(SyncToHost(v));
-  *a = HostArray(v);
+  *a             = HostArray(v);
+  v->offloadmask = PETSC_OFFLOAD_CPU;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -114,7 +117,8 @@ PetscErrorCode VecRestoreArrayRead_Fused(Vec, const PetscScalar **a)
 PetscErrorCode VecGetArrayWrite_Fused(Vec v, PetscScalar **a)
 {
   PetscFunctionBegin;
-  *a = HostArray(v);
+  *a             = HostArray(v);
+  v->offloadmask = PETSC_OFFLOAD_CPU;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
