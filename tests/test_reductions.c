@@ -77,7 +77,7 @@ int main(int argc, char **argv)
   PetscMPIInt        size;
   PetscInt           its, k = 0, slack = 4, restart = 30, restarts = 0, bound, count;
   PetscInt           s = 5, lower, itsstd = 0, itsca = 0, cycles = 0;
-  PetscBool          iscg, isbcgs, issgmres, iscagmres, cgs2 = PETSC_FALSE;
+  PetscBool          iscg, isbcgs, issgmres, iscagmres, cgs2     = PETSC_FALSE;
   PetscInt64         ct0, ct1;
   KSPType            type;
 
@@ -141,12 +141,15 @@ int main(int argc, char **argv)
   PetscCall(Check((PetscBool)(reason > 0), "converged (%s)", KSPConvergedReasons[reason]));
   if (iscg || isbcgs || issgmres || iscagmres) {
     PetscCall(KSPFusedGetReductionCount(ksp, &count));
-    PetscCall(Check((PetscBool)(count >= lower && count <= bound), "KSPFusedGetReductionCount() %" PetscInt_FMT " in [lower, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", count, lower, bound, its ? (double)count / its : 0.0));
+    PetscCall(
+        Check((PetscBool)(count >= lower && count <= bound), "KSPFusedGetReductionCount() %" PetscInt_FMT " in [lower, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", count, lower, bound, its ? (double)count / its : 0.0));
   }
   if (iscagmres && itsca > 0)
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fusedcagmres: %" PetscInt_FMT " steps in blocks of s = %" PetscInt_FMT ", restart %" PetscInt_FMT ": %.2f reductions per block of s steps after the %" PetscInt_FMT " steps of the standard cycle (restarts included)\n", itsca, s, restart,
-                          (double)(count - k * itsstd - (itsstd ? 1 : 0)) * s / itsca, itsstd));
-  PetscCall(Check((PetscBool)(ct1 - ct0 >= lower && ct1 - ct0 <= bound), "MPI (PMPI) count %" PetscInt64_FMT " in [lower, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", ct1 - ct0, lower, bound, its ? (double)(ct1 - ct0) / its : 0.0));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD,
+                          "fusedcagmres: %" PetscInt_FMT " steps in blocks of s = %" PetscInt_FMT ", restart %" PetscInt_FMT ": %.2f reductions per block of s steps after the %" PetscInt_FMT " steps of the standard cycle (restarts included)\n",
+                          itsca, s, restart, (double)(count - k * itsstd - (itsstd ? 1 : 0)) * s / itsca, itsstd));
+  PetscCall(Check((PetscBool)(ct1 - ct0 >= lower && ct1 - ct0 <= bound), "MPI (PMPI) count %" PetscInt64_FMT " in [lower, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", ct1 - ct0, lower, bound,
+                  its ? (double)(ct1 - ct0) / its : 0.0));
 
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));

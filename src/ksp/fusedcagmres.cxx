@@ -96,6 +96,8 @@ PetscErrorCode KSPSetUp_FusedCAGMRES(KSP ksp)
   const PetscInt    m = g->restart, s = g->s, ld = m + 1 + s;
 
   PetscFunctionBegin;
+  /* checked here, not in KSPSetFromOptions(): an error inside PetscOptionsBegin() leaks PETSc's option strings */
+  PetscCheck(s >= 1 && s <= CAGMRES_MAX_S, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "KSPFUSEDCAGMRES: the block size s = %" PetscInt_FMT " (-ksp_cagmres_s) must be in [1, %" PetscInt_FMT "]", s, CAGMRES_MAX_S);
   PetscCheck(m % s == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_INCOMP, "KSPFUSEDCAGMRES: the restart %" PetscInt_FMT " (-ksp_gmres_restart) must be a multiple of the block size s = %" PetscInt_FMT " (-ksp_cagmres_s), e.g. %" PetscInt_FMT,
              m, s, PetscMax(s, (m / s) * s));
   PetscCall(KSPSetWorkVecs(ksp, NWORK));
@@ -544,13 +546,12 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
         PetscCall(KSPFusedMonitorAndTest(ksp, its, ksp->normtype == KSP_NORM_NONE ? 0.0 : res));
         if (ksp->reason || its >= ksp->max_it) break;
       }
-      if (ksp->reason || its >= ksp->max_it)
-        cut = PETSC_TRUE;
-      else if (nvalid < sb) {
-        PetscCall(PetscInfo(ksp, "Lucky breakdown at step %" PetscInt_FMT " of the cycle: the Krylov space is invariant\n", k));
+      if (nvalid < sb) {
+        PetscCall(PetscInfo(ksp, "Lucky breakdown at step %" PetscInt_FMT " of the cycle: the Krylov space is invariant\n", b + nvalid + 1));
         g->nlucky++;
         cut = PETSC_TRUE;
       }
+      if (ksp->reason || its >= ksp->max_it) cut = PETSC_TRUE;
     }
     estimate = res;
     if (sb == 1 && g->basis == CABasis::NEWTON && k >= g->s && !ksp->reason) {
@@ -633,11 +634,10 @@ PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOpt
   PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused communication-avoiding GMRES options");
   PetscCall(PetscOptionsInt("-ksp_gmres_restart", "Number of Krylov directions before restart (a multiple of -ksp_cagmres_s)", "KSPGMRESSetRestart", restart, &restart, &flg));
   if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
-  PetscCall(PetscOptionsBoundedInt("-ksp_cagmres_s", "Steps per block: basis vectors from s operator applications, orthogonalized together", "KSPFUSEDCAGMRES", s, &s, &flg, 1));
-  if (flg) {
-    PetscCheck(s <= CAGMRES_MAX_S, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "-ksp_cagmres_s %" PetscInt_FMT " is above the largest block size %d", s, CAGMRES_MAX_S);
-    if (s != g->s) ksp->setupstage = KSP_SETUP_NEW;
-    g->s = s;
+  PetscCall(PetscOptionsInt("-ksp_cagmres_s", "Steps per block: basis vectors from s operator applications, orthogonalized together (1 to 64)", "KSPFUSEDCAGMRES", s, &s, &flg));
+  if (flg && s != g->s) {
+    g->s            = s;
+    ksp->setupstage = KSP_SETUP_NEW;
   }
   PetscCall(PetscOptionsEnum("-ksp_cagmres_basis", "Basis of a block: newton (Leja-ordered Ritz values of a first standard cycle as shifts) or monomial", "KSPFUSEDCAGMRES", CABasisTypes, (PetscEnum)g->basis, (PetscEnum *)&g->basis, NULL));
   PetscCall(PetscOptionsEnum("-ksp_cagmres_orth", "Orthogonalization of a block: cholqr (block CGS + CholQR twice, 2 reductions per block) or cgs2 (column by column, 2 reductions per step)", "KSPFUSEDCAGMRES", CAOrthTypes, (PetscEnum)g->orth,
