@@ -11,6 +11,7 @@
 #define KSPFUSEDCG "fusedcg"
 #define KSPFUSEDBCGS "fusedbcgs"
 #define KSPFUSEDSGMRES "fusedsgmres"
+#define KSPFUSEDCAGMRES "fusedcagmres"
 
 #define VECFUSED "fused"
 #define VECSEQFUSED "seqfused"

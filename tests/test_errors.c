@@ -317,7 +317,7 @@ static PetscErrorCode TestChunkOptions(PetscReal rtol)
     PetscCall(KSPDestroy(&ksp));
   }
   PetscCall(PetscOptionsClearValue(NULL, "-nccl_fused_reduction"));
-  PetscCall(CreateKSP(p.A, NULL, KSPFUSEDCG, rtol, &ksp));
+  PetscCall(CreateKSP(p.A, "interval_", KSPFUSEDCG, rtol, &ksp)); /* a prefix: -ksp_type may name a solver without chunks */
   PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
   ierr = KSPFusedSetCheckInterval(ksp, 0);
   PetscCall(PetscPopErrorHandler());

@@ -527,6 +527,31 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsBlockMDot(PetscInt nv, const Vec V[], PetscInt nw, const Vec W[], PetscScalar *dots)
+{
+  const PetscInt   ld = nv + nw;
+  std::vector<Vec> list;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(list.assign(V, V + nv); list.insert(list.end(), W, W + nw));
+  for (PetscInt j = 0; j < nw; ++j) {
+    for (PetscInt i = nv + j + 1; i < ld; ++i) dots[j * ld + i] = 0.0;
+    PetscCall(OpsMDot(nv + j, list.data(), W[j], PETSC_TRUE, dots + j * ld)); /* the self-dot lands at nv + j */
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsBlockMAXPY(PetscInt nv, const Vec V[], PetscInt nw, const Vec W[], const PetscScalar *coef, const PetscScalar *scale)
+{
+  const PetscInt   ld = nv + nw;
+  std::vector<Vec> list;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(list.assign(V, V + nv); list.insert(list.end(), W, W + nw));
+  for (PetscInt j = 0; j < nw; ++j) PetscCall(OpsMAXPYScale(nv + j, coef + j * ld, list.data(), W[j], scale[j], nullptr, nullptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsBatchBegin(PetscBool enable)
 {
   Scope &scope = Current();

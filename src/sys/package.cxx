@@ -194,7 +194,7 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
 
 /*@C
   FusedKSPInitializePackage - Registers the FusedKSP types with PETSc: KSP `fusedcg`, `fusedbcgs`,
-  `fusedsgmres`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
+  `fusedsgmres`, `fusedcagmres`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
   the `MatSolverType` `fused` (`MATSOLVERFUSED`: ILU(0)/ICC(0) of `seqaijfused`, its default); the logging events of the fused kernels; and selects the backend.
 
   Collective on `PETSC_COMM_WORLD`
@@ -227,7 +227,7 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
   "no GPU found: host backend". A PETSc configured with CUDA chooses its own device with `-device_select`:
   keep the two consistent when FusedKSP objects meet PETSc's CUDA types.
 
-.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `VECFUSED`, `MATAIJFUSED`, `FusedKSPGetBackendName()`, `FusedKSPGetDevice()`
+.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPFUSEDCAGMRES`, `VECFUSED`, `MATAIJFUSED`, `FusedKSPGetBackendName()`, `FusedKSPGetDevice()`
 @*/
 PetscErrorCode FusedKSPInitializePackage(void)
 {
@@ -240,6 +240,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(KSPRegister(KSPFUSEDCG, KSPCreate_FusedCG));
   PetscCall(KSPRegister(KSPFUSEDBCGS, KSPCreate_FusedBCGS));
   PetscCall(KSPRegister(KSPFUSEDSGMRES, KSPCreate_FusedSGMRES));
+  PetscCall(KSPRegister(KSPFUSEDCAGMRES, KSPCreate_FusedCAGMRES));
   PetscCall(VecRegister(VECFUSED, VecCreate_Fused));
   PetscCall(VecRegister(VECSEQFUSED, VecCreate_SeqFused));
   PetscCall(VecRegister(VECMPIFUSED, VecCreate_MPIFused));

@@ -1,0 +1,765 @@
+/*
+   KSPFUSEDCAGMRES: communication-avoiding GMRES(s, m) (Hoemmen 2010; Yamazaki, Anzt, Tomov, Hoemmen &
+   Dongarra, seed 001), right preconditioned.
+
+   A restart cycle builds an orthonormal basis Q = [q_0 .. q_m] of the Krylov space of Op = A M^{-1} and r_0
+   in blocks of s vectors.  A block starting from the last orthonormal vector q_b is
+     (1) the matrix powers loop: y_0 = q_b, y_{i+1} = (Op - theta_i) y_i (Newton basis) or Op y_i (monomial),
+         s operator applications and no reduction, so that Op Y(:, 0:s) = Y B with the (s+1) x s change-of-basis
+         matrix B (theta_i on the diagonal, ones below it);
+     (2) ONE block orthogonalization of W = [y_1 .. y_s] against Q(:, 0:b) and inside itself, here CholQR2 with
+         the projection fused into each pass (block classical Gram-Schmidt with Pythagorean inner products):
+           [C; G] = [Q(:, 0:b) W]^T W        (one multi-dot per column of W, ONE global reduction)
+           R^T R = G - C^T C                 (Cholesky of the s x s projected Gram matrix, on the host)
+           W := (W - Q(:, 0:b) C) R^{-1}     (one multi-axpy per column)
+         twice; the second pass (its C and R close to 0 and I) restores the orthogonality the first loses to
+         the squared condition number of the block.  W = Q(:, 0:b) C + Q_new R with C = C1 + C2 R1, R = R2 R1:
+         2 global reductions per s steps instead of 1 or 2 per step.  When a projected Gram matrix is not
+         numerically positive definite (a pivot below CAGMRES_CHOL_TOL of its column's squared norm: the block
+         is nearly rank deficient, or so ill-conditioned that CholQR cannot orthogonalize it) the block falls
+         back to CGS2 column by column (2 reductions per column, reported by -info and in -ksp_view).
+         -ksp_cagmres_orth cgs2 takes that path for every block.
+     (3) the s new columns of the Hessenberg matrix: with Y(:, 0:s+1) = [Q(:, 0:b+s)] T (T from e_b, C and R),
+         Op Y(:, 0:s) = Y B and Op Q(:, 0:b-1) = Q(:, 0:b) H_prev give
+           H(:, b:b+s-1) = (T B - H_prev T(0:b-1, 0:s-1)) T(b:b+s-1, 0:s-1)^{-1}
+         (the last factor upper triangular), then Givens rotations update the least-squares problem column by
+         column: the residual estimate of every step is monitored and tested, and a cycle that converges in
+         the middle of a block ends there, so the iteration counts are those of GMRES.
+   A column of W that CGS2 reduces to less than CAGMRES_LUCKY_TOL of its norm lies in the span of the previous
+   ones: the Krylov space is invariant (lucky breakdown), the block is cut there and the Hessenberg matrix is
+   square.  At the end of a cycle x += M^{-1} Q(:, 0:k-1) y; the next cycle starts from the true residual.
+
+   Newton basis (default): the shifts are the Ritz values of Op, the eigenvalues of the Hessenberg matrix of a
+   first standard cycle (blocks of one vector: Arnoldi with CGS2, 2 reductions per step), in Leja order so that
+   consecutive factors (Op - theta_i) damp different parts of the spectrum and the basis stays well conditioned.
+   A complex pair a +- ib is applied in real arithmetic (the modified Newton basis of Bai, Hu & Reichel):
+   y_{i+1} = (Op - a) y_i, y_{i+2} = (Op - a) y_{i+1} + b^2 y_i, so B has -b^2 above its diagonal there.  When
+   the s-th shift would split a pair, its real part is used.  The monomial basis (theta = 0) needs no first
+   cycle but its vectors converge to the dominant eigenvector: use it with a small s.
+
+   Convergence is decided as in KSPGMRES by the least-squares residual, and a converged estimate is confirmed
+   by the true residual (a failed confirmation restarts; three that do not improve end the solve with
+   KSP_DIVERGED_BREAKDOWN).  A restart whose true residual exceeds the previous one by more than
+   CAGMRES_GROWTH means that the basis lost orthogonality (GMRES cannot increase the residual): the solve ends
+   with KSP_DIVERGED_BREAKDOWN and -info says so.
+*/
+#include "ksp/fusedcommon.hpp"
+#include <petscblaslapack.h>
+#include <cmath>
+#include <vector>
+
+namespace fusedksp
+{
+namespace
+{
+
+constexpr PetscReal CAGMRES_CHOL_TOL  = 1.0e-12; /* least pivot of the projected Gram matrix, relative to its column's <w,w> */
+constexpr PetscReal CAGMRES_LUCKY_TOL = 1.0e-13; /* CGS2: a column keeping less of its norm lies in the previous span        */
+constexpr PetscReal CAGMRES_GROWTH    = 1.001;   /* a cycle may not raise the true residual by more than this factor        */
+constexpr PetscInt  CAGMRES_MAX_S     = 64;      /* largest block size (host arrays of s entries on the stack)               */
+
+enum class CABasis { NEWTON, MONOMIAL };
+enum class CAOrth { CHOLQR, CGS2 };
+const char *const CABasisTypes[] = {"newton", "monomial", "KSPFusedCAGMRESBasis", "KSP_CAGMRES_BASIS_", nullptr};
+const char *const CAOrthTypes[]  = {"cholqr", "cgs2", "KSPFusedCAGMRESOrth", "KSP_CAGMRES_ORTH_", nullptr};
+
+struct KSP_FusedCAGMRES {
+  Vec           w    = nullptr;
+  PCMode        mode = PCMode::NONE;
+  SolveCounters counters;
+  PetscInt      restart = 30, s = 5;
+  CABasis       basis = CABasis::NEWTON;
+  CAOrth        orth  = CAOrth::CHOLQR;
+  Vec          *Q     = nullptr; /* q_0 .. q_m */
+  PetscInt      nQ    = 0;
+  /* the cycle: H (m+1) x m column-major (ld m+1) as assembled, HR its Givens-rotated upper triangle, the
+     rotations (cs, sn) and the rotated right-hand side gr = rho Q^T e_1                                     */
+  std::vector<PetscScalar> H, HR, cs, sn, gr;
+  std::vector<PetscScalar> K, D, S, C1, R1, C2, R2, coef, B, T, X; /* block work (CAGMRESOrthogonalize(), CAGMRESAssemble()) */
+  std::vector<PetscReal>   re, im;                                 /* shifts: real parts, imaginary parts (pairs +b, -b) */
+  PetscBool                have_shifts = PETSC_FALSE;              /* Newton: the shifts of this solve are known          */
+  PetscInt                 cycle_k     = 0;                        /* columns of the current cycle                        */
+  /* what the last solve did (-ksp_view) */
+  PetscInt nstd = 0, nblocks = 0, nfallback = 0, nlucky = 0;
+};
+
+enum { VEC_T, VEC_T2, VEC_WORK, VEC_SOL, NWORK };
+
+inline PetscScalar &Hij(std::vector<PetscScalar> &h, const KSP_FusedCAGMRES *g, PetscInt i, PetscInt j)
+{
+  return h[j * (g->restart + 1) + i];
+}
+
+PetscErrorCode KSPSetUp_FusedCAGMRES(KSP ksp)
+{
+  KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+  const PetscInt    m = g->restart, s = g->s, ld = m + 1 + s;
+
+  PetscFunctionBegin;
+  /* checked here, not in KSPSetFromOptions(): an error inside PetscOptionsBegin() leaks PETSc's option strings */
+  PetscCheck(s >= 1 && s <= CAGMRES_MAX_S, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "KSPFUSEDCAGMRES: the block size s = %" PetscInt_FMT " (-ksp_cagmres_s) must be in [1, %" PetscInt_FMT "]", s, CAGMRES_MAX_S);
+  PetscCheck(m % s == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_INCOMP, "KSPFUSEDCAGMRES: the restart %" PetscInt_FMT " (-ksp_gmres_restart) must be a multiple of the block size s = %" PetscInt_FMT " (-ksp_cagmres_s), e.g. %" PetscInt_FMT,
+             m, s, PetscMax(s, (m / s) * s));
+  PetscCall(KSPSetWorkVecs(ksp, NWORK));
+  if (g->nQ != m + 1) {
+    if (g->Q) PetscCall(VecDestroyVecs(g->nQ, &g->Q));
+    PetscCall(KSPCreateVecs(ksp, m + 1, &g->Q, 0, NULL));
+    g->nQ = m + 1;
+  }
+  FusedKSPCallCXX(g->H.assign((size_t)(m + 1) * m, 0.0); g->HR.assign((size_t)(m + 1) * m, 0.0); g->cs.assign(m, 0.0); g->sn.assign(m, 0.0); g->gr.assign(m + 1, 0.0); g->K.assign((size_t)s * ld, 0.0); g->D.assign((size_t)(s + 2) * ld, 0.0);
+                  g->coef.assign((size_t)s * ld, 0.0); g->C1.assign((size_t)s * ld, 0.0); g->C2.assign((size_t)s * ld, 0.0); g->S.assign((size_t)s * s, 0.0); g->R1.assign((size_t)s * s, 0.0); g->R2.assign((size_t)s * s, 0.0);
+                  g->B.assign((size_t)(s + 1) * s, 0.0); g->T.assign((size_t)(m + 1) * (s + 1), 0.0); g->X.assign((size_t)(m + 1) * s, 0.0); g->re.assign(s, 0.0); g->im.assign(s, 0.0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* out = Op in = A M^{-1} in */
+PetscErrorCode CAGMRESOperator(KSP ksp, KSP_FusedCAGMRES *g, Mat A, Vec in, Vec out)
+{
+  Vec work = ksp->work[VEC_WORK];
+
+  PetscFunctionBegin;
+  switch (g->mode) {
+  case PCMode::NONE:
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, 0, nullptr, nullptr));
+    break;
+  case PCMode::JACOBI:
+    PetscCall(OpsApplyOperator(A, nullptr, g->w, in, out, work, 0, nullptr, nullptr));
+    break;
+  case PCMode::GENERAL:
+    PetscCall(KSPFusedApplyPC(ksp, in, work));
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
+    break;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The matrix powers loop of a block of sb vectors from q_b: Q[b+1..b+sb] = the basis vectors, and the change of
+   basis matrix B ((sb+1) x sb, column-major) with Op Y(:, 0:sb) = Y B.  Shifts from g->re/im (sb == s) or none
+   (sb == 1: a step of the standard cycle).  One operator application and one multi-axpy per vector; under MPI
+   each application exchanges its halo (a depth-s ghost region would exchange once per block).                */
+PetscErrorCode CAGMRESMatrixPowers(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt b, PetscInt sb)
+{
+  PetscScalar *B = g->B.data();
+
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < (sb + 1) * sb; ++i) B[i] = 0.0;
+  for (PetscInt i = 0; i < sb; ++i) {
+    const PetscReal a = sb == g->s ? g->re[i] : 0.0, bi = sb == g->s ? g->im[i] : 0.0;
+    PetscScalar     coef[2] = {a, 0.0};
+    Vec             V[2]    = {g->Q[b + i], i > 0 ? g->Q[b + i - 1] : nullptr};
+    PetscInt        nv      = a != 0.0 ? 1 : 0;
+
+    B[i * (sb + 1) + i]     = a;
+    B[i * (sb + 1) + i + 1] = 1.0;
+    if (bi < 0) { /* second of a complex pair a +- i|bi|: y_{i+1} = (Op - a) y_i + bi^2 y_{i-1} */
+      coef[1]                 = -bi * bi;
+      nv                      = 2;
+      B[i * (sb + 1) + i - 1] = -bi * bi;
+    }
+    PetscCall(CAGMRESOperator(ksp, g, A, g->Q[b + i], g->Q[b + i + 1]));
+    if (nv) PetscCall(OpsMAXPYScale(nv, coef, V, g->Q[b + i + 1], 1.0, nullptr, nullptr));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One pass of CholQR with the projection fused in, on the block W = Q[b+1..b+sb] against Q[0..b] (nv = b+1
+   vectors): [C; G] = [Q(:, 0:b) W]^T W (ONE global reduction), R^T R = G - C^T C on the host, and, when that is
+   positive definite, W := (W - Q(:, 0:b) C) R^{-1}.  C goes to the rows of Cp (row j: C(:, j), stride nv + sb), R to
+   Rp (sb x sb, column-major, upper).  *ok = PETSC_FALSE (W unchanged) when a pivot is below CAGMRES_CHOL_TOL of
+   its column's <w,w>; *nan when a reduced value is not finite (W unchanged).                                  */
+PetscErrorCode CAGMRESCholQRPass(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, PetscInt sb, PetscScalar *Cp, PetscScalar *Rp, PetscBool *ok, PetscBool *nan)
+{
+  const PetscInt nv = b + 1, ld = nv + sb;
+  PetscScalar   *D = g->D.data(), *S = g->S.data(), *coef = g->coef.data();
+  PetscScalar    scale[CAGMRES_MAX_S];
+
+  PetscFunctionBegin;
+  *ok  = PETSC_TRUE;
+  *nan = PETSC_FALSE;
+  PetscCall(OpsBatchBegin(PETSC_TRUE));
+  PetscCall(OpsBlockMDot(nv, g->Q, sb, g->Q + b + 1, D));
+  PetscCall(OpsBatchEnd());
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), D, sb * ld, &g->counters));
+  for (PetscInt i = 0; i < sb * ld; ++i)
+    if (PetscIsInfOrNanScalar(D[i])) *nan = PETSC_TRUE;
+  if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt j = 0; j < sb; ++j) /* S = G - C^T C, upper triangle */
+    for (PetscInt i = 0; i <= j; ++i) {
+      PetscScalar v = D[j * ld + nv + i];
+      for (PetscInt q = 0; q < nv; ++q) v -= D[i * ld + q] * D[j * ld + q];
+      S[j * sb + i] = v;
+    }
+  for (PetscInt j = 0; j < sb; ++j) { /* Cholesky S = R^T R, column by column */
+    PetscScalar d = S[j * sb + j];
+
+    for (PetscInt i = 0; i < j; ++i) {
+      PetscScalar v = S[j * sb + i];
+      for (PetscInt q = 0; q < i; ++q) v -= Rp[i * sb + q] * Rp[j * sb + q];
+      Rp[j * sb + i] = v / Rp[i * sb + i];
+      d -= Rp[j * sb + i] * Rp[j * sb + i];
+    }
+    for (PetscInt i = j + 1; i < sb; ++i) Rp[j * sb + i] = 0.0;
+    if (!(PetscRealPart(d) > CAGMRES_CHOL_TOL * PetscAbsScalar(D[j * ld + nv + j]))) {
+      *ok = PETSC_FALSE;
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+    Rp[j * sb + j] = PetscSqrtScalar(d);
+  }
+  for (PetscInt j = 0; j < sb; ++j) {
+    for (PetscInt q = 0; q < nv; ++q) Cp[j * ld + q] = coef[j * ld + q] = D[j * ld + q];
+    for (PetscInt i = 0; i < j; ++i) coef[j * ld + nv + i] = Rp[j * sb + i];
+    scale[j] = 1.0 / Rp[j * sb + j];
+  }
+  PetscCall(OpsBlockMAXPY(nv, g->Q, sb, g->Q + b + 1, coef, scale));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* CGS2 of the block W = Q[b+1..b+sb], column by column against Q[0..b] and the columns before it (two multi-dots,
+   two global reductions and two multi-axpys per column): W = Q(:, 0:b) C + Q_new R with C in the rows of Cp, R in
+   Rp as CAGMRESCholQRPass().  A column that keeps less than CAGMRES_LUCKY_TOL of its norm lies in the span of the
+   previous vectors: *nvalid is its index (R(nvalid, nvalid) = 0, the later columns untouched), else sb.        */
+PetscErrorCode CAGMRESCGS2(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, PetscInt sb, PetscScalar *Cp, PetscScalar *Rp, PetscInt *nvalid, PetscBool *nan)
+{
+  const PetscInt nv = b + 1, ld = nv + sb;
+  PetscScalar   *d = g->D.data(), *e = g->D.data() + ld + 1;
+
+  PetscFunctionBegin;
+  *nvalid = sb;
+  *nan    = PETSC_FALSE;
+  for (PetscInt j = 0; j < sb; ++j) {
+    const PetscInt nl = nv + j; /* Q[0..b+j]: the basis and the block's columns before j */
+    Vec            wj = g->Q[b + 1 + j];
+    PetscScalar    h2;
+
+    for (PetscInt pass = 0; pass < 2; ++pass) {
+      PetscScalar *v = pass ? e : d;
+
+      PetscCall(OpsBatchBegin(PETSC_TRUE));
+      PetscCall(OpsMDot(nl, g->Q, wj, PETSC_TRUE, v));
+      PetscCall(OpsBatchEnd());
+      PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), v, nl + 1, &g->counters));
+      for (PetscInt i = 0; i <= nl; ++i)
+        if (PetscIsInfOrNanScalar(v[i])) *nan = PETSC_TRUE;
+      if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
+      if (!pass) PetscCall(OpsMAXPYScale(nl, d, g->Q, wj, 1.0, nullptr, nullptr));
+    }
+    h2 = e[nl];
+    for (PetscInt i = 0; i < nl; ++i) h2 -= e[i] * e[i];
+    for (PetscInt q = 0; q < nv; ++q) Cp[j * ld + q] = d[q] + e[q];
+    for (PetscInt i = 0; i < sb; ++i) Rp[j * sb + i] = i < j ? d[nv + i] + e[nv + i] : 0.0;
+    if (!(PetscRealPart(h2) > CAGMRES_LUCKY_TOL * CAGMRES_LUCKY_TOL * PetscAbsScalar(d[nl]))) {
+      *nvalid = j;
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+    Rp[j * sb + j] = PetscSqrtScalar(h2);
+    PetscCall(OpsMAXPYScale(nl, e, g->Q, wj, 1.0 / Rp[j * sb + j], nullptr, nullptr));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Orthogonalizes the block W = Q[b+1..b+sb] against Q[0..b] and inside itself (CholQR2, or CGS2 where CholQR
+   fails or is not chosen): on return the block is orthonormal and its original columns are
+   W = Q(:, 0:b) C + Q_new R, stored in the rows of g->K (row j: C(:, j), then R(0:j, j); stride b+1+sb).
+   *nvalid: the leading columns of W that are independent (sb but at a lucky breakdown); *nan: a value is not
+   finite.                                                                                                    */
+PetscErrorCode CAGMRESOrthogonalize(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, PetscInt sb, PetscInt *nvalid, PetscBool *nan)
+{
+  const PetscInt nv = b + 1, ld = nv + sb;
+  PetscScalar   *K = g->K.data(), *C1 = g->C1.data(), *R1 = g->R1.data(), *C2 = g->C2.data(), *R2 = g->R2.data();
+  PetscBool      ok = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  *nvalid = sb;
+  if (g->orth == CAOrth::CHOLQR) {
+    PetscCall(CAGMRESCholQRPass(ksp, g, b, sb, C1, R1, &ok, nan));
+    if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
+    if (ok) {
+      PetscCall(CAGMRESCholQRPass(ksp, g, b, sb, C2, R2, &ok, nan));
+      if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
+      if (!ok) PetscCall(PetscInfo(ksp, "Block at %" PetscInt_FMT ": the second CholQR pass is not positive definite; CGS2 of the block\n", b));
+    } else {
+      PetscCall(PetscInfo(ksp, "Block at %" PetscInt_FMT ": the projected Gram matrix is not numerically positive definite; CGS2 of the block\n", b));
+      for (PetscInt i = 0; i < sb * ld; ++i) C1[i] = 0.0; /* the fallback starts from W itself: C1 = 0, R1 = I */
+      for (PetscInt i = 0; i < sb * sb; ++i) R1[i] = i % (sb + 1) == 0 ? 1.0 : 0.0;
+    }
+  } else {
+    for (PetscInt i = 0; i < sb * ld; ++i) C1[i] = 0.0;
+    for (PetscInt i = 0; i < sb * sb; ++i) R1[i] = i % (sb + 1) == 0 ? 1.0 : 0.0;
+  }
+  if (!ok) {
+    if (g->orth == CAOrth::CHOLQR) g->nfallback++;
+    PetscCall(CAGMRESCGS2(ksp, g, b, sb, C2, R2, nvalid, nan));
+    if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  /* W = Q C1 + W1 R1 and W1 = Q C2 + Q_new R2: C = C1 + C2 R1, R = R2 R1 (the columns up to a breakdown) */
+  for (PetscInt j = 0; j < PetscMin(sb, *nvalid + 1); ++j) {
+    for (PetscInt q = 0; q < nv; ++q) {
+      PetscScalar v = C1[j * ld + q];
+      for (PetscInt k = 0; k <= j; ++k) v += C2[k * ld + q] * R1[j * sb + k];
+      K[j * ld + q] = v;
+    }
+    for (PetscInt i = 0; i < sb; ++i) {
+      PetscScalar v = 0.0;
+      for (PetscInt k = i; k <= j; ++k) v += R2[k * sb + i] * R1[j * sb + k];
+      K[j * ld + nv + i] = i <= j ? v : 0.0;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The Hessenberg columns b .. b+ncols-1 of the block (ncols = min(sb, nvalid + 1)), rows 0 .. b+nvalid:
+   with Y = [q_b, W] = Q(:, 0:b+nvalid) T (T from e_b and g->K), Op Y(:, 0:ncols) = Y(:, 0:ncols+1) B and
+   Op Q(:, 0:b-1) = Q(:, 0:b) H_prev:  H(:, b:b+ncols-1) = (T B - H_prev T(0:b-1, :)) T(b:b+ncols-1, :)^{-1}.
+   nvalid < sb (lucky breakdown): the Krylov space is invariant and the last column has no subdiagonal entry. */
+PetscErrorCode CAGMRESAssemble(KSP_FusedCAGMRES *g, PetscInt b, PetscInt sb, PetscInt nvalid)
+{
+  const PetscInt     nv = b + 1, ld = nv + sb, ncols = PetscMin(sb, nvalid + 1), nrows = b + 1 + nvalid, lt = g->restart + 1;
+  const PetscScalar *K = g->K.data(), *B = g->B.data();
+  PetscScalar       *T = g->T.data(), *X = g->X.data();
+
+  PetscFunctionBegin;
+  for (PetscInt r = 0; r < nrows; ++r) T[r] = r == b ? 1.0 : 0.0;
+  for (PetscInt c = 1; c <= ncols; ++c) {
+    const PetscInt j = c - 1;
+    for (PetscInt r = 0; r < nv; ++r) T[c * lt + r] = K[j * ld + r];
+    for (PetscInt i = 0; i < nvalid; ++i) T[c * lt + nv + i] = i <= j ? K[j * ld + nv + i] : 0.0;
+  }
+  for (PetscInt c = 0; c < ncols; ++c) {
+    for (PetscInt r = 0; r < nrows; ++r) {
+      PetscScalar v = 0.0;
+      for (PetscInt q = 0; q <= ncols; ++q) v += T[q * lt + r] * B[c * (sb + 1) + q];
+      if (r <= b)
+        for (PetscInt q = 0; q < b; ++q) v -= Hij(g->H, g, r, q) * T[c * lt + q];
+      for (PetscInt p = 0; p < c; ++p) v -= X[p * lt + r] * T[c * lt + b + p];
+      X[c * lt + r] = v / T[c * lt + b + c];
+    }
+    for (PetscInt r = 0; r <= g->restart; ++r) Hij(g->H, g, r, b + c) = r < nrows ? X[c * lt + r] : 0.0;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Column j of the least-squares problem: the previous Givens rotations and a new one applied to H(:, j); the
+   rotated right-hand side gr gives the residual estimate |gr[j+1]|.  *singular when the column is dependent on
+   the previous ones (Op q_j in their span: a singular operator).                                            */
+void CAGMRESGivens(KSP_FusedCAGMRES *g, PetscInt j, PetscBool *singular)
+{
+  for (PetscInt r = 0; r <= j + 1; ++r) Hij(g->HR, g, r, j) = Hij(g->H, g, r, j);
+  for (PetscInt i = 0; i < j; ++i) {
+    const PetscScalar a = Hij(g->HR, g, i, j), c = Hij(g->HR, g, i + 1, j);
+    Hij(g->HR, g, i, j)     = g->cs[i] * a + g->sn[i] * c;
+    Hij(g->HR, g, i + 1, j) = -g->sn[i] * a + g->cs[i] * c;
+  }
+  const PetscScalar a = Hij(g->HR, g, j, j), c = Hij(g->HR, g, j + 1, j);
+  const PetscReal   r = PetscSqrtReal(PetscRealPart(a * a + c * c));
+  *singular           = r > 0 ? PETSC_FALSE : PETSC_TRUE;
+  if (*singular) return;
+  g->cs[j]                = a / r;
+  g->sn[j]                = c / r;
+  Hij(g->HR, g, j, j)     = r;
+  Hij(g->HR, g, j + 1, j) = 0.0;
+  g->gr[j + 1]            = -g->sn[j] * g->gr[j];
+  g->gr[j]                = g->cs[j] * g->gr[j];
+}
+
+/* x += M^{-1} Q(:, 0:k-1) y with HR(0:k-1, 0:k-1) y = gr(0:k-1) */
+PetscErrorCode CAGMRESUpdateSolution(KSP ksp, KSP_FusedCAGMRES *g, PetscInt k, Vec x)
+{
+  std::vector<PetscScalar> negy;
+  Vec                      T = ksp->work[VEC_T], T2 = ksp->work[VEC_T2];
+
+  PetscFunctionBegin;
+  if (k == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  FusedKSPCallCXX(negy.assign(k, 0.0));
+  for (PetscInt i = k - 1; i >= 0; --i) { /* negy = -y */
+    PetscScalar v = -g->gr[i];
+    for (PetscInt j = i + 1; j < k; ++j) v -= Hij(g->HR, g, i, j) * negy[j];
+    negy[i] = v / Hij(g->HR, g, i, i);
+  }
+  if (g->mode == PCMode::NONE) {
+    PetscCall(OpsMAXPYScale(k, negy.data(), g->Q, x, 1.0, nullptr, nullptr));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(VecSet(T, 0.0));
+  PetscCall(OpsMAXPYScale(k, negy.data(), g->Q, T, 1.0, nullptr, nullptr));
+  PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
+  PetscCall(VecAXPY(x, 1.0, T2));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The Newton shifts: the Ritz values of Op (eigenvalues of the square Hessenberg H(0:k-1, 0:k-1) of the standard
+   cycle) in Leja order: the largest in modulus first, then each maximizing the product of its distances to those
+   chosen (a sum of logarithms), a complex pair together (+b then -b in g->im); the s-th shift of a split pair
+   becomes its real part.  Fewer than s Ritz values: the chosen ones repeat, as real parts.                     */
+PetscErrorCode CAGMRESLejaShifts(KSP ksp, KSP_FusedCAGMRES *g, PetscInt k)
+{
+  std::vector<PetscScalar> h, work;
+  std::vector<PetscReal>   wr, wi;
+  std::vector<char>        used;
+  PetscBLASInt             n, one = 1, info, lwork;
+  PetscScalar              z   = 0;
+  PetscInt                 nsh = 0;
+
+  PetscFunctionBegin;
+  PetscCall(PetscBLASIntCast(k, &n));
+  FusedKSPCallCXX(h.resize((size_t)k * k); work.resize(4 * (size_t)k + 16); wr.resize(k); wi.resize(k); used.assign(k, 0));
+  for (PetscInt j = 0; j < k; ++j)
+    for (PetscInt i = 0; i < k; ++i) h[j * k + i] = Hij(g->H, g, i, j);
+  PetscCall(PetscBLASIntCast((PetscInt)work.size(), &lwork));
+  PetscCall(PetscFPTrapPush(PETSC_FP_TRAP_OFF));
+  PetscCallBLAS("LAPACKhseqr", LAPACKhseqr_("E", "N", &n, &one, &n, h.data(), &n, wr.data(), wi.data(), &z, &one, work.data(), &lwork, &info));
+  PetscCall(PetscFPTrapPop());
+  PetscCheck(info == 0, PETSC_COMM_SELF, PETSC_ERR_LIB, "LAPACK hseqr (Ritz values for the Newton basis) failed with info %d", (int)info);
+  while (nsh < g->s) {
+    PetscInt  best    = -1;
+    PetscReal bestval = 0;
+
+    for (PetscInt i = 0; i < k; ++i) {
+      PetscReal val = 0;
+
+      if (used[i] || wi[i] < 0) continue; /* a pair is represented by its member with positive imaginary part */
+      if (nsh == 0)
+        val = std::hypot(wr[i], wi[i]);
+      else
+        for (PetscInt t = 0; t < nsh; ++t) val += std::log(std::hypot(wr[i] - g->re[t], wi[i] - g->im[t]));
+      if (best < 0 || val > bestval) {
+        best    = i;
+        bestval = val;
+      }
+    }
+    if (best < 0) break;
+    used[best] = 1;
+    g->re[nsh] = wr[best];
+    g->im[nsh] = 0.0;
+    if (wi[best] > 0 && nsh + 1 < g->s) {
+      g->im[nsh]     = wi[best];
+      g->re[nsh + 1] = wr[best];
+      g->im[nsh + 1] = -wi[best];
+      nsh++;
+    }
+    nsh++;
+  }
+  for (PetscInt i = nsh; i < g->s; ++i) {
+    g->re[i] = g->re[i % nsh];
+    g->im[i] = 0.0;
+  }
+  for (PetscInt i = 0; i < g->s; ++i) PetscCall(PetscInfo(ksp, "Newton shift %" PetscInt_FMT ": %g %+g i\n", i, (double)g->re[i], (double)g->im[i]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The start of a cycle: the true residual r = b - A x in q_0, rho = ||r|| (one reduction), its test (iteration 0,
+   or the restart after `its` iterations: the KSP's test and ksp->rnorm, `estimate` the one it replaces), q_0 = r/rho;
+   *stop when the solve ends here (a reason, max_it, or rho = 0)                                                   */
+PetscErrorCode CAGMRESCycleStart(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
+{
+  const OpDot self = {DotKind::DOT_SELF, nullptr};
+  PetscScalar rr;
+
+  PetscFunctionBegin;
+  PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Q[0]));
+  PetscCall(VecAYPX(g->Q[0], -1.0, ksp->vec_rhs));
+  PetscCall(OpsDots(nullptr, g->Q[0], 1, &self, &rr));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->counters));
+  *rho = PetscSqrtReal(PetscAbsScalar(rr));
+  if (its == 0)
+    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : *rho));
+  else {
+    PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)*rho));
+    ksp->rnorm = *rho;
+    if (ksp->normtype != KSP_NORM_NONE) {
+      if (PetscIsInfOrNanReal(*rho))
+        ksp->reason = KSP_DIVERGED_NANORINF;
+      else
+        PetscCall((*ksp->converged)(ksp, its, *rho, &ksp->reason, ksp->cnvP));
+    }
+  }
+  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
+  *stop = ksp->reason || *rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(VecScale(g->Q[0], 1.0 / *rho));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
+{
+  KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+  Mat               A;
+  PetscInt          its      = 0;
+  PetscReal         estimate = -1, prev = -1;
+
+  TrueResidualGuard guard;
+
+  PetscFunctionBegin;
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
+  g->counters = SolveCounters();
+  g->cycle_k  = 0;
+  g->nstd = g->nblocks = g->nfallback = g->nlucky = 0;
+  g->have_shifts                                  = g->basis == CABasis::MONOMIAL ? PETSC_TRUE : PETSC_FALSE;
+  if (g->basis == CABasis::MONOMIAL)
+    for (PetscInt i = 0; i < g->s; ++i) g->re[i] = g->im[i] = 0.0;
+  ksp->reason = KSP_CONVERGED_ITERATING;
+  if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
+
+  while (PETSC_TRUE) {
+    const PetscInt m   = g->restart;
+    PetscReal      rho = 0, res = 0;
+    PetscInt       k    = 0, sb;
+    PetscBool      stop = PETSC_FALSE, cut = PETSC_FALSE;
+
+    PetscCall(CAGMRESCycleStart(ksp, g, A, its, estimate, &rho, &stop));
+    if (stop) break;
+    if (prev > 0 && rho > CAGMRES_GROWTH * prev) {
+      PetscCall(PetscInfo(ksp, "The cycle raised the true residual from %g to %g: its basis lost orthogonality (try a smaller s or -ksp_cagmres_orth cgs2)\n", (double)prev, (double)rho));
+      ksp->reason = KSP_DIVERGED_BREAKDOWN;
+      break;
+    }
+    prev = rho;
+    res  = rho;
+    sb   = g->have_shifts ? g->s : 1;
+    if (sb == 1) g->nstd++;
+    for (PetscInt i = 0; i <= m; ++i) g->gr[i] = 0.0;
+    g->gr[0] = rho;
+    for (PetscInt b = 0; b < m && !cut; b += sb) {
+      PetscInt  nvalid;
+      PetscBool nan;
+
+      PetscCall(CAGMRESMatrixPowers(ksp, g, A, b, sb));
+      PetscCall(CAGMRESOrthogonalize(ksp, g, b, sb, &nvalid, &nan));
+      if (nan) {
+        ksp->reason = KSP_DIVERGED_NANORINF;
+        break;
+      }
+      if (sb == g->s) g->nblocks++;
+      PetscCall(CAGMRESAssemble(g, b, sb, nvalid));
+      for (PetscInt c = 0; c < PetscMin(sb, nvalid + 1); ++c) {
+        PetscBool singular;
+
+        CAGMRESGivens(g, b + c, &singular);
+        if (singular) {
+          PetscCall(PetscInfo(ksp, "Step %" PetscInt_FMT " of the cycle: the Hessenberg column is dependent on the previous ones (singular operator)\n", b + c));
+          ksp->reason = KSP_DIVERGED_BREAKDOWN;
+          break;
+        }
+        k = g->cycle_k = b + c + 1;
+        its++;
+        res = PetscAbsScalar(g->gr[b + c + 1]);
+        PetscCall(KSPFusedMonitorAndTest(ksp, its, ksp->normtype == KSP_NORM_NONE ? 0.0 : res));
+        if (ksp->reason || its >= ksp->max_it) break;
+      }
+      if (nvalid < sb) {
+        PetscCall(PetscInfo(ksp, "Lucky breakdown at step %" PetscInt_FMT " of the cycle: the Krylov space is invariant\n", b + nvalid + 1));
+        g->nlucky++;
+        cut = PETSC_TRUE;
+      }
+      if (ksp->reason || its >= ksp->max_it) cut = PETSC_TRUE;
+    }
+    estimate = res;
+    if (sb == 1 && g->basis == CABasis::NEWTON && k >= g->s && !ksp->reason) {
+      PetscCall(CAGMRESLejaShifts(ksp, g, k));
+      g->have_shifts = PETSC_TRUE;
+    }
+    PetscCall(CAGMRESUpdateSolution(ksp, g, k, ksp->vec_sol));
+    g->cycle_k = 0;
+    if (ksp->reason < 0) break;
+    if (ksp->reason > 0) {
+      PetscBool ok;
+      PetscReal truenorm;
+
+      PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], &truenorm, &ok));
+      if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) break;
+      PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
+      ksp->reason = KSP_CONVERGED_ITERATING;
+      g->counters.replacements++;
+      prev = -1; /* the restart compares with this true residual, not with the estimate */
+    }
+    if (k == 0) {
+      ksp->reason = KSP_DIVERGED_BREAKDOWN;
+      break;
+    }
+    if (its >= ksp->max_it) { /* as KSPGMRES: no true residual after the last cycle, the estimate stays */
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The current iterate: x plus the part of the cycle not yet added to it (for -ksp_monitor_true_residual) */
+PetscErrorCode KSPBuildSolution_FusedCAGMRES(KSP ksp, Vec v, Vec *V)
+{
+  KSP_FusedCAGMRES *g      = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+  Vec               target = v ? v : ksp->work[VEC_SOL];
+
+  PetscFunctionBegin;
+  PetscCall(VecCopy(ksp->vec_sol, target));
+  PetscCall(CAGMRESUpdateSolution(ksp, g, g->cycle_k, target));
+  if (V) *V = target;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPView_FusedCAGMRES(KSP ksp, PetscViewer viewer)
+{
+  KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+  PetscBool         ascii;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
+  if (ascii) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  s=%" PetscInt_FMT " (steps per block), restart=%" PetscInt_FMT "\n", g->s, g->restart));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  basis: %s\n", g->basis == CABasis::NEWTON ? "newton (Leja-ordered Ritz values of a first standard cycle)" : "monomial"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  orthogonalization: %s\n",
+                                     g->orth == CAOrth::CHOLQR ? "cholqr (block CGS + CholQR, twice: 2 reductions per block; CGS2 of a block whose Gram matrix is not positive definite)" : "cgs2 (column by column: 2 reductions per step)"));
+    PetscCall(
+        PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " standard cycles, %" PetscInt_FMT " blocks of s steps, %" PetscInt_FMT " CGS2 fallbacks, %" PetscInt_FMT " lucky breakdowns\n", g->nstd, g->nblocks, g->nfallback, g->nlucky));
+    if (g->have_shifts && g->basis == CABasis::NEWTON) {
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  Newton shifts:"));
+      PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
+      for (PetscInt i = 0; i < g->s; ++i) PetscCall(PetscViewerASCIIPrintf(viewer, " %g%+gi", (double)g->re[i], (double)g->im[i]));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
+      PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
+    }
+  }
+  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode, "per block of s steps: s operator applications and s shift updates (matrix powers, one halo exchange each under MPI), 2 x s multi-dots, 2 global reductions, 2 x s multi-axpys",
+                               g->counters.reductions, g->counters.replacements));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOptionsObject)
+{
+  KSP_FusedCAGMRES *g       = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+  PetscInt          restart = g->restart, s = g->s;
+  PetscBool         flg;
+
+  PetscFunctionBegin;
+  PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused communication-avoiding GMRES options");
+  PetscCall(PetscOptionsInt("-ksp_gmres_restart", "Number of Krylov directions before restart (a multiple of -ksp_cagmres_s)", "KSPGMRESSetRestart", restart, &restart, &flg));
+  if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
+  PetscCall(PetscOptionsInt("-ksp_cagmres_s", "Steps per block: basis vectors from s operator applications, orthogonalized together (1 to 64)", "KSPFUSEDCAGMRES", s, &s, &flg));
+  if (flg && s != g->s) {
+    g->s            = s;
+    ksp->setupstage = KSP_SETUP_NEW;
+  }
+  PetscCall(PetscOptionsEnum("-ksp_cagmres_basis", "Basis of a block: newton (Leja-ordered Ritz values of a first standard cycle as shifts) or monomial", "KSPFUSEDCAGMRES", CABasisTypes, (PetscEnum)g->basis, (PetscEnum *)&g->basis, NULL));
+  PetscCall(PetscOptionsEnum("-ksp_cagmres_orth", "Orthogonalization of a block: cholqr (block CGS + CholQR twice, 2 reductions per block) or cgs2 (column by column, 2 reductions per step)", "KSPFUSEDCAGMRES", CAOrthTypes, (PetscEnum)g->orth,
+                             (PetscEnum *)&g->orth, NULL));
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPGMRESSetRestart_FusedCAGMRES(KSP ksp, PetscInt restart)
+{
+  KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCheck(restart > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "Restart must be positive, got %" PetscInt_FMT, restart);
+  if (restart != g->restart) {
+    g->restart      = restart;
+    ksp->setupstage = KSP_SETUP_NEW;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPGMRESGetRestart_FusedCAGMRES(KSP ksp, PetscInt *restart)
+{
+  PetscFunctionBegin;
+  *restart = static_cast<KSP_FusedCAGMRES *>(ksp->data)->restart;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPReset_FusedCAGMRES(KSP ksp)
+{
+  KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+
+  PetscFunctionBegin;
+  if (g->Q) PetscCall(VecDestroyVecs(g->nQ, &g->Q));
+  g->nQ = 0;
+  PetscCall(VecDestroy(&g->w));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPDestroy_FusedCAGMRES(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPReset_FusedCAGMRES(ksp));
+  PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedCAGMRES *>(ksp->data)->w));
+  for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
+  delete static_cast<KSP_FusedCAGMRES *>(ksp->data);
+  ksp->data = nullptr;
+  PetscCall(KSPDestroyDefault(ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace
+} // namespace fusedksp
+
+/*MC
+   KSPFUSEDCAGMRES - "fusedcagmres" - Communication-avoiding GMRES(s, m) (Hoemmen; Yamazaki, Anzt, Tomov, Hoemmen &
+   Dongarra, seed 001), right preconditioned: the Krylov basis grows in blocks of s vectors, each from s operator
+   applications (the matrix powers loop) followed by ONE block orthogonalization - block classical Gram-Schmidt
+   against the previous vectors fused with CholQR of the block, done twice (CholQR2) - so a block of s steps costs
+   2 global reductions instead of the 1-2 per step of `KSPGMRES` or `KSPFUSEDSGMRES`.
+
+   Options Database Keys:
++  -ksp_type fusedcagmres - selects this solver
+.  -ksp_gmres_restart <m> - restart (default 30), a multiple of s; `KSPGMRESSetRestart()` works too
+.  -ksp_cagmres_s <s> - steps per block (default 5, at most 64)
+.  -ksp_cagmres_basis <newton,monomial> - Newton basis with Leja-ordered Ritz values of a first standard cycle as
+                                          shifts (default), or the monomial basis
+-  -ksp_cagmres_orth <cholqr,cgs2> - block orthogonalization: CholQR2 with a CGS2 fallback (default), or CGS2 of
+                                     every block column by column (2 reductions per step, a reference)
+
+   Level: intermediate
+
+   Notes:
+   Use it where global reductions dominate the time of an iteration: many MPI processes, or a GPU whose
+   reductions cost host round trips, with an operator cheap to apply.  The default s = 5 divides the default
+   restart 30 and cuts the reductions of a cycle about five-fold while keeping the condition number of a block
+   low enough for CholQR, which squares it (the paper's s of 10-30 needs larger restarts and well-chosen shifts;
+   a block that CholQR cannot handle falls back to CGS2 with 2 reductions per step, counted in -ksp_view).
+
+   Every solve starts with one standard cycle (blocks of one vector, Arnoldi with CGS2) whose Hessenberg matrix
+   gives the Ritz values for the Newton basis; with the monomial basis, blocks of s start at once.  The residual
+   estimate of every step is monitored and tested (the Givens rotations of each Hessenberg column), so the
+   iteration counts are those of `KSPGMRES` with the same restart; a cycle that converges inside a block ends
+   there, the true residual confirms convergence, and the next cycle starts from the true residual.
+
+   This first version applies the operator s times per block with a halo exchange each under MPI (one per
+   product, as `KSPGMRES`); the matrix powers kernel with a depth-s ghost region (one exchange per block) is a
+   later step.  The block products run as one multi-dot or multi-axpy per column of the block on the fused
+   backends, their dot products completing in one reduction per pass.
+
+   A lucky breakdown (the solution in a Krylov space smaller than the block) cuts the cycle; a projected Gram
+   matrix that is not positive definite falls back to CGS2 of that block (-info reports both); a cycle that
+   raises the true residual (loss of orthogonality) ends the solve with `KSP_DIVERGED_BREAKDOWN`.
+
+   References:
++  * - M. Hoemmen, Communication-avoiding Krylov subspace methods, PhD thesis, UC Berkeley, 2010.
+.  * - I. Yamazaki, H. Anzt, S. Tomov, M. Hoemmen, J. Dongarra, Improving the performance of CA-GMRES on multicores
+       with multiple GPUs, IPDPS 2014.
+-  * - Z. Bai, D. Hu, L. Reichel, A Newton basis GMRES implementation, IMA J. Numer. Anal. 14 (1994).
+
+.seealso: `KSPGMRES`, `KSPFUSEDSGMRES`, `KSPGMRESSetRestart()`
+M*/
+PETSC_INTERN PetscErrorCode KSPCreate_FusedCAGMRES(KSP ksp)
+{
+  fusedksp::KSP_FusedCAGMRES *g;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(g = new fusedksp::KSP_FusedCAGMRES);
+  ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself */
+  ksp->data           = g;
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
+  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
+  ksp->ops->setup          = fusedksp::KSPSetUp_FusedCAGMRES;
+  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedCAGMRES>;
+  ksp->ops->reset          = fusedksp::KSPReset_FusedCAGMRES;
+  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCAGMRES;
+  ksp->ops->view           = fusedksp::KSPView_FusedCAGMRES;
+  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedCAGMRES;
+  ksp->ops->buildsolution  = fusedksp::KSPBuildSolution_FusedCAGMRES;
+  ksp->ops->buildresidual  = KSPBuildResidualDefault;
+  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &g->counters));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedCAGMRES));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_FusedCAGMRES));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
