@@ -686,6 +686,68 @@ static PetscErrorCode Solve(MPI_Comm comm, Mat F, Mat R, KSPType ksptype, PCType
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The host/backend bookkeeping of fused vectors and matrices where PETSc's own code reaches their host arrays (run with
+   -fused_debug_mirror on the host backend, and on a GPU, for the mirrors to matter): a changed VecGetSubVector() view,
+   a VecGetArray() that PETSc restores on another vector (PCApply_Redistribute()), a structure-only matrix */
+static PetscErrorCode Bookkeeping(MPI_Comm comm, Mat F)
+{
+  Vec          x, w, sx;
+  IS           half;
+  PetscInt     lo, hi, nh, N;
+  PetscReal    nrm, expect;
+  PetscScalar *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreateVecs(F, &x, &w));
+  PetscCall(VecGetOwnershipRange(x, &lo, &hi));
+  PetscCall(VecGetSize(x, &N));
+  nh = (hi - lo) / 2;
+  PetscCall(ISCreateStride(comm, nh, lo, 1, &half));
+  PetscCall(VecSet(x, 1.0));
+  PetscCall(VecGetSubVector(x, half, &sx));
+  PetscCall(VecScale(sx, 2.0));
+  PetscCall(VecRestoreSubVector(x, half, &sx));
+  PetscCall(MPIU_Allreduce(MPI_IN_PLACE, &nh, 1, MPIU_INT, MPI_SUM, comm));
+  PetscCall(VecNorm(x, NORM_1, &nrm));
+  expect = (PetscReal)(2 * nh + (N - nh));
+  PetscCall(Check((PetscBool)(PetscAbsReal(nrm - expect) <= 1e-12 * expect), "VecRestoreSubVector() of a changed view: |x|_1 = %g (expected %g)", (double)nrm, (double)expect));
+
+  PetscCall(VecSet(x, 0.0));
+  PetscCall(VecGetArray(x, &a));
+  for (PetscInt i = 0; i < hi - lo; ++i) a[i] = 1.0;
+  PetscCall(VecRestoreArray(w, &a)); /* another vector than the one whose array it is, as PETSc's PCApply_Redistribute() */
+  PetscCall(VecNorm(x, NORM_1, &nrm));
+  PetscCall(Check((PetscBool)(nrm == (PetscReal)N), "VecGetArray() restored on another vector: |x|_1 = %g (expected %" PetscInt_FMT ")", (double)nrm, N));
+  PetscCall(ISDestroy(&half));
+
+  {
+    Mat            S;
+    Vec            sy;
+    PetscErrorCode err;
+
+    PetscCall(MatCreate(PETSC_COMM_SELF, &S));
+    PetscCall(MatSetSizes(S, 4, 4, 4, 4));
+    PetscCall(MatSetType(S, MATSEQAIJFUSED));
+    PetscCall(MatSetOption(S, MAT_STRUCTURE_ONLY, PETSC_TRUE));
+    PetscCall(MatSeqAIJSetPreallocation(S, 2, NULL));
+    for (PetscInt i = 0; i < 4; ++i) PetscCall(MatSetValue(S, i, i, 1.0, INSERT_VALUES));
+    PetscCall(MatAssemblyBegin(S, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(S, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatCreateVecs(S, &sx, &sy));
+    PetscCall(VecSet(sx, 1.0));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    err = MatMult(S, sx, sy);
+    PetscCall(PetscPopErrorHandler());
+    PetscCall(Check((PetscBool)(err == PETSC_ERR_ARG_WRONGSTATE), "a structure-only aijfused matrix assembles, and its product is an error (%d)", (int)err));
+    PetscCall(VecDestroy(&sx));
+    PetscCall(VecDestroy(&sy));
+    PetscCall(MatDestroy(&S));
+  }
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&w));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Comm comm;
@@ -714,6 +776,7 @@ int main(int argc, char **argv)
     PetscCall(MatDestroy(&Pf));
     PetscCall(MatDestroy(&Pr));
   }
+  PetscCall(Bookkeeping(comm, F));
   PetscCall(Conversions(comm, n, F, R));
   PetscCall(Arithmetic(comm, n, F, R));
   PetscCall(Products(comm, n, F, R));

@@ -263,8 +263,8 @@ PetscErrorCode VecGetSubVector_Fused(Vec X, IS is, Vec *Y)
 
 PetscErrorCode VecRestoreSubVector_Fused(Vec X, IS is, Vec *Y)
 {
-  PetscInt       taken;
-  PetscBool      unchanged;
+  PetscInt       taken     = 0;
+  PetscBool      unchanged = PETSC_FALSE;
   PetscObject    scatter;
   PetscErrorCode ierr;
 
@@ -275,7 +275,7 @@ PetscErrorCode VecRestoreSubVector_Fused(Vec X, IS is, Vec *Y)
   ierr                     = VecRestoreSubVector(X, is, Y);
   X->ops->restoresubvector = VecRestoreSubVector_Fused;
   PetscCall(ierr);
-  if (!unchanged && !scatter && Mirrored(X)) X->offloadmask = PETSC_OFFLOAD_CPU; /* a scatter writes through VecGetArray(), which marks it */
+  if (!(unchanged && taken == 1) && !scatter && Mirrored(X)) X->offloadmask = PETSC_OFFLOAD_CPU; /* a scatter writes through VecGetArray(), which marks it */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
