@@ -158,6 +158,7 @@ const Backend *HostBackend()
                                   host::TrsvAnalysis,
                                   host::TrsvCSR,
                                   host::TrsvFree,
+                                  host::BlockDiagMult,
                                   PETSC_TRUE};
   return &backend;
 }
