@@ -18,7 +18,10 @@
    breakdown, against the host's steps (1e-10: k iterations of rounding differences); bcgs_chunk
    likewise (1e-8) on nonsymmetric matrices, without Jacobi and with it on the left and on the right;
    sgmres_chunk likewise (1e-9) for a restart cycle run as two chunks, without Jacobi and with it on
-   the right, ended by a breakdown in the first chunk through a cancellation threshold of 2.
+   the right, ended by a breakdown in the first chunk through a cancellation threshold of 2;
+   blockdiag_mult (point-block Jacobi) with blocks of sizes 1, 2, 3, 4, 5, 7 and of random sizes 1..8, plain and
+   transposed, 0, 1, 255, 256, 257 and 4099 blocks (one thread per block on the GPU) and more blocks than the grid's
+   threads, the host reference also against the definition, and a view with both a block size and offsets (an error).
    Vectors must agree to 1e-12 relative to their largest entry (every operand is compared, so
    inputs must come back unchanged), dot products to 1e-10 relative to the sum of the absolute
    values of their terms.  The CUDA backend's counters must show exactly one kernel launch and one
@@ -986,6 +989,98 @@ PetscErrorCode TestDiag(Tester &t, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* blockdiag_mult (point-block Jacobi): nblocks random dense blocks (never zero), of size bs, or (bs = 0) of sizes
+   1..8 at random; the host reference checked against the definition (column-major blocks: y_i = sum_j D(i,j) x_j
+   with D(i,j) at i + j bs), the device against the host; y poisoned with NaN                                     */
+PetscErrorCode TestBlockDiag(Tester &t, PetscInt nblocks, PetscInt bs, PetscBool transpose)
+{
+  std::vector<PetscInt>   rowptr(nblocks + 1, 0);
+  std::vector<PetscInt64> valptr(nblocks + 1, 0);
+  PetscInt               *drowptr = nullptr;
+  PetscInt64             *dvalptr = nullptr;
+  BlockDiagView           hview, dview;
+  BackendCounters         before;
+  char                    variant[64];
+
+  PetscFunctionBegin;
+  for (PetscInt k = 0; k < nblocks; ++k) {
+    const PetscInt size = bs ? bs : t.RandomInt(1, 8);
+
+    rowptr[k + 1] = rowptr[k] + size;
+    valptr[k + 1] = valptr[k] + (PetscInt64)size * size;
+  }
+  const PetscInt n = rowptr[nblocks];
+  if (n > t.max_size) PetscFunctionReturn(PETSC_SUCCESS);
+  if (bs)
+    PetscCall(PetscSNPrintf(variant, sizeof(variant), "bs %" PetscInt_FMT "%s, %" PetscInt_FMT " blocks", bs, transpose ? ", transposed" : "", nblocks));
+  else
+    PetscCall(PetscSNPrintf(variant, sizeof(variant), "sizes 1..8%s, %" PetscInt_FMT " blocks", transpose ? ", transposed" : "", nblocks));
+  const std::string label = Label("blockdiag_mult", variant, n);
+  Operands          ops(t);
+  const int         vals = ops.Add("vals", t.RandomArray(valptr[nblocks])), x = ops.Add("x", t.RandomArray(n)), y = ops.Add("y", Array(n, NaN));
+  Array             expect(n);
+
+  for (PetscInt k = 0; k < nblocks; ++k) { /* the definition */
+    const PetscInt     start = rowptr[k], size = rowptr[k + 1] - start;
+    const PetscScalar *D = ops.RefArray(vals).data() + valptr[k];
+
+    for (PetscInt i = 0; i < size; ++i) {
+      PetscScalar sum = 0;
+      for (PetscInt j = 0; j < size; ++j) sum += (transpose ? D[j + i * size] : D[i + j * size]) * ops.RefArray(x)[start + j];
+      expect[start + i] = sum;
+    }
+  }
+  hview.nblocks = dview.nblocks = nblocks;
+  hview.bs = dview.bs = bs;
+  if (!bs) {
+    hview.rowptr = rowptr.data();
+    hview.valptr = valptr.data();
+  }
+  PetscCall(ops.Upload());
+  if (!bs) {
+    PetscCall(t.dev->malloc_bytes((nblocks + 1) * sizeof(PetscInt), (void **)&drowptr));
+    PetscCall(t.dev->malloc_bytes((nblocks + 1) * sizeof(PetscInt64), (void **)&dvalptr));
+    PetscCall(t.dev->copy_to_backend(drowptr, rowptr.data(), (nblocks + 1) * sizeof(PetscInt)));
+    PetscCall(t.dev->copy_to_backend(dvalptr, valptr.data(), (nblocks + 1) * sizeof(PetscInt64)));
+    dview.rowptr = drowptr;
+    dview.valptr = dvalptr;
+  }
+  hview.vals = ops.Ref(vals);
+  dview.vals = ops.Dev(vals);
+  PetscCall(t.host->blockdiag_mult(&hview, transpose, ops.Ref(x), ops.Ref(y)));
+  PetscCall(CheckVector(t, label, "host reference against the definition", ops.RefArray(y), expect));
+  before = *t.dev->counters;
+  PetscCall(t.dev->blockdiag_mult(&dview, transpose, ops.Dev(x), ops.Dev(y)));
+  PetscCall(CheckCounters(t, label, before, nblocks > 0, 0));
+  PetscCall(t.dev->free_bytes(drowptr));
+  PetscCall(t.dev->free_bytes(dvalptr));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* blockdiag_mult with a view that has both a block size and offsets: a PETSc error before anything runs */
+PetscErrorCode TestBlockDiagErrors(Tester &t)
+{
+  const PetscInt    rowptr[2] = {0, 1};
+  const PetscInt64  valptr[2] = {0, 1};
+  PetscScalar       one[1]    = {1};
+  BlockDiagView     D;
+  PetscErrorCode    ierr;
+  const std::string label = "blockdiag_mult[bad view]";
+
+  PetscFunctionBegin;
+  D.nblocks = 1;
+  D.bs      = 1;
+  D.rowptr  = rowptr;
+  D.valptr  = valptr;
+  D.vals    = one;
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, nullptr));
+  ierr = t.dev->blockdiag_mult(&D, PETSC_FALSE, one, one);
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(Record(t, ierr == PETSC_ERR_ARG_WRONG, label, "a block size with offsets is not PETSC_ERR_ARG_WRONG", (PetscReal)ierr, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 /* A symmetric positive definite 7-point-like matrix: off-diagonal entries in [-1, -0.1] (the same
@@ -1546,6 +1641,13 @@ PetscErrorCode RunAll(Tester &t)
 
   PetscFunctionBegin;
   PetscCall(TestMemory(t));
+  /* point-block Jacobi: one thread per block on the device, so block counts around the thread block width of 256 */
+  PetscCall(TestBlockDiagErrors(t));
+  for (PetscInt nblocks : {(PetscInt)0, (PetscInt)1, (PetscInt)255, (PetscInt)256, (PetscInt)257, (PetscInt)4099})
+    for (PetscInt bs : {(PetscInt)1, (PetscInt)2, (PetscInt)3, (PetscInt)4, (PetscInt)5, (PetscInt)7, (PetscInt)0})
+      for (PetscBool transpose : {PETSC_FALSE, PETSC_TRUE}) PetscCall(TestBlockDiag(t, nblocks, bs, transpose));
+  PetscCall(TestBlockDiag(t, 333334, 3, PETSC_FALSE)); /* more blocks than the grid's threads (a grid-stride loop) */
+  PetscCall(TestBlockDiag(t, 200003, 0, PETSC_FALSE));
   for (PetscInt n : {t.sizes.back(), (PetscInt)0, (PetscInt)33, (PetscInt)4099})
     if (n <= t.max_size) PetscCall(TestBatch(t, n));
   /* resident kernels (DispatchResidentBlocks()): CG and BiCGStab on 31 and 33 rows one block of 256

@@ -208,6 +208,21 @@ struct TriangularView {
   void              *schedule  = nullptr;
 };
 
+/* The inverted diagonal blocks of a point-block Jacobi preconditioner (PCPBJACOBI, PCVPBJACOBI) for
+   Backend::blockdiag_mult: nblocks dense blocks along the diagonal, block k covering rows
+   [start_k, start_k + bs_k), each stored contiguously in COLUMN-major order as MatInvertBlockDiagonal() and
+   MatInvertVariableBlockDiagonal() return them: entry (i, j) of block k at vals[offset_k + i + j bs_k].
+   Constant size: bs > 0, rowptr = valptr = NULL (start_k = k bs, offset_k = k bs^2).  Variable sizes: bs = 0,
+   rowptr[k] = start_k and valptr[k] = offset_k for k <= nblocks (rowptr[nblocks] = the rows, valptr[nblocks] =
+   the stored values).  Arrays in the backend's memory.                                                        */
+struct BlockDiagView {
+  PetscInt           nblocks = 0;
+  PetscInt           bs      = 0;
+  const PetscInt    *rowptr  = nullptr; /* variable sizes: nblocks+1 row offsets */
+  const PetscInt64  *valptr  = nullptr; /* variable sizes: nblocks+1 value offsets */
+  const PetscScalar *vals    = nullptr;
+};
+
 /* The level schedule of a triangular pattern (host arrays, the CSR of a TriangularView; upper as
    there): level(i) = 1 + the largest level of the rows row i depends on (0 without dependencies);
    rows[levelptr[l] .. levelptr[l+1]) are the rows of level l in ascending order.  levelptr has room
@@ -416,6 +431,10 @@ struct Backend {
   PetscErrorCode (*trsv_analysis)(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows);
   PetscErrorCode (*trsv_csr)(const TriangularView *T, const PetscScalar *b, PetscScalar *x);
   PetscErrorCode (*trsv_free)(TriangularView *T);
+
+  /* Point-block Jacobi (src/pc/pbjacobi.cxx): y = D x, or y = D^T x with transpose, for the block diagonal D of
+     a BlockDiagView (x, y distinct, backend memory, D's rows long).  One kernel; CUDA: one thread per block.    */
+  PetscErrorCode (*blockdiag_mult)(const BlockDiagView *D, PetscBool transpose, const PetscScalar *x, PetscScalar *y);
 
   /* PETSC_TRUE when the backend's memory is host memory (the host backend, Kokkos on OpenMP or Serial):
      the fused types then use PETSc's host arrays as the backend's (no mirror, no copies)             */

@@ -122,6 +122,19 @@ PetscBool KSPFusedStatusStops(KSP ksp, RecurrenceStatus status)
   return PETSC_TRUE;
 }
 
+PetscErrorCode KSPFusedCheckPCFailed(KSP ksp)
+{
+  PCFailedReason pcreason;
+
+  PetscFunctionBegin;
+  if (ksp->reason != KSP_DIVERGED_NANORINF) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PCReduceFailedReason(ksp->pc));
+  PetscCall(PCGetFailedReason(ksp->pc, &pcreason));
+  PetscCall(VecFlag(ksp->vec_sol, pcreason));
+  if (pcreason) ksp->reason = KSP_DIVERGED_PC_FAILED;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm)
 {
   PetscFunctionBegin;

@@ -61,10 +61,16 @@ PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter);
 
 /* ksp->ops->solve of a fused solver: Solve in a scope of batches of its own (OpsSolveScoped()), so that
    fused solves nest inside each other's preconditioners and operators and an error leaves no batch open */
+/* As PETSc's KSPCheckDot()/KSPCheckNorm() in its solvers: a solve stopped by NaN or Inf after its preconditioner
+   failed (PCGetFailedReason(): a zero pivot of a factorization, a singular block of point-block Jacobi) ends with
+   KSP_DIVERGED_PC_FAILED, its solution flagged with VecFlag().  Collective (ksp->reason is the same on every rank). */
+PetscErrorCode KSPFusedCheckPCFailed(KSP ksp);
+
 template <PetscErrorCode (*Solve)(KSP)> PetscErrorCode KSPSolveScoped(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(OpsSolveScoped(ksp, Solve));
+  PetscCall(KSPFusedCheckPCFailed(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

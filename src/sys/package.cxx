@@ -195,7 +195,9 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
 /*@C
   FusedKSPInitializePackage - Registers the FusedKSP types with PETSc: KSP `fusedcg`, `fusedbcgs`,
   `fusedsgmres`, `fusedcagmres`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
-  the `MatSolverType` `fused` (`MATSOLVERFUSED`: ILU(0)/ICC(0) of `seqaijfused`, its default); the logging events of the fused kernels; and selects the backend.
+  the `MatSolverType` `fused` (`MATSOLVERFUSED`: ILU(0)/ICC(0) of `seqaijfused`, its default); PETSc's `PCPBJACOBI` and `PCVPBJACOBI`
+  again, applying their blocks on the backend when the matrix is `aijfused` (see `PCPBJACOBI_FUSED`); the logging events of the fused
+  kernels; and selects the backend.
 
   Collective on `PETSC_COMM_WORLD`
 
@@ -250,6 +252,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(MatRegisterRootName(MATAIJFUSED, MATSEQAIJFUSED, MATMPIAIJFUSED));
   PetscCall(MatSolverTypeRegister(MATSOLVERFUSED, MATSEQAIJFUSED, MAT_FACTOR_ILU, MatGetFactor_SeqAIJFused_Fused));
   PetscCall(MatSolverTypeRegister(MATSOLVERFUSED, MATSEQAIJFUSED, MAT_FACTOR_ICC, MatGetFactor_SeqAIJFused_Fused));
+  PetscCall(fusedksp::PCRegisterBlockDiagFused());
   PetscCall(PetscClassIdRegister("FusedKSP", &classid));
   PetscCall(RegisterEvent("FusedCGUpdate", classid, &fusedksp::events.cg_update));
   PetscCall(RegisterEvent("FusedSpMVDots", classid, &fusedksp::events.spmv_dots));
@@ -270,6 +273,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(RegisterEvent("FusedBCGSChunk", classid, &fusedksp::events.bcgs_chunk));
   PetscCall(RegisterEvent("FusedSGMRESChunk", classid, &fusedksp::events.sgmres_chunk));
   PetscCall(RegisterEvent("FusedTrSolve", classid, &fusedksp::events.trsv));
+  PetscCall(RegisterEvent("FusedBlockDiag", classid, &fusedksp::events.blockdiag));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -104,6 +104,7 @@ PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar 
 PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const PetscInt *);
 PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
 PetscErrorCode TrsvFree(TriangularView *);
+PetscErrorCode BlockDiagMult(const BlockDiagView *, PetscBool, const PetscScalar *, PetscScalar *);
 PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, int,

@@ -433,7 +433,8 @@ const Backend *CUDABackend()
                                   cuda::GraphDestroy,
                                   cuda::TrsvAnalysis,
                                   cuda::TrsvCSR,
-                                  cuda::TrsvFree};
+                                  cuda::TrsvFree,
+                                  cuda::BlockDiagMult};
   static int           usable  = -1;
 
   if (usable < 0) {

@@ -157,6 +157,7 @@ static Backend Table(PetscBool host_memory)
                  host::TrsvAnalysis,
                  host::TrsvCSR,
                  host::TrsvFree,
+                 host::BlockDiagMult,
                  host_memory};
 }
 } // namespace host

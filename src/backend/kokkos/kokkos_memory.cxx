@@ -365,6 +365,7 @@ const Backend *KokkosBackend()
                                   kokkos::TrsvAnalysis,
                                   kokkos::TrsvCSR,
                                   kokkos::TrsvFree,
+                                  kokkos::BlockDiagMult,
                                   kokkos::host_memory ? PETSC_TRUE : PETSC_FALSE};
   return &backend;
 }
