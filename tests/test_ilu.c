@@ -19,6 +19,7 @@ Options: -ksp_type <gmres> (both), -pc_type <ilu|icc|bjacobi> (both; -sub_pc_typ
 #include <fusedksp.h>
 #include "problems.h"
 #include "check.h"
+#include "copies.h"
 #include <string.h>
 
 typedef struct {
@@ -200,30 +201,7 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
   PetscCall(Check((PetscBool)(PetscAbsInt(itsf - itsr) <= its_abs), "%s: iterations %" PetscInt_FMT " vs %" PetscInt_FMT " (within %" PetscInt_FMT ")", what, itsf, itsr, its_abs));
   PetscCall(RelDiff(fs->x, rs->x, &d));
   PetscCall(Check((PetscBool)(d <= sol_tol), "%s: solutions differ by %g <= %g", what, (double)d, (double)sol_tol));
-  if (max_h2d_per_it >= 0) { /* the same solve again (the preconditioner is set up, the vectors are on the backend), and once
-                                  more to a looser tolerance: the difference of the copies over the difference of the iterations
-                                  (both converge, so the copies of a solve's start and end cancel)                              */
-    PetscInt64 h[4];
-    PetscInt   its, its_loose, maxit;
-    PetscReal  rtol, abstol, dtol, per_it;
-
-    PetscCall(FusedKSPGetBackendCounters(NULL, NULL, &h[0]));
-    PetscCall(KSPSolve(fs->ksp, fs->b, fs->x));
-    PetscCall(FusedKSPGetBackendCounters(NULL, NULL, &h[1]));
-    PetscCall(KSPGetIterationNumber(fs->ksp, &its));
-    PetscCall(KSPGetTolerances(fs->ksp, &rtol, &abstol, &dtol, &maxit));
-    PetscCall(KSPSetTolerances(fs->ksp, PetscSqrtReal(rtol), abstol, dtol, maxit));
-    PetscCall(FusedKSPGetBackendCounters(NULL, NULL, &h[2]));
-    PetscCall(KSPSolve(fs->ksp, fs->b, fs->x));
-    PetscCall(FusedKSPGetBackendCounters(NULL, NULL, &h[3]));
-    PetscCall(KSPGetIterationNumber(fs->ksp, &its_loose));
-    PetscCall(KSPSetTolerances(fs->ksp, rtol, abstol, dtol, maxit));
-    PetscCall(KSPSolve(fs->ksp, fs->b, fs->x)); /* the solution to rtol again, for the next comparison */
-    per_it = its > its_loose ? (PetscReal)((h[1] - h[0]) - (h[3] - h[2])) / (PetscReal)(its - its_loose) : PETSC_INFINITY;
-    PetscCall(Check((PetscBool)(its - its_loose >= 2 && per_it <= max_h2d_per_it + 1e-12),
-                    "%s: %g host->device copies per iteration (%" PetscInt64_FMT " in %" PetscInt_FMT " iterations, %" PetscInt64_FMT " in %" PetscInt_FMT " to rtol %g), at most %g", what, (double)per_it, h[1] - h[0], its, h[3] - h[2], its_loose,
-                    (double)PetscSqrtReal(rtol), (double)max_h2d_per_it));
-  }
+  if (max_h2d_per_it >= 0) PetscCall(CheckH2DPerIteration(fs->ksp, fs->b, fs->x, max_h2d_per_it, what));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -301,34 +301,50 @@ static PetscErrorCode GenRow(const Gen *g, PetscInt r, PetscInt *nc, PetscInt co
 }
 
 /* local number of rows: PETSc's split, or with -uneven rank 0 gets half as many again as the others,
-   or with -empty_rank the last rank owns no rows */
+   or with -empty_rank the last rank owns no rows; in whole blocks of bs rows (-mat_block_size) */
 static PetscBool empty_rank = PETSC_FALSE;
 
-static PetscErrorCode LocalRows(MPI_Comm comm, PetscInt N, PetscBool uneven, PetscInt *m)
+static PetscErrorCode LocalRows(MPI_Comm comm, PetscInt N, PetscInt bs, PetscBool uneven, PetscInt *m)
 {
   PetscMPIInt size, rank;
+  PetscInt    Nb;
 
   PetscFunctionBeginUser;
+  PetscCheck(N % bs == 0, comm, PETSC_ERR_ARG_SIZ, "The block size %" PetscInt_FMT " (-mat_block_size) does not divide the %" PetscInt_FMT " rows", bs, N);
+  Nb = N / bs;
   PetscCallMPI(MPI_Comm_size(comm, &size));
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   *m = PETSC_DECIDE;
   if (uneven && size > 1) {
-    const PetscInt m0 = PetscMin(N, N / size + N / (2 * size)), rest = N - m0;
+    const PetscInt m0 = PetscMin(Nb, Nb / size + Nb / (2 * size)), rest = Nb - m0;
 
     *m = rank == 0 ? m0 : rest / (size - 1) + ((rank - 1) < rest % (size - 1) ? 1 : 0);
   } else if (empty_rank && size > 1) {
-    *m = rank == size - 1 ? 0 : N / (size - 1) + (rank < N % (size - 1) ? 1 : 0);
+    *m = rank == size - 1 ? 0 : Nb / (size - 1) + (rank < Nb % (size - 1) ? 1 : 0);
   }
-  PetscCall(PetscSplitOwnership(comm, m, &N));
+  PetscCall(PetscSplitOwnership(comm, m, &Nb));
+  *m *= bs;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The block size of A (-mat_block_size; 1 when unset) */
+static PetscErrorCode BlockSize(Mat A, PetscInt *bs)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MatGetBlockSize(A, bs));
+  if (*bs < 1) *bs = 1;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* preallocates from the rows' counts (with a block size bs > 1, per block row: the most of its rows, in blocks, as
+   MatXAIJSetPreallocation() takes them), then inserts the rows */
 static PetscErrorCode AssembleRows(const Gen *g, Mat A)
 {
-  PetscInt    rstart, rend, cstart, cend, *dnnz, *onnz, nc, cols[MAX_ROW];
+  PetscInt    rstart, rend, cstart, cend, *dnnz, *onnz, nc, cols[MAX_ROW], bs;
   PetscScalar vals[MAX_ROW];
 
   PetscFunctionBeginUser;
+  PetscCall(BlockSize(A, &bs));
   PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
   PetscCall(MatGetOwnershipRangeColumn(A, &cstart, &cend));
   PetscCall(PetscCalloc2(rend - rstart, &dnnz, rend - rstart, &onnz));
@@ -341,7 +357,11 @@ static PetscErrorCode AssembleRows(const Gen *g, Mat A)
         onnz[r - rstart]++;
     }
   }
-  PetscCall(MatXAIJSetPreallocation(A, 1, dnnz, onnz, NULL, NULL));
+  for (PetscInt r = 0; bs > 1 && r < rend - rstart; r++) { /* block row r / bs: the most of its rows' counts, in blocks */
+    dnnz[r / bs] = PetscMax(r % bs ? dnnz[r / bs] : 0, (dnnz[r] + bs - 1) / bs);
+    onnz[r / bs] = PetscMax(r % bs ? onnz[r / bs] : 0, (onnz[r] + bs - 1) / bs);
+  }
+  PetscCall(MatXAIJSetPreallocation(A, bs, dnnz, onnz, NULL, NULL));
   PetscCall(PetscFree2(dnnz, onnz));
   PetscCall(MatSetOption(A, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
   for (PetscInt r = rstart; r < rend; r++) {
@@ -482,7 +502,7 @@ static PetscErrorCode FillMMFn(const void *ctx, Mat M)
 
 static PetscErrorCode CreateFromFile(MPI_Comm comm, const char fname[], PetscBool uneven, Mat A, PetscBool *symmetric)
 {
-  PetscInt  m;
+  PetscInt  m, bs;
   PetscBool mtx;
   PetscReal anorm;
 
@@ -492,7 +512,8 @@ static PetscErrorCode CreateFromFile(MPI_Comm comm, const char fname[], PetscBoo
     MMData mm;
 
     PetscCall(MMRead(comm, fname, &mm));
-    PetscCall(LocalRows(comm, mm.N, uneven, &m));
+    PetscCall(BlockSize(A, &bs));
+    PetscCall(LocalRows(comm, mm.N, bs, uneven, &m));
     PetscCall(MatSetSizes(A, m, m, mm.N, mm.N));
     PetscCall(AssemblePreallocated(A, FillMMFn, &mm));
     PetscCall(PetscFree3(mm.i, mm.j, mm.v));
@@ -508,7 +529,8 @@ static PetscErrorCode CreateFromFile(MPI_Comm comm, const char fname[], PetscBoo
       PetscCheck(header[0] == MAT_FILE_CLASSID, comm, PETSC_ERR_FILE_UNEXPECTED, "%s: not a PETSc binary matrix file", fname);
       PetscCall(PetscViewerDestroy(&viewer));
       PetscCall(PetscViewerBinaryOpen(comm, fname, FILE_MODE_READ, &viewer));
-      PetscCall(LocalRows(comm, header[1], uneven, &m));
+      PetscCall(BlockSize(A, &bs));
+      PetscCall(LocalRows(comm, header[1], bs, uneven, &m));
       PetscCall(MatSetSizes(A, m, m, header[1], header[2]));
     }
     PetscCall(MatLoad(A, viewer));
@@ -594,7 +616,10 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
     base = strrchr(fname, '/');
     PetscCall(PetscSNPrintf(p->name, sizeof(p->name), "file %s", base ? base + 1 : fname));
   } else {
-    PetscCall(LocalRows(comm, g.N, uneven, &m));
+    PetscInt bs;
+
+    PetscCall(BlockSize(p->A, &bs));
+    PetscCall(LocalRows(comm, g.N, bs, uneven, &m));
     PetscCall(MatSetSizes(p->A, m, m, g.N, g.N));
     if (g.type == PROBLEM_RANDDD)
       PetscCall(AssemblePreallocated(p->A, FillRandddFn, &g));

@@ -24,6 +24,8 @@
      -pe <10> -shear <0.5> -shift <4.5> -margin <0.1> -nonsym    parameters of convdiff3d, fem2d, indefinite, randdd
      -eps <1e-2> -contrast <1e4>                                  parameters of aniso3d, jump3d
      -uneven                       rank 0 gets half as many rows again as the other ranks (default: PETSc's even split)
+     -mat_block_size <bs>          the matrix's block size (e.g. 3 for elasticity3d's dofs per node, for PCPBJACOBI); ranks
+                                   get whole blocks
      -scale <1>                    A := scale * A (b as given), e.g. -1: a negative definite system from an SPD problem
 */
 #pragma once
