@@ -257,11 +257,24 @@ static PetscErrorCode Conversions(MPI_Comm comm, PetscInt n, Mat F, Mat R)
     PetscCall(MatDestroy(&D));
   }
   PetscCall(MatDuplicate(B, MAT_COPY_VALUES, &D));
-  PetscCall(MatConvert(D, MATSBAIJ, MAT_INPLACE_MATRIX, &D)); /* nonsymmetric: only the upper triangle is kept */
-  {
-    PetscBool assembled;
+  { /* as from MATAIJ (PETSc's AIJ converters): sequential ones refuse a matrix not known to be symmetric; the upper triangle is kept */
+    Mat            Ra;
+    PetscBool      assembled;
+    PetscErrorCode err_fused, err_aij;
+
+    PetscCall(MatDuplicate(R, MAT_COPY_VALUES, &Ra));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    err_fused = MatConvert(D, MATSBAIJ, MAT_INPLACE_MATRIX, &D);
+    err_aij   = MatConvert(Ra, MATSBAIJ, MAT_INPLACE_MATRIX, &Ra);
+    PetscCall(PetscPopErrorHandler());
+    PetscCall(Check((PetscBool)(err_fused == err_aij), "MatConvert fused -> sbaij of a matrix not known to be symmetric: error %d, as aij's %d", (int)err_fused, (int)err_aij));
+    if (err_fused) {
+      PetscCall(MatSetOption(D, MAT_SYMMETRIC, PETSC_TRUE));
+      PetscCall(MatConvert(D, MATSBAIJ, MAT_INPLACE_MATRIX, &D));
+    }
     PetscCall(MatAssembled(D, &assembled));
     PetscCall(Check(assembled, "MatConvert fused -> sbaij, in place (upper triangle)"));
+    PetscCall(MatDestroy(&Ra));
   }
   PetscCall(MatDestroy(&D));
   PetscCall(MatCopy(R, B, SAME_NONZERO_PATTERN));
@@ -724,17 +737,24 @@ static PetscErrorCode Bookkeeping(MPI_Comm comm, Mat F)
   }
   PetscCall(ISDestroy(&half));
 
-  {
+  for (PetscInt c = 0; c < 2; ++c) { /* a structure-only matrix, sequential and on the world communicator */
+    MPI_Comm       comm = c ? PETSC_COMM_WORLD : PETSC_COMM_SELF;
     Mat            S;
     Vec            sy;
+    PetscInt       rstart, rend;
     PetscErrorCode err;
 
-    PetscCall(MatCreate(PETSC_COMM_SELF, &S));
-    PetscCall(MatSetSizes(S, 4, 4, 4, 4));
-    PetscCall(MatSetType(S, MATSEQAIJFUSED));
+    PetscCall(MatCreate(comm, &S));
+    PetscCall(MatSetSizes(S, PETSC_DECIDE, PETSC_DECIDE, 8, 8));
+    PetscCall(MatSetType(S, MATAIJFUSED));
     PetscCall(MatSetOption(S, MAT_STRUCTURE_ONLY, PETSC_TRUE));
     PetscCall(MatSeqAIJSetPreallocation(S, 2, NULL));
-    for (PetscInt i = 0; i < 4; ++i) PetscCall(MatSetValue(S, i, i, 1.0, INSERT_VALUES));
+    PetscCall(MatMPIAIJSetPreallocation(S, 2, NULL, 1, NULL));
+    PetscCall(MatGetOwnershipRange(S, &rstart, &rend));
+    for (PetscInt i = rstart; i < rend; ++i) {
+      PetscCall(MatSetValue(S, i, i, 1.0, INSERT_VALUES));
+      PetscCall(MatSetValue(S, i, (i + 5) % 8, 1.0, INSERT_VALUES));
+    }
     PetscCall(MatAssemblyBegin(S, MAT_FINAL_ASSEMBLY));
     PetscCall(MatAssemblyEnd(S, MAT_FINAL_ASSEMBLY));
     PetscCall(MatCreateVecs(S, &sx, &sy));
@@ -742,7 +762,7 @@ static PetscErrorCode Bookkeeping(MPI_Comm comm, Mat F)
     PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
     err = MatMult(S, sx, sy);
     PetscCall(PetscPopErrorHandler());
-    PetscCall(Check((PetscBool)(err == PETSC_ERR_ARG_WRONGSTATE), "a structure-only aijfused matrix assembles, and its product is an error (%d)", (int)err));
+    PetscCall(Check((PetscBool)(err == PETSC_ERR_ARG_WRONGSTATE), "a structure-only aijfused matrix (%s) assembles, and its product is an error (%d)", c ? "world" : "self", (int)err));
     PetscCall(VecDestroy(&sx));
     PetscCall(VecDestroy(&sy));
     PetscCall(MatDestroy(&S));

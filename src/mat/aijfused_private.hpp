@@ -12,7 +12,8 @@ using MatConvertFn = PetscErrorCode (*)(Mat, MatType, MatReuse, Mat *);
 
 /* Composes on A (type `fused`, extending `base`) the functions PETSc's MatConvert() and MatProduct*()
    look for: MatConvert_<base>_<fused>_C (to_fused), MatConvert_<fused>_<base>_C (from_fused) and
-   MatProductSetFromOptions_anytype_C; NULL functions remove them                                  */
+   MatProductSetFromOptions_anytype_C, and as A's general converter (MatConvert()'s step 4) one that
+   takes the converters composed for `base`; NULL functions remove them                            */
 PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused);
 
 /* MatConvert() between an AIJ type and its fused type, in every reuse mode: REUSE copies the values into *M,

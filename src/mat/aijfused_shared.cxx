@@ -71,6 +71,43 @@ PetscErrorCode MatConvertFrom_AIJFused(Mat A, MatType newtype, MatReuse reuse, M
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* MatConvert() of a fused matrix to a type with no converter of its own (PETSc's step 4, the matrix's
+   general converter): the converter PETSc composes on the AIJ type the fused type extends
+   (MatConvert_mpiaij_is_C, MatConvert_seqaij_seqdense_C, ...; looked up with PETSc's type prefixes),
+   else PETSc's basic converter, as for the AIJ type.                                                 */
+static PetscErrorCode MatConvert_AIJFusedAsBase(Mat A, MatType newtype, MatReuse reuse, Mat *M)
+{
+  const char *const prefixes[]                          = {"seq", "mpi", ""};
+  PetscErrorCode (*conv)(Mat, MatType, MatReuse, Mat *) = nullptr;
+  PetscErrorCode ierr;
+  PetscBool      seq;
+  std::string    name;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJFUSED, &seq));
+  for (const char *prefix : prefixes) {
+    FusedKSPCallCXX(name = std::string("MatConvert_") + (seq ? MATSEQAIJ : MATMPIAIJ) + "_" + prefix + newtype + "_C");
+    PetscCall(PetscObjectQueryFunction((PetscObject)A, name.c_str(), &conv));
+    if (conv) break;
+  }
+  if (conv) {
+    PetscCall(conv(A, newtype, reuse, M));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (reuse == MAT_INPLACE_MATRIX) { /* the basic converter replaces the header: convert into a new matrix first */
+    Mat B;
+
+    PetscCall(MatConvert_AIJFusedAsBase(A, newtype, MAT_INITIAL_MATRIX, &B));
+    PetscCall(MatHeaderReplace(A, &B));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  A->ops->convert = nullptr; /* MatConvert() then takes its basic converter */
+  ierr            = MatConvert(A, newtype, reuse, M);
+  A->ops->convert = MatConvert_AIJFusedAsBase;
+  PetscCall(ierr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 const BlasKernels *MatFusedBlas(const Backend *backend)
 {
   return BackendBlas(backend);
@@ -100,6 +137,10 @@ PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, M
   PetscCall(PetscObjectComposeFunction((PetscObject)A, to.c_str(), to_fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)A, from.c_str(), from_fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatProductSetFromOptions_anytype_C", to_fused ? MatProductSetFromOptions_AIJFused : nullptr));
+  if (to_fused && !A->ops->convert)
+    A->ops->convert = MatConvert_AIJFusedAsBase;
+  else if (!to_fused && A->ops->convert == MatConvert_AIJFusedAsBase)
+    A->ops->convert = nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

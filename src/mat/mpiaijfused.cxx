@@ -392,6 +392,7 @@ PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
 
   PetscFunctionBegin;
   PetscCheck(A->assembled, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "Matrix must be assembled before a fused product");
+  PetscCheck(!A->structure_only, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONGSTATE, "A structure-only matrix (MatSetOption(A, MAT_STRUCTURE_ONLY, PETSC_TRUE)) has no values for a product");
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
   PetscCall(RefreshBlocks(A, d, state));
   if (!d->halo_current) {
@@ -447,7 +448,7 @@ PetscErrorCode MatAssemblyEnd_MPIAIJFused(Mat A, MatAssemblyType mode)
 
   PetscFunctionBegin;
   PetscCall(d->host.assemblyend(A, mode));
-  if (mode != MAT_FINAL_ASSEMBLY) PetscFunctionReturn(PETSC_SUCCESS);
+  if (mode != MAT_FINAL_ASSEMBLY || A->structure_only) PetscFunctionReturn(PETSC_SUCCESS); /* a structure-only matrix has no values to mirror */
   PetscCall(StateAfterOperation((PetscObject)A, &state));
   PetscCall(RefreshBlocks(A, d, state));
   PetscFunctionReturn(PETSC_SUCCESS);
