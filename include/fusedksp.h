@@ -12,6 +12,7 @@
 #define KSPFUSEDBCGS "fusedbcgs"
 #define KSPFUSEDSGMRES "fusedsgmres"
 #define KSPFUSEDCAGMRES "fusedcagmres"
+#define KSPFUSEDBICG "fusedbicg"
 
 #define VECFUSED "fused"
 #define VECSEQFUSED "seqfused"

@@ -4,8 +4,10 @@ static char help[] = "Bad input gives a clear PETSc error or a divergence reason
   nan         NaN or Inf in the right-hand side, NaN in the matrix: KSP_DIVERGED_NANORINF (solver: -ksp_type)\n\
   size        a right-hand side of the wrong length, a non-square operator: a PETSc error (caught)\n\
   plainvec    the fused matrix with plain PETSc vectors: converges with a small true residual, or a PETSc error\n\
-  skew        BiCGStab (prefix skew_, default fusedbcgs) on a skew-symmetric matrix (r0^T A r0 = 0):\n\
+  skew        BiCGStab (prefix skew_, default fusedbcgs; fusedbicg too) on a skew-symmetric matrix (r0^T A r0 = 0):\n\
               KSP_DIVERGED_BREAKDOWN, or converged with a true residual that confirms it\n\
+  transposes  fusedbicg (prefix transpose_) on a MATSHELL without MatMultTranspose(), with a PCSHELL without\n\
+              PCApplyTranspose(): a PETSC_ERR_SUP error naming what is missing\n\
   recovery    each fused solver (also nested in another through PCKSP): a PCSHELL that fails once, a user MATSHELL\n\
               operator that fails once or gives NaN once (inside a batch of deferred dot products); the error is caught\n\
               (or the solve ends with KSP_DIVERGED_NANORINF), and the next solve converges\n\
@@ -253,7 +255,7 @@ static PetscErrorCode TestSizes(PetscReal rtol)
    lengths, before any kernel runs                                                                             */
 static PetscErrorCode TestLayouts(PetscReal rtol)
 {
-  const KSPType  types[] = {KSPFUSEDCG, KSPFUSEDBCGS, KSPFUSEDSGMRES};
+  const KSPType  types[] = {KSPFUSEDCG, KSPFUSEDBCGS, KSPFUSEDSGMRES, KSPFUSEDBICG};
   Problem        p;
   Vec            x, b, shifted;
   VecType        vtype;
@@ -364,6 +366,7 @@ static PetscErrorCode TestPlainVec(PetscReal rtol)
 
 static PetscErrorCode TestSkew(PetscReal rtol)
 {
+  KSPType            type;
   Problem            p;
   KSP                ksp;
   Vec                x;
@@ -375,14 +378,15 @@ static PetscErrorCode TestSkew(PetscReal rtol)
   PetscCall(CreateProblem("skew", &p));
   PetscCall(MatCreateVecs(p.A, &x, NULL));
   PetscCall(CreateKSP(p.A, "skew_", KSPFUSEDBCGS, rtol, &ksp));
+  PetscCall(KSPGetType(ksp, &type));
   PetscCall(KSPSolve(ksp, p.b, x));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
   PetscCall(KSPGetIterationNumber(ksp, &its));
   PetscCall(TrueResidual(p.A, p.b, x, &rel));
   if (reason > 0)
-    PetscCall(Check((PetscBool)(rel <= 10.0 * rtol), "skew-symmetric BiCGStab: %s after %" PetscInt_FMT " iterations, true residual %.3e <= 10 rtol", KSPConvergedReasons[reason], its, (double)rel));
+    PetscCall(Check((PetscBool)(rel <= 10.0 * rtol), "skew-symmetric, %s: %s after %" PetscInt_FMT " iterations, true residual %.3e <= 10 rtol", type, KSPConvergedReasons[reason], its, (double)rel));
   else
-    PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_BREAKDOWN), "skew-symmetric BiCGStab: %s after %" PetscInt_FMT " iterations (true residual %.3e)", KSPConvergedReasons[reason], its, (double)rel));
+    PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_BREAKDOWN), "skew-symmetric, %s: %s after %" PetscInt_FMT " iterations (true residual %.3e)", type, KSPConvergedReasons[reason], its, (double)rel));
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));
   PetscCall(ProblemDestroy(&p));
@@ -419,6 +423,49 @@ static PetscErrorCode FaultyMult(Mat S, Vec x, Vec y)
   PetscCheck(f->nan || f->calls != f->fail_at, PETSC_COMM_SELF, PETSC_ERR_USER, "MATSHELL fails at its call %" PetscInt_FMT " (test)", f->calls);
   PetscCall(MatMult(f->A, x, y));
   if (f->nan && f->calls == f->fail_at) PetscCall(SetFirstEntry(y, (PetscReal)NAN));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* fusedbicg needs A^T and M^{-T}: a MATSHELL without MatMultTranspose() and a PCSHELL without PCApplyTranspose() are a
+   PETSC_ERR_SUP error naming what is missing, before any iteration (the shells of the recovery sub-case, never failing) */
+static PetscErrorCode TestTransposes(PetscReal rtol)
+{
+  Problem        p;
+  Mat            S;
+  Faulty         f = {NULL, NULL, 0, -1, PETSC_FALSE};
+  KSP            ksp;
+  PC             pc;
+  Vec            x;
+  PetscInt       m, M;
+  PetscErrorCode ierr;
+  char           msg[1024];
+
+  PetscFunctionBeginUser;
+  PetscCall(CreateProblem("convdiff3d", &p));
+  PetscCall(MatCreateVecs(p.A, &x, NULL));
+  PetscCall(MatGetLocalSize(p.A, &m, NULL));
+  PetscCall(MatGetSize(p.A, &M, NULL));
+  f.A = p.A;
+  PetscCall(MatCreateVecs(p.A, &f.diag, NULL));
+  PetscCall(MatGetDiagonal(p.A, f.diag));
+  PetscCall(MatCreateShell(PETSC_COMM_WORLD, m, m, M, M, &f, &S));
+  PetscCall(MatShellSetOperation(S, MATOP_MULT, (PetscErrorCodeFn *)FaultyMult));
+  PetscCall(CreateKSP(S, "transpose_", KSPFUSEDBICG, rtol, &ksp));
+  PetscCall(SolveCatch(ksp, p.b, x, &ierr, msg, sizeof(msg)));
+  PetscCall(Check((PetscBool)(ierr == PETSC_ERR_SUP && strstr(msg, "needs MatMultTranspose()")), "fusedbicg on a MATSHELL without MatMultTranspose(): error %d (%s)", (int)ierr, msg));
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(CreateKSP(p.A, "transpose_", KSPFUSEDBICG, rtol, &ksp));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, PCSHELL));
+  PetscCall(PCShellSetContext(pc, &f));
+  PetscCall(PCShellSetApply(pc, FaultyPCApply));
+  PetscCall(SolveCatch(ksp, p.b, x, &ierr, msg, sizeof(msg)));
+  PetscCall(Check((PetscBool)(ierr == PETSC_ERR_SUP && strstr(msg, "needs PCApplyTranspose()")), "fusedbicg with a PCSHELL without PCApplyTranspose(): error %d (%s)", (int)ierr, msg));
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(MatDestroy(&S));
+  PetscCall(VecDestroy(&f.diag));
+  PetscCall(VecDestroy(&x));
+  PetscCall(ProblemDestroy(&p));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -588,7 +635,7 @@ static PetscErrorCode AllocSolve(PetscInt n, KSPType type, PetscInt phase, Petsc
    failures gives the solution of the reference solve, to the bit                                            */
 static PetscErrorCode TestAllocationFailures(PetscInt n)
 {
-  const KSPType types[]  = {KSPFUSEDCG, KSPFUSEDBCGS, KSPFUSEDSGMRES};
+  const KSPType types[]  = {KSPFUSEDCG, KSPFUSEDBCGS, KSPFUSEDSGMRES, KSPFUSEDBICG};
   const char   *phases[] = {"matrix and vectors", "KSPSolve"};
   PetscMPIInt   size;
 
@@ -654,6 +701,7 @@ int main(int argc, char **argv)
   PetscCall(TestLayouts(rtol));
   PetscCall(TestChunkOptions(rtol));
   PetscCall(TestSkew(rtol));
+  PetscCall(TestTransposes(rtol));
   PetscCall(TestRecovery(rtol));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-alloc_n", &alloc_n, NULL));
   PetscCall(TestAllocationFailures(alloc_n));

@@ -2,7 +2,9 @@ static char help[] = "ILU(0)/ICC(0) of MatSolverType fused (MATSOLVERFUSED) agai
 The same KSP and PC solve twice: on a MATAIJFUSED copy of the matrix with fused vectors and the default solver type\n\
 (which must be fused for -pc_type ilu/icc), and on the plain AIJ matrix with -pc_factor_mat_solver_type petsc.\n\
 Checks: the two preconditioners applied to one random vector agree to 1e-10 (relative), also on plain VECSEQ\n\
-vectors (the host path of the fused solver), transposed, and (ICC) the two halves of the symmetric application;\n\
+vectors (the host path of the fused solver), and (ICC) the two halves of the symmetric application; transposed\n\
+(PCApplyTranspose) to 1e-12 into NaN-poisoned vectors, fused and plain, for PCILU/PCICC the fused one repeated with no\n\
+host<->device copy (FusedKSPGetBackendCounters(); meaningful on a device backend or with -fused_debug_mirror);\n\
 both solves converge with iteration counts within -its_abs and solutions within -sol_tol; -ksp_view of the fused KSP\n\
 names \"FusedKSP ILU(0)\" or \"FusedKSP ICC(0)\" (either for the blocks of PCBJACOBI, on every rank count; -expect_fused 0:\n\
 must not, e.g. with fill levels) and has the I-node line of PETSc's; after MatScale() and\n\
@@ -142,7 +144,7 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
   PetscReal          d;
   PetscInt           itsf, itsr;
   KSPConvergedReason reasonf, reasonr;
-  PetscBool          icc;
+  PetscBool          icc, factor;
 
   PetscFunctionBeginUser;
   PetscCall(KSPGetPC(fs->ksp, &pcf));
@@ -169,9 +171,27 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
   PetscCall(RelDiff(zp, zr, &d));
   PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApply plain VECSEQ vectors vs petsc (%g <= 1e-10)", what, (double)d));
   PetscCall(PCApplyTranspose(pcr, r, zr));
+  PetscCall(VecSet(zf, NAN)); /* every entry must be written */
   PetscCall(PCApplyTranspose(pcf, bf, zf));
   PetscCall(RelDiff(zf, zr, &d));
-  PetscCall(Check((PetscBool)(d <= 1e-10), "%s: PCApplyTranspose vs petsc (%g <= 1e-10)", what, (double)d));
+  PetscCall(Check((PetscBool)(d <= 1e-12), "%s: PCApplyTranspose fused vectors vs petsc (%g <= 1e-12)", what, (double)d));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)pcf, &factor, PCILU, PCICC, ""));
+  if (factor) { /* again, its input and output on the backend: no host<->device copy (the transposed factors exist now).
+                   Not for PCBJACOBI, whose PCApplyTranspose() hands its block host arrays (PETSc's VecPlaceArray()) */
+    PetscInt64 d2h[2], h2d[2];
+
+    PetscCall(VecSet(zf, NAN));
+    PetscCall(FusedKSPGetBackendCounters(NULL, &d2h[0], &h2d[0]));
+    PetscCall(PCApplyTranspose(pcf, bf, zf));
+    PetscCall(FusedKSPGetBackendCounters(NULL, &d2h[1], &h2d[1]));
+    PetscCall(Check((PetscBool)(h2d[1] == h2d[0] && d2h[1] == d2h[0]), "%s: PCApplyTranspose on the backend made %" PetscInt64_FMT " host->device and %" PetscInt64_FMT " device->host copies (0)", what, h2d[1] - h2d[0], d2h[1] - d2h[0]));
+    PetscCall(RelDiff(zf, zr, &d));
+    PetscCall(Check((PetscBool)(d <= 1e-12), "%s: PCApplyTranspose repeated vs petsc (%g <= 1e-12)", what, (double)d));
+  }
+  PetscCall(VecSet(zp, NAN));
+  PetscCall(PCApplyTranspose(pcf, rp, zp));
+  PetscCall(RelDiff(zp, zr, &d));
+  PetscCall(Check((PetscBool)(d <= 1e-12), "%s: PCApplyTranspose plain VECSEQ vectors vs petsc (%g <= 1e-12)", what, (double)d));
   PetscCall(PetscObjectTypeCompare((PetscObject)pcf, PCICC, &icc));
   if (icc) { /* the halves of the factor (MatForwardSolve, MatBackwardSolve): -ksp_pc_side symmetric */
     PetscCall(PCApplySymmetricLeft(pcr, r, zr));

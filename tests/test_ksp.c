@@ -142,6 +142,16 @@ static PetscErrorCode ShellMult(Mat S, Vec x, Vec y)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode ShellMultTranspose(Mat S, Vec x, Vec y)
+{
+  Mat A;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(S, &A));
+  PetscCall(MatMultTranspose(A, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode ShellGetDiagonal(Mat S, Vec d)
 {
   Mat A;
@@ -271,6 +281,7 @@ int main(int argc, char **argv)
   PetscCall(MatGetSize(A, &M, &N));
   PetscCall(MatCreateShell(PETSC_COMM_WORLD, m, n, M, N, A, &S));
   PetscCall(MatShellSetOperation(S, MATOP_MULT, (PetscErrorCodeFn *)ShellMult));
+  PetscCall(MatShellSetOperation(S, MATOP_MULT_TRANSPOSE, (PetscErrorCodeFn *)ShellMultTranspose)); /* fusedbicg */
   PetscCall(MatShellSetOperation(S, MATOP_GET_DIAGONAL, (PetscErrorCodeFn *)ShellGetDiagonal));
   PetscCall(KSPSetOperators(ksp, S, A));
   PetscCall(SolveInfo(ksp, b, x, &its, &reason));

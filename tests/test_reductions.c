@@ -1,6 +1,6 @@
 static char help[] = "Counts the global reductions of one solve (run on 2 or more ranks) and checks\n\
   its <= count <= k its + c + r (its / restart)\n\
-with k = 1 for fusedcg, fusedbcgs (its shadow vector Op^T r* needs the transpose, which aijfused has) and fusedsgmres, 2 for fusedsgmres with CGS2 (the design's one reduction per\n\
+with k = 1 for fusedcg, fusedbcgs (its shadow vector Op^T r* needs the transpose, which aijfused has), fusedbicg and fusedsgmres, 2 for fusedsgmres with CGS2 (the design's one reduction per\n\
 iteration), c = -reduction_slack (setup and the final true-residual check), and for fusedsgmres\n\
 r = 2 per restart (the true residual computed at each restart); count >= its shows that a counter counts at all.\n\
 fusedcagmres (s steps per block, restart m): 2 reductions per block of s steps (CholQR2) and per step of its first\n\
@@ -77,7 +77,7 @@ int main(int argc, char **argv)
   PetscMPIInt        size;
   PetscInt           its, k = 0, slack = 4, restart = 30, restarts = 0, bound, count;
   PetscInt           s = 5, lower, itsstd = 0, itsca = 0, cycles = 0;
-  PetscBool          iscg, isbcgs, issgmres, iscagmres, cgs2     = PETSC_FALSE;
+  PetscBool          iscg, isbcgs, isbicg, issgmres, iscagmres, cgs2 = PETSC_FALSE;
   PetscInt64         ct0, ct1;
   KSPType            type;
 
@@ -99,6 +99,7 @@ int main(int argc, char **argv)
   PetscCall(KSPGetType(ksp, &type));
   PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDCG, &iscg));
   PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDBCGS, &isbcgs));
+  PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDBICG, &isbicg));
   PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDSGMRES, &issgmres));
   PetscCall(PetscObjectTypeCompare((PetscObject)ksp, KSPFUSEDCAGMRES, &iscagmres));
   if (issgmres) {
@@ -106,7 +107,7 @@ int main(int argc, char **argv)
     PetscCall(PetscOptionsGetInt(NULL, NULL, "-ksp_gmres_restart", &restart, NULL));
   }
   if (iscg || issgmres) k = cgs2 ? 2 : 1;
-  if (isbcgs) k = 1;
+  if (isbcgs || isbicg) k = 1;
   if (iscagmres) {
     char      basis[64] = "newton";
     PetscBool monomial;
@@ -139,7 +140,7 @@ int main(int argc, char **argv)
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%s on %s, %d ranks: %s after %" PetscInt_FMT " iterations; bound %" PetscInt_FMT " x %" PetscInt_FMT " + %" PetscInt_FMT " + 2 x %" PetscInt_FMT " restarts = %" PetscInt_FMT "\n", type, prob.name, size,
                         KSPConvergedReasons[reason], its, k, its, slack, restarts, bound));
   PetscCall(Check((PetscBool)(reason > 0), "converged (%s)", KSPConvergedReasons[reason]));
-  if (iscg || isbcgs || issgmres || iscagmres) {
+  if (iscg || isbcgs || isbicg || issgmres || iscagmres) {
     PetscCall(KSPFusedGetReductionCount(ksp, &count));
     PetscCall(
         Check((PetscBool)(count >= lower && count <= bound), "KSPFusedGetReductionCount() %" PetscInt_FMT " in [lower, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", count, lower, bound, its ? (double)count / its : 0.0));

@@ -49,6 +49,25 @@ FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, PetscScala
   return RecurrenceStatus::OK;
 }
 
+/* The values of one BiCG iteration (src/ksp/fusedbicg.cxx), in this order in its reduction buffer: <r,z>, <r,r>, <z,z>
+   of the A-side update, <z,r~>, <u,r~> of the A^T-side update's residual and <p,q~>, <z,q~>, <u,q~> of the transposed
+   product (q = A p, u = M^{-1} q, q~ = A^T p~); <p,q~> = <A p,p~>                                                 */
+enum BiCGSlot { BICG_RZ, BICG_RR, BICG_ZZ, BICG_RHO, BICG_RU, BICG_PQ, BICG_QZ, BICG_QU, BICG_NSLOT };
+
+/* Preconditioned BiCG (see src/ksp/fusedbicg.cxx), from the values of one iteration:
+     alpha = rho / <p~,A p>,   beta = (rho - alpha (<u,r~> + <z,q~>) + alpha^2 <u,q~>) / rho,   rho = <z,r~>
+   (the predicted <z',r~'> of the next iteration over the computed one).  rho = 0 or <p~,A p> = 0: BREAKDOWN.      */
+FUSED_HD inline RecurrenceStatus BiCGCoefficients(const PetscScalar *v, PetscScalar *alpha, PetscScalar *beta)
+{
+  const PetscScalar rho = v[BICG_RHO], pq = v[BICG_PQ], ru = v[BICG_RU], qz = v[BICG_QZ], qu = v[BICG_QU];
+
+  if (NotFinite(rho) || NotFinite(pq) || NotFinite(ru) || NotFinite(qz) || NotFinite(qu)) return RecurrenceStatus::NANORINF;
+  if (rho == 0 || pq == 0) return RecurrenceStatus::BREAKDOWN;
+  *alpha = rho / pq;
+  *beta  = fma(*alpha, fma(*alpha, qu, -(ru + qz)), rho) / rho;
+  return RecurrenceStatus::OK;
+}
+
 /* Pipelined BiCGStab (seed 000 Alg. 4, see src/ksp/fusedbcgs.cxx) */
 FUSED_HD inline RecurrenceStatus BCGSAlpha(PetscScalar rrstar, PetscScalar Aprstar, PetscScalar *alpha)
 {

@@ -66,7 +66,8 @@ PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w)
 
 static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters);
 
-PetscErrorCode KSPFusedApplyPC(KSP ksp, Vec x, Vec y)
+/* KSP_PCApply(), or with transpose KSP_PCApplyHermitianTranspose(), counted with the copies it made */
+static PetscErrorCode ApplyPCCounted(KSP ksp, PetscBool transpose, Vec x, Vec y)
 {
   SolveCounters *c;
 
@@ -74,17 +75,35 @@ PetscErrorCode KSPFusedApplyPC(KSP ksp, Vec x, Vec y)
   PetscCall(KSPFusedGetSolveCounters(ksp, &c));
 #if defined(PETSC_USE_LOG)
   const PetscLogDouble copies = petsc_ctog_ct + petsc_gtoc_ct, bytes = petsc_ctog_sz + petsc_gtoc_sz;
-  PetscCall(KSP_PCApply(ksp, x, y));
+#endif
+  if (transpose)
+    PetscCall(KSP_PCApplyHermitianTranspose(ksp, x, y));
+  else
+    PetscCall(KSP_PCApply(ksp, x, y));
+#if defined(PETSC_USE_LOG)
   c->pc_copies += petsc_ctog_ct + petsc_gtoc_ct - copies;
   c->pc_bytes += petsc_ctog_sz + petsc_gtoc_sz - bytes;
-#else
-  PetscCall(KSP_PCApply(ksp, x, y));
 #endif
   c->pc_applies++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z)
+PetscErrorCode KSPFusedApplyPC(KSP ksp, Vec x, Vec y)
+{
+  PetscFunctionBegin;
+  PetscCall(ApplyPCCounted(ksp, PETSC_FALSE, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedApplyPCTranspose(KSP ksp, Vec x, Vec y)
+{
+  PetscFunctionBegin;
+  PetscCall(ApplyPCCounted(ksp, PETSC_TRUE, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* z = w .* r | PCApply (transpose: PCApplyTranspose) | z = r; Jacobi is symmetric */
+static PetscErrorCode PCApplyMode(KSP ksp, PCMode mode, PetscBool transpose, Vec w, Vec r, Vec z)
 {
   PetscFunctionBegin;
   switch (mode) {
@@ -95,9 +114,23 @@ PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z)
     PetscCall(VecPointwiseMult(z, w, r));
     break;
   case PCMode::GENERAL:
-    PetscCall(KSPFusedApplyPC(ksp, r, z));
+    PetscCall(ApplyPCCounted(ksp, transpose, r, z));
     break;
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z)
+{
+  PetscFunctionBegin;
+  PetscCall(PCApplyMode(ksp, mode, PETSC_FALSE, w, r, z));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedPCApplyTranspose(KSP ksp, PCMode mode, Vec w, Vec r, Vec z)
+{
+  PetscFunctionBegin;
+  PetscCall(PCApplyMode(ksp, mode, PETSC_TRUE, w, r, z));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -293,7 +326,7 @@ PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w)
   Not Collective
 
   Input Parameter:
-. ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
+. ksp - a FusedKSP solver (`KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPFUSEDCAGMRES`, `KSPFUSEDBICG`)
 
   Output Parameter:
 . count - the number of reductions
@@ -318,7 +351,7 @@ PetscErrorCode KSPFusedGetReductionCount(KSP ksp, PetscInt *count)
   Not Collective
 
   Input Parameter:
-. ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
+. ksp - a FusedKSP solver (`KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPFUSEDCAGMRES`, `KSPFUSEDBICG`)
 
   Output Parameter:
 . count - the number of replacements

@@ -25,8 +25,14 @@ PetscErrorCode KSPFusedPCHasTranspose(PC pc, PetscBool *has);
    copies it made (-ksp_view shows them: where the preconditioner runs) */
 PetscErrorCode KSPFusedApplyPC(KSP ksp, Vec x, Vec y);
 
+/* KSPFusedApplyPC() with the transpose of the preconditioner (KSP_PCApplyHermitianTranspose(), PCApplyTranspose() for
+   real scalars), counted the same way */
+PetscErrorCode KSPFusedApplyPCTranspose(KSP ksp, Vec x, Vec y);
+
 /* Applies the preconditioner of the given mode: z = w .* r | PCApply | z = r */
 PetscErrorCode KSPFusedPCApply(KSP ksp, PCMode mode, Vec w, Vec r, Vec z);
+/* ... and its transpose: z = w .* r | PCApplyTranspose | z = r */
+PetscErrorCode KSPFusedPCApplyTranspose(KSP ksp, PCMode mode, Vec w, Vec r, Vec z);
 
 /* Sets ksp->reason from a recurrence status; returns PETSC_TRUE if the solve must stop */
 PetscBool KSPFusedStatusStops(KSP ksp, RecurrenceStatus status);

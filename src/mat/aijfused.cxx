@@ -592,6 +592,16 @@ PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode MatSeqAIJFusedMultTransposeDots(Mat A, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  Mirror *m;
+
+  PetscFunctionBegin;
+  PetscCall(GetMirror(A, PETSC_TRUE, &m));
+  PetscCall(Product(A, m, nullptr, nullptr, in, out, ndots, specs, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace fusedksp
 
 /*MC

@@ -10,6 +10,9 @@ PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused);
 /* out = wl .* (A (wr .* in)) with ndots fused dot products (backend/backend.hpp) on the backend
    arrays in/out of a MATSEQAIJFUSED, in the format of its mirror (refreshed if A changed)      */
 PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+/* out = A^T in with ndots fused dot products of out, with the explicit transpose of a MATSEQAIJFUSED (built at its first
+   use and kept, refreshed if A changed; see MatMultTranspose()): in has A's rows, out A's columns               */
+PetscErrorCode MatSeqAIJFusedMultTransposeDots(Mat A, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
 /* The backend view of a MATSEQAIJFUSED for operations that run its products themselves (Backend::cg_chunk):
    its mirror refreshed if A changed, *csr or *sell set to the format in use, the other NULL, and the
    stored entries (for flop counts); the views stay valid until A changes                            */

@@ -53,6 +53,9 @@ struct FusedFactor {
   PetscScalar     *work   = nullptr; /* host, n: L^{-1} b */
   PetscScalar     *dwork  = nullptr; /* backend, n (NULL on the host backend: work) */
   Triangle         L, U;
+  Triangle         Lt, Ut;                 /* the factors of M^T (MatSolveTranspose(), see TransposeFactors()), built at its first use */
+  PetscInt64       numeric      = 0;       /* successful numeric phases since the symbolic one */
+  PetscInt64       transposed   = -1;      /* the numeric phase whose values Lt and Ut hold (-1: none) */
   PetscObjectState nonzerostate = -1;      /* of A at the symbolic phase */
   Mat              host         = nullptr; /* PETSc's factor, for a factorization beyond ILU(0)/ICC(0) */
 };
@@ -112,6 +115,10 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   PetscFunctionBegin;
   PetscCall(TriangleFree(f->be, &f->L));
   PetscCall(TriangleFree(f->be, &f->U));
+  PetscCall(TriangleFree(f->be, &f->Lt));
+  PetscCall(TriangleFree(f->be, &f->Ut));
+  f->numeric    = 0;
+  f->transposed = -1;
   if (f->be && f->dwork) PetscCall(f->be->free_bytes(f->dwork));
   f->dwork = nullptr;
   PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
@@ -373,6 +380,7 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.vals, f->U.vals, f->U.rowptr[n] * sizeof(PetscScalar)));
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.invdiag, f->U.invdiag, n * sizeof(PetscScalar)));
     }
+    f->numeric++; /* the transposed factors, if any, are refreshed at the next MatSolveTranspose() */
   }
   PetscCall(PetscLogFlops(flops + n));
   F->assembled = PETSC_TRUE;
@@ -416,17 +424,87 @@ static PetscErrorCode MatCholeskyFactorNumeric_FusedFactor(Mat F, Mat A, const M
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* x = U^{-1} L^{-1} b on the backend for fused vectors (no copy), else on the host arrays */
-static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
+/* dst := the transpose of the strictly triangular src (n rows), entry (j, i) = src_ij scaled by rowscale[i] and by
+   colscale[j] (either may be NULL: 1), by a counting sort: the rows of dst keep their columns in increasing order.  With
+   pattern, dst->rowptr is computed first (dst's arrays allocated by the caller); next: n scratch entries.          */
+static void TransposeTriangle(PetscInt n, const Triangle *src, const PetscScalar *rowscale, const PetscScalar *colscale, PetscBool pattern, PetscInt *next, Triangle *dst)
+{
+  if (pattern) {
+    for (PetscInt j = 0; j <= n; ++j) dst->rowptr[j] = 0;
+    for (PetscInt k = 0; k < src->rowptr[n]; ++k) dst->rowptr[src->colidx[k] + 1]++;
+    for (PetscInt j = 0; j < n; ++j) dst->rowptr[j + 1] += dst->rowptr[j];
+  }
+  for (PetscInt j = 0; j < n; ++j) next[j] = dst->rowptr[j];
+  for (PetscInt i = 0; i < n; ++i)
+    for (PetscInt k = src->rowptr[i]; k < src->rowptr[i + 1]; ++k) {
+      const PetscInt j = src->colidx[k], t = next[j]++;
+
+      dst->colidx[t] = i;
+      dst->vals[t]   = src->vals[k] * (rowscale ? rowscale[i] : 1.0) * (colscale ? colscale[j] : 1.0);
+    }
+}
+
+/*
+   The factors of M^T = (L U)^T = U^T L^T in the forms Backend::trsv_csr solves (unit lower; upper with an inverted
+   diagonal).  With U = D U' (D = diag(U), U' unit upper): M^T = U'^T (D L^T), so
+     Lt = U'^T, unit lower triangular: entry (j, i) = u_ij / u_ii  (u_ij of U's strictly upper part, i < j);
+     Ut = D L^T, upper triangular with U's diagonal: entry (j, i) = u_jj l_ij  (l_ij of L, j < i), inverted diagonal 1/u_jj;
+   and M^T x = b is Lt y = b, then Ut x = y.  Their pattern, level schedules and backend analysis are made at the
+   first call after a symbolic phase (users who never transpose pay no memory); their values are refreshed when a
+   numeric phase ran since the last call.
+*/
+static PetscErrorCode TransposeFactors(FusedFactor *f)
+{
+  const PetscInt  n       = f->n;
+  const PetscBool pattern = f->Lt.rowptr ? PETSC_FALSE : PETSC_TRUE;
+  PetscInt       *next;
+  PetscScalar    *pivot;
+
+  PetscFunctionBegin;
+  if (f->transposed == f->numeric) PetscFunctionReturn(PETSC_SUCCESS);
+  if (pattern) {
+    PetscCall(PetscMalloc4(n + 1, &f->Lt.rowptr, f->U.rowptr[n], &f->Lt.colidx, f->U.rowptr[n], &f->Lt.vals, 0, &f->Lt.invdiag));
+    PetscCall(PetscMalloc4(n + 1, &f->Ut.rowptr, f->L.rowptr[n], &f->Ut.colidx, f->L.rowptr[n], &f->Ut.vals, n, &f->Ut.invdiag));
+  }
+  PetscCall(PetscMalloc2(n, &next, n, &pivot));
+  for (PetscInt i = 0; i < n; ++i) pivot[i] = f->lu[f->diag[i]];
+  TransposeTriangle(n, &f->U, f->U.invdiag, nullptr, pattern, next, &f->Lt);
+  TransposeTriangle(n, &f->L, nullptr, pivot, pattern, next, &f->Ut);
+  PetscCall(PetscFree2(next, pivot));
+  PetscCall(PetscArraycpy(f->Ut.invdiag, f->U.invdiag, n));
+  if (pattern) {
+    const TrsvAlgorithm alg = ChooseAlgorithm(f->choice);
+    PetscInt            nlevels[2], *levelptr[2], *rows[2];
+
+    PetscCall(PetscMalloc4(n + 1, &levelptr[0], n, &rows[0], n + 1, &levelptr[1], n, &rows[1]));
+    PetscCall(TriangularLevels(n, PETSC_FALSE, f->Lt.rowptr, f->Lt.colidx, &nlevels[0], levelptr[0], rows[0]));
+    PetscCall(TriangularLevels(n, PETSC_TRUE, f->Ut.rowptr, f->Ut.colidx, &nlevels[1], levelptr[1], rows[1]));
+    f->Lt.nlevels = nlevels[0];
+    f->Ut.nlevels = nlevels[1];
+    PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, &f->Lt));
+    PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, &f->Ut));
+    PetscCall(f->be->trsv_analysis(&f->Lt.dev, nlevels[0], levelptr[0], rows[0]));
+    PetscCall(f->be->trsv_analysis(&f->Ut.dev, nlevels[1], levelptr[1], rows[1]));
+    PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
+  }
+  if (f->be != HostBackend()) {
+    PetscCall(f->be->copy_to_backend((void *)f->Lt.dev.vals, f->Lt.vals, f->Lt.rowptr[n] * sizeof(PetscScalar)));
+    PetscCall(f->be->copy_to_backend((void *)f->Ut.dev.vals, f->Ut.vals, f->Ut.rowptr[n] * sizeof(PetscScalar)));
+    PetscCall(f->be->copy_to_backend((void *)f->Ut.dev.invdiag, f->Ut.invdiag, n * sizeof(PetscScalar)));
+  }
+  PetscCall(PetscLogFlops(f->L.rowptr[n] + f->U.rowptr[n]));
+  f->transposed = f->numeric;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* x = second^{-1} first^{-1} b (first lower, second upper): on the backend for fused vectors (no copy), else on the
+   host arrays */
+static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangle *second, Vec b, Vec x)
 {
   FusedFactor *f = (FusedFactor *)F->data;
   PetscBool    fb, fx;
 
   PetscFunctionBegin;
-  if (f->host) {
-    PetscCall(MatSolve(f->host, b, x));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
   PetscCall(VecIsFused(b, &fb));
   PetscCall(VecIsFused(x, &fx));
   PetscCall(PetscLogEventBegin(events.trsv, F, b, x, 0));
@@ -437,8 +515,8 @@ static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
     PetscCheck(be == ActiveBackend(), PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The factorization was made for the %s backend, the vectors are on %s", be->name, ActiveBackend()->name);
     PetscCall(VecFusedGetArray(b, PETSC_MEMORY_ACCESS_READ, &bp));
     PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_WRITE, &xp));
-    PetscCall(be->trsv_csr(&f->L.dev, bp, work));
-    PetscCall(be->trsv_csr(&f->U.dev, work, xp));
+    PetscCall(be->trsv_csr(&first->dev, bp, work));
+    PetscCall(be->trsv_csr(&second->dev, work, xp));
     PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_WRITE, &xp));
     PetscCall(VecFusedRestoreArray(b, PETSC_MEMORY_ACCESS_READ, &bp));
   } else {
@@ -447,48 +525,50 @@ static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
 
     PetscCall(VecGetArrayRead(b, &bp));
     PetscCall(VecGetArrayWrite(x, &xp));
-    PetscCall(HostBackend()->trsv_csr(&f->L.host, bp, f->work));
-    PetscCall(HostBackend()->trsv_csr(&f->U.host, f->work, xp));
+    PetscCall(HostBackend()->trsv_csr(&first->host, bp, f->work));
+    PetscCall(HostBackend()->trsv_csr(&second->host, f->work, xp));
     PetscCall(VecRestoreArrayWrite(x, &xp));
     PetscCall(VecRestoreArrayRead(b, &bp));
   }
-  PetscCall(PetscLogFlops(2.0 * (f->L.rowptr[f->n] + f->U.rowptr[f->n]) + f->n));
+  PetscCall(PetscLogFlops(2.0 * (first->rowptr[f->n] + second->rowptr[f->n]) + f->n));
   PetscCall(PetscLogEventEnd(events.trsv, F, b, x, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* x = L^{-T} U^{-T} b, on the host (fused vectors are synchronized to the host): column-oriented solves */
+/* x = U^{-1} L^{-1} b */
+static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+
+  PetscFunctionBegin;
+  if (f->host) {
+    PetscCall(MatSolve(f->host, b, x));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(SolveTriangles(F, &f->L, &f->U, b, x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* x = M^{-T} b = Ut^{-1} Lt^{-1} b with the transposed factors (TransposeFactors()), where MatSolve() runs.  ICC(0) too:
+   its factor is ILU(0) of the whole matrix (see the top), whose transpose is M's only for a symmetric A. */
 static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
 {
-  FusedFactor       *f = (FusedFactor *)F->data;
-  const PetscScalar *bp;
-  PetscScalar       *xp;
-  const PetscInt     n = f->n;
+  FusedFactor *f = (FusedFactor *)F->data;
 
   PetscFunctionBegin;
   if (f->host) {
     PetscCall(MatSolveTranspose(f->host, b, x));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(VecGetArrayRead(b, &bp));
-  PetscCall(VecGetArrayWrite(x, &xp));
-  PetscCall(PetscArraycpy(xp, bp, n));
-  for (PetscInt i = 0; i < n; ++i) { /* U^T y = b: y_i is final once the rows above are applied */
-    xp[i] *= f->U.invdiag[i];
-    for (PetscInt k = f->U.rowptr[i]; k < f->U.rowptr[i + 1]; ++k) xp[f->U.colidx[k]] -= f->U.vals[k] * xp[i];
-  }
-  for (PetscInt i = n - 1; i >= 0; --i) /* L^T x = y */
-    for (PetscInt k = f->L.rowptr[i]; k < f->L.rowptr[i + 1]; ++k) xp[f->L.colidx[k]] -= f->L.vals[k] * xp[i];
-  PetscCall(VecRestoreArrayWrite(x, &xp));
-  PetscCall(VecRestoreArrayRead(b, &bp));
-  PetscCall(PetscLogFlops(2.0 * (f->L.rowptr[n] + f->U.rowptr[n]) + n));
+  PetscCall(TransposeFactors(f));
+  PetscCall(SolveTriangles(F, &f->Lt, &f->Ut, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The halves of the ICC(0) factor M = L D U' (U' = D^{-1} U unit upper; U' = L^T for a symmetric A) that
    PCApplySymmetricLeft/Right apply: forward x = D^{-1/2} L^{-1} b, backward x = U^{-1} D^{1/2} b, whose product is
    M^{-1} (for a symmetric A: S^{-1} and S^{-T} with M = S S^T, S = L D^{1/2}, as PETSc's ICC splits its factor).  On
-   the host (fused vectors are synchronized to the host), as MatSolveTranspose(). */
+   the host (fused vectors are synchronized to the host). */
 static PetscErrorCode HalfSolve(Mat F, PetscBool forward, Vec b, Vec x)
 {
   FusedFactor       *f = (FusedFactor *)F->data;
@@ -578,7 +658,11 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
                                      f->be->host_memory || f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level" : "sync-free, one kernel, one warp per row"));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s); MatSolveTranspose() on the host\n", f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice]));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s)\n", f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice]));
+  if (f->Lt.rowptr)
+    PetscCall(PetscViewerASCIIPrintf(viewer, "MatSolveTranspose(): where MatSolve() runs, with the transposed factors (levels: U^T %" PetscInt_FMT ", L^T %" PetscInt_FMT ")\n", f->Lt.nlevels, f->Ut.nlevels));
+  else
+    PetscCall(PetscViewerASCIIPrintf(viewer, "MatSolveTranspose(): where MatSolve() runs, with transposed factors built at its first use (not used yet)\n"));
   PetscCall(PetscViewerGetFormat(viewer, &format));
   if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node routines\n"));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -620,8 +704,10 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   The factorization (symbolic: the split of the pattern, the level schedules; numeric) runs on the host; the
   factors are copied to the backend and `MatSolve()` with fused vectors runs two triangular solves there, with no
   host<->device vector copy.  Plain `VECSEQ` vectors are solved on the host copy of the factors.
-  `MatSolveTranspose()` runs on the host, and so do `MatForwardSolve()` and `MatBackwardSolve()` of an ICC(0)
-  factor (the symmetric application of `PCICC`, `-ksp_pc_side symmetric`).  A new matrix with the same pattern
+  `MatSolveTranspose()` (`PCApplyTranspose()`, used by `KSPFUSEDBICG` and `KSPBICG`) runs where `MatSolve()` runs, with
+  explicit transposes of the two factors built at its first use (memory of a second copy of the factors; refreshed after
+  a refactorization), for ILU(0) and ICC(0). `MatForwardSolve()` and `MatBackwardSolve()` of an ICC(0) factor (the
+  symmetric application of `PCICC`, `-ksp_pc_side symmetric`) run on the host.  A new matrix with the same pattern
   reruns only the numeric phase.
 
   Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,

@@ -323,6 +323,37 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsApplyOperatorTranspose(Mat A, Vec in, Vec out, int ndots, const OpDot *specs, PetscScalar *dots)
+{
+  PetscBool fusedvecs, fusedmat;
+
+  PetscFunctionBegin;
+  PetscCall(AllFused({in, out}, &fusedvecs));
+  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec, specs[k].weight}, &fusedvecs));
+  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  if (fusedvecs && fusedmat) {
+    BackendArrays arr;
+    DotSpec       bspecs[FUSED_MAX_DOTS];
+    PetscScalar  *ina, *outa;
+    PetscInt      rows, cols;
+    PetscCall(MatGetLocalSize(A, &rows, &cols));
+    arr.Length(rows);
+    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
+    arr.Length(cols);
+    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
+    PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
+    PetscCall(DeferBegin());
+    PetscCall(MatSeqAIJFusedMultTransposeDots(A, ina, outa, ndots, bspecs, dots));
+    PetscCall(DeferEnd());
+    PetscCall(arr.RestoreAll());
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(CheckNoTarget("the transposed operator"));
+  PetscCall(MatMultTranspose(A, in, out));
+  PetscCall(OpsDots(in, out, ndots, specs, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScalar *dots)
 {
   PetscBool fused;

@@ -39,6 +39,10 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
    a vector like `in`, used by the unfused path when wr is given.                           */
 PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots);
 
+/* out = A^T in fused with ndots dot products of out (one kernel for a MATSEQAIJFUSED A: its explicit transpose; otherwise
+   MatMultTranspose(), on the backend for MATMPIAIJFUSED, then the dot products as OpsDots())                      */
+PetscErrorCode OpsApplyOperatorTranspose(Mat A, Vec in, Vec out, int ndots, const OpDot *specs, PetscScalar *dots);
+
 /* The dot products of OpsApplyOperator for an `out` computed elsewhere (e.g. after PCApply) */
 PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScalar *dots);
 

@@ -36,6 +36,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP);
 PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP);
 PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP);
 PETSC_INTERN PetscErrorCode KSPCreate_FusedCAGMRES(KSP);
+PETSC_INTERN PetscErrorCode KSPCreate_FusedBiCG(KSP);
 PETSC_INTERN PetscErrorCode VecCreate_Fused(Vec);
 PETSC_INTERN PetscErrorCode VecCreate_SeqFused(Vec);
 PETSC_INTERN PetscErrorCode VecCreate_MPIFused(Vec);

@@ -194,7 +194,7 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
 
 /*@C
   FusedKSPInitializePackage - Registers the FusedKSP types with PETSc: KSP `fusedcg`, `fusedbcgs`,
-  `fusedsgmres`, `fusedcagmres`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
+  `fusedsgmres`, `fusedcagmres`, `fusedbicg`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
   the `MatSolverType` `fused` (`MATSOLVERFUSED`: ILU(0)/ICC(0) of `seqaijfused`, its default); PETSc's `PCPBJACOBI` and `PCVPBJACOBI`
   again, applying their blocks on the backend when the matrix is `aijfused` (see `PCPBJACOBI_FUSED`); the logging events of the fused
   kernels; and selects the backend.
@@ -229,7 +229,7 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
   "no GPU found: host backend". A PETSc configured with CUDA chooses its own device with `-device_select`:
   keep the two consistent when FusedKSP objects meet PETSc's CUDA types.
 
-.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPFUSEDCAGMRES`, `VECFUSED`, `MATAIJFUSED`, `FusedKSPGetBackendName()`, `FusedKSPGetDevice()`
+.seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPFUSEDCAGMRES`, `KSPFUSEDBICG`, `VECFUSED`, `MATAIJFUSED`, `FusedKSPGetBackendName()`, `FusedKSPGetDevice()`
 @*/
 PetscErrorCode FusedKSPInitializePackage(void)
 {
@@ -243,6 +243,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(KSPRegister(KSPFUSEDBCGS, KSPCreate_FusedBCGS));
   PetscCall(KSPRegister(KSPFUSEDSGMRES, KSPCreate_FusedSGMRES));
   PetscCall(KSPRegister(KSPFUSEDCAGMRES, KSPCreate_FusedCAGMRES));
+  PetscCall(KSPRegister(KSPFUSEDBICG, KSPCreate_FusedBiCG));
   PetscCall(VecRegister(VECFUSED, VecCreate_Fused));
   PetscCall(VecRegister(VECSEQFUSED, VecCreate_SeqFused));
   PetscCall(VecRegister(VECMPIFUSED, VecCreate_MPIFused));
