@@ -12,6 +12,7 @@ Options:\n\
 
 #include <petscksp.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <fusedksp.h>
 #include "check.h"
 
@@ -614,21 +615,29 @@ static PetscErrorCode AssemblyAndIO(MPI_Comm comm, PetscInt n, Mat F, Mat R)
     PetscCall(Check(assembled, "MatCreateGraph (%s)", TypeName(G)));
   }
   PetscCall(MatDestroy(&G));
-  /* binary round trip into a fused matrix */
-  PetscCall(PetscViewerBinaryOpen(comm, "test_matpetsc.bin", FILE_MODE_WRITE, &viewer));
-  PetscCall(MatView(F, viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  PetscCall(PetscViewerBinaryOpen(comm, "test_matpetsc.bin", FILE_MODE_READ, &viewer));
-  PetscCall(MatCreate(comm, &L));
-  PetscCall(MatSetType(L, MATAIJFUSED));
-  PetscCall(MatLoad(L, viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  PetscCall(Agree(L, R, PETSC_BOOL3_TRUE, "MatView/MatLoad binary"));
-  PetscCall(MatDestroy(&L));
-  PetscCallMPI(MPI_Barrier(comm)); /* every rank has closed the file */
-  if (rank == 0) {
-    (void)remove("test_matpetsc.bin");
-    (void)remove("test_matpetsc.bin.info");
+  /* binary round trip into a fused matrix, through a file of this run's own (cases run at once share the directory) */
+  {
+    char file[64], info[72];
+    int  pid = (int)getpid();
+
+    PetscCallMPI(MPI_Bcast(&pid, 1, MPI_INT, 0, comm));
+    PetscCall(PetscSNPrintf(file, sizeof(file), "test_matpetsc-%d.bin", pid));
+    PetscCall(PetscSNPrintf(info, sizeof(info), "%s.info", file));
+    PetscCall(PetscViewerBinaryOpen(comm, file, FILE_MODE_WRITE, &viewer));
+    PetscCall(MatView(F, viewer));
+    PetscCall(PetscViewerDestroy(&viewer));
+    PetscCall(PetscViewerBinaryOpen(comm, file, FILE_MODE_READ, &viewer));
+    PetscCall(MatCreate(comm, &L));
+    PetscCall(MatSetType(L, MATAIJFUSED));
+    PetscCall(MatLoad(L, viewer));
+    PetscCall(PetscViewerDestroy(&viewer));
+    PetscCall(Agree(L, R, PETSC_BOOL3_TRUE, "MatView/MatLoad binary"));
+    PetscCall(MatDestroy(&L));
+    PetscCallMPI(MPI_Barrier(comm)); /* every rank has closed the file */
+    if (rank == 0) {
+      (void)remove(file);
+      (void)remove(info);
+    }
   }
   /* each rank's sequential fused block concatenated into a parallel matrix: the type asked for is the root type */
   {

@@ -658,11 +658,12 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
                                      f->be->host_memory || f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level" : "sync-free, one kernel, one warp per row"));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s)\n", f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice]));
   if (f->Lt.rowptr)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "MatSolveTranspose(): where MatSolve() runs, with the transposed factors (levels: U^T %" PetscInt_FMT ", L^T %" PetscInt_FMT ")\n", f->Lt.nlevels, f->Ut.nlevels));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s); MatSolveTranspose() where MatSolve() runs: transposed factors, levels U^T %" PetscInt_FMT ", L^T %" PetscInt_FMT "\n",
+                                     f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice], f->Lt.nlevels, f->Ut.nlevels));
   else
-    PetscCall(PetscViewerASCIIPrintf(viewer, "MatSolveTranspose(): where MatSolve() runs, with transposed factors built at its first use (not used yet)\n"));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s); MatSolveTranspose() where MatSolve() runs: transposed factors built at its first use\n", f->L.nlevels, f->U.nlevels,
+                                     TrsvChoices[(int)f->choice]));
   PetscCall(PetscViewerGetFormat(viewer, &format));
   if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node routines\n"));
   PetscFunctionReturn(PETSC_SUCCESS);
