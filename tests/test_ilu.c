@@ -176,8 +176,20 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
   PetscCall(RelDiff(zf, zr, &d));
   PetscCall(Check((PetscBool)(d <= 1e-12), "%s: PCApplyTranspose fused vectors vs petsc (%g <= 1e-12)", what, (double)d));
   PetscCall(PetscObjectTypeCompareAny((PetscObject)pcf, &factor, PCILU, PCICC, ""));
-  if (factor) { /* again, its input and output on the backend: no host<->device copy (the transposed factors exist now).
-                   Not for PCBJACOBI, whose PCApplyTranspose() hands its block host arrays (PETSc's VecPlaceArray()) */
+  if (!factor) { /* PCBJACOBI with one block per process: its transposed application lends the block the local parts */
+    PetscBool bjacobi;
+    PetscInt  nlocal = 0;
+    KSP      *sub;
+    PC        subpc;
+
+    PetscCall(PetscObjectTypeCompare((PetscObject)pcf, PCBJACOBI, &bjacobi));
+    if (bjacobi) PetscCall(PCBJacobiGetSubKSP(pcf, &nlocal, NULL, &sub));
+    if (nlocal == 1) {
+      PetscCall(KSPGetPC(sub[0], &subpc));
+      PetscCall(PetscObjectTypeCompareAny((PetscObject)subpc, &factor, PCILU, PCICC, ""));
+    }
+  }
+  if (factor) { /* again, its input and output on the backend: no host<->device copy (the transposed factors exist now) */
     PetscInt64 d2h[2], h2d[2];
 
     PetscCall(VecSet(zf, NAN));

@@ -278,8 +278,8 @@ PetscErrorCode KSPDestroy_FusedBiCG(KSP ksp)
    `PCNONE` and `PCJACOBI` are fused into the kernels; any other PC is applied with `PCApply()` and `PCApplyTranspose()`
    once each per iteration (to A p and A^T p~).  With `MATAIJFUSED` the transposed product runs on the device with an
    explicit transpose of the matrix (built at the first use, as `MatMultTranspose()` does: the memory of a second copy),
-   and the fused ILU(0)/ICC(0) (`MATSOLVERFUSED`) applies its transpose on the device too; `PCBJACOBI`'s
-   `PCApplyTranspose()` hands its block host arrays (PETSc's implementation), so with a device backend it copies.
+   and the fused ILU(0)/ICC(0) (`MATSOLVERFUSED`) applies its transpose on the device too, also as the block solver
+   of `PCBJACOBI` with one block per process (whose `PCApplyTranspose()` the plugin lends the local parts).
    The fused kernels run when the vectors are `VECFUSED` and the matrix `MATAIJFUSED`; otherwise the same algorithm runs
    with standard PETSc operations.  The products of an iteration run before its convergence test, so a solve does one
    product with A and one with A^T more than `KSPBICG`.  When the recurrence residual meets the tolerance the true

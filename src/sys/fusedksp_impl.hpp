@@ -30,6 +30,10 @@ extern Events events;
    (src/pc/pbjacobi.cxx) */
 PetscErrorCode PCRegisterBlockDiagFused(void);
 
+/* Registers PCBJACOBI again: PETSc's PC whose single-block PCApplyTranspose() lends the block's KSP the local parts
+   of fused vectors, as its PCApply() does (src/pc/bjacobi.cxx) */
+PetscErrorCode PCRegisterBJacobiFused(void);
+
 } // namespace fusedksp
 
 PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP);

@@ -254,6 +254,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(MatSolverTypeRegister(MATSOLVERFUSED, MATSEQAIJFUSED, MAT_FACTOR_ILU, MatGetFactor_SeqAIJFused_Fused));
   PetscCall(MatSolverTypeRegister(MATSOLVERFUSED, MATSEQAIJFUSED, MAT_FACTOR_ICC, MatGetFactor_SeqAIJFused_Fused));
   PetscCall(fusedksp::PCRegisterBlockDiagFused());
+  PetscCall(fusedksp::PCRegisterBJacobiFused());
   PetscCall(PetscClassIdRegister("FusedKSP", &classid));
   PetscCall(RegisterEvent("FusedCGUpdate", classid, &fusedksp::events.cg_update));
   PetscCall(RegisterEvent("FusedSpMVDots", classid, &fusedksp::events.spmv_dots));
