@@ -19,6 +19,10 @@ Options:\n\
   -hist_its <0> -hist_tol <1e-10>: residual history comparison\n\
   -hist_true_tol <1e-9>: true residual norms after -hist_its iterations (seed 000's comparison; computing\n\
      ||b - A x|| itself carries eps ||A|| ||x|| / ||r|| of rounding, ~1e-10 on the test problems)\n\
+  -zero_copy: PETSc's own device types (e.g. -fused_mat_type aijcusparse -ref_mat_type aijcusparse, a PETSc built\n\
+     with CUDA): both solve again, and the fused solve must have run fused kernels (at least one backend launch per\n\
+     iteration) on vectors of a PETSc device type and made no more host<->device vector copies per iteration than\n\
+     the classical one with the same preconditioner (PETSc's log counts them)\n\
   -problem ... -n ... -rhs ... : the problem (tutorials/problems.h)\n\n";
 
 #include <fusedksp.h>
@@ -71,6 +75,27 @@ static PetscErrorCode SolveRun(Solve *s)
   PetscCall(VecNorm(s->b, NORM_2, &bnorm));
   PetscCall(VecDestroy(&r));
   s->resid = rnorm / bnorm;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* SolveRun() again (its PC set up), counting PETSc's host<->device vector copies and the backend's kernel launches */
+static PetscErrorCode SolveRunCounted(Solve *s, PetscLogDouble *copies, PetscInt64 *launches)
+{
+  PetscLogDouble c0 = 0.0;
+  PetscInt64     l0, l1;
+
+  PetscFunctionBeginUser;
+#if defined(PETSC_USE_LOG)
+  c0 = petsc_ctog_ct + petsc_gtoc_ct;
+#endif
+  PetscCall(FusedKSPGetBackendCounters(&l0, NULL, NULL));
+  PetscCall(SolveRun(s));
+  PetscCall(FusedKSPGetBackendCounters(&l1, NULL, NULL));
+  *copies = -c0;
+#if defined(PETSC_USE_LOG)
+  *copies += petsc_ctog_ct + petsc_gtoc_ct;
+#endif
+  *launches = l1 - l0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -186,7 +211,7 @@ int main(int argc, char **argv)
   char      fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, refmattype[64] = "", pctype[64] = "";
   PetscReal rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10, histtruetol = 1e-9;
   PetscInt  maxit = 10000, itsabs, histits = 0, N;
-  PetscBool isbcgs, setformat;
+  PetscBool isbcgs, setformat, zerocopy    = PETSC_FALSE;
 
   MatAIJFusedFormat format;
   const char *const formats[] = {"csr", "sell", "auto", "MatAIJFusedFormat", "MAT_AIJFUSED_", NULL};
@@ -217,6 +242,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsInt("-hist_its", "Compare the residual histories of this many iterations (0: no)", "", histits, &histits, NULL));
   PetscCall(PetscOptionsReal("-hist_tol", "Relative tolerance on the residual histories", "", histtol, &histtol, NULL));
   PetscCall(PetscOptionsReal("-hist_true_tol", "Relative tolerance on the true residual norms after -hist_its iterations", "", histtruetol, &histtruetol, NULL));
+  PetscCall(PetscOptionsBool("-zero_copy", "Check the fused kernels ran on PETSc's device vectors with no more copies than the classical solver", "", zerocopy, &zerocopy, NULL));
   PetscOptionsEnd();
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
@@ -263,6 +289,22 @@ int main(int argc, char **argv)
   PetscCall(Check((PetscBool)(dnorm <= soltol * xnorm), "solution ||x_fused - x_ref||/||x_ref|| = %.3e <= %.3e", (double)(dnorm / xnorm), (double)soltol));
   PetscCall(Check((PetscBool)(PetscAbsInt(fused.its - ref.its) <= itstol * ref.its + itsabs), "iterations |%" PetscInt_FMT " - %" PetscInt_FMT "| <= %g x %" PetscInt_FMT " + %" PetscInt_FMT, fused.its, ref.its, (double)itstol, ref.its, itsabs));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fused: its=%" PetscInt_FMT " checksum=%.12e\n", fused.its, (double)checksum));
+
+  if (zerocopy) {
+    PetscLogDouble cf, cr;
+    PetscInt64     lf, lr;
+    PetscBool      device;
+    VecType        vtype;
+
+    PetscCall(VecGetType(fused.x, &vtype));
+    PetscCall(PetscObjectTypeCompareAny((PetscObject)fused.x, &device, VECSEQCUDA, VECMPICUDA, VECSEQHIP, VECMPIHIP, VECSEQKOKKOS, VECMPIKOKKOS, ""));
+    PetscCall(Check(device, "the fused solver's vectors are of a PETSc device type (%s)", vtype));
+    PetscCall(SolveRunCounted(&ref, &cr, &lr));
+    PetscCall(SolveRunCounted(&fused, &cf, &lf));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "zero copy: fused %g copies, %" PetscInt64_FMT " backend launches in %" PetscInt_FMT " iterations; classical %g copies in %" PetscInt_FMT "\n", (double)cf, lf, fused.its, (double)cr, ref.its));
+    PetscCall(Check((PetscBool)(lf >= fused.its), "fused kernels ran: %" PetscInt64_FMT " backend launches >= %" PetscInt_FMT " iterations", lf, fused.its));
+    PetscCall(Check((PetscBool)(cf * ref.its <= cr * fused.its), "host<->device vector copies per iteration: fused %g <= classical %g", (double)(cf / PetscMax(fused.its, 1)), (double)(cr / PetscMax(ref.its, 1))));
+  }
 
   if (histits > 0) {
     PetscReal *hf, *hr, maxrel = 0.0, tf, tr;

@@ -14,7 +14,8 @@ Options:\n\
   -types <fused,native>       fused: aijfused + fused (a copy of the assembled AIJ matrix, MatCreateVecs());\n\
                               native: aijcusparse + cuda (PETSc's own GPU types; skipped when PETSc has no CUDA or no GPU);\n\
                               petsc: aij + standard vectors (PETSc's own host types: the classical solvers as PETSc runs them\n\
-                              on CPUs).  The fused solvers run on the fused types, the classical ones on all\n\
+                              on CPUs).  The fused solvers run on the fused and the native types (on the native ones\n\
+                              their kernels take PETSc's device arrays: zero-copy), the classical ones on all\n\
   -its <30>                   iterations per solve\n\
   -restart <its>              GMRES restart (default -its: one cycle per solve; fusedsgmres's resident kernel takes at\n\
                               most 30); with -its a multiple of it, each solve runs -its / -restart cycles\n\
@@ -27,7 +28,8 @@ Options:\n\
   -fence <sync>               how a timed solve waits for the queued work: sync or product (see below)\n\
   -guess <zero>               initial guess of every solve: zero, or nonzero (x = 1 before each solve, outside the timing)\n\
   -csv <bench.csv>            the CSV file written (one row per table row, plus the floor and bandwidth rows)\n\
-  -pc_type <none>             the preconditioner (the byte model knows none and jacobi)\n\
+  -pc_type <none>             the preconditioner of every row, set up before the timed solves (the byte model knows none\n\
+                              and jacobi; with another PC, e.g. gamg, compare the us/it columns only)\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
@@ -479,7 +481,7 @@ static PetscErrorCode RunProblem(Bench *bench, const char *name, PetscInt n, con
       const SolverInfo *s = &Solvers[solvers[k]];
 
       if (s->cgfamily && !prob.symmetric) continue;
-      if (s->fused && types[t] != TYPES_FUSED) continue;
+      if (s->fused && types[t] == TYPES_PETSC) continue;
       if (slow[k][types[t]]) {
         PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s  skipped: too slow at a smaller size (-row_time)\n", name, N, (double)nnz / N, s->name, TypeSetNames[types[t]]));
         continue;

@@ -439,6 +439,14 @@ struct Backend {
   /* PETSC_TRUE when the backend's memory is host memory (the host backend, Kokkos on OpenMP or Serial):
      the fused types then use PETSc's host arrays as the backend's (no mirror, no copies)             */
   PetscBool host_memory = PETSC_FALSE;
+
+  /* Ordering with a stream of another library on the backend's device (PETSc's VECCUDA vectors, whose work runs on
+     the stream of PETSc's current device context; `foreign` is that stream's handle, a cudaStream_t, NULL being
+     the legacy default stream): after wait_foreign(foreign), work queued on the backend waits for the work queued
+     on `foreign` so far; after foreign_wait(foreign), work queued on `foreign` waits for the backend's work queued
+     so far.  Neither blocks the host.  NULL members: the backend cannot address another library's device memory. */
+  PetscErrorCode (*wait_foreign)(void *foreign) = nullptr;
+  PetscErrorCode (*foreign_wait)(void *foreign) = nullptr;
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained

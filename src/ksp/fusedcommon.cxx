@@ -1,4 +1,6 @@
 /* Shared parts of the fused solvers */
+#include "ops/petscdevice.hpp"
+#include "vec/vecfused.hpp"
 #include "ksp/fusedcommon.hpp"
 #include <petsc/private/pcimpl.h>
 #include <cstring>
@@ -241,6 +243,18 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
   PetscCall(PetscViewerASCIIPrintf(viewer, "  FusedKSP backend: %s\n", backend));
   if (warning[0]) PetscCall(PetscViewerASCIIPrintf(viewer, "  %s\n", warning));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  fused kernels: %s\n", kernels));
+  if (ksp->vec_sol) {
+    PetscBool fused, petscdevice;
+
+    PetscCall(VecIsFused(ksp->vec_sol, &fused));
+    PetscCall(VecIsPETScDevice(ksp->vec_sol, &petscdevice));
+    if (fused)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: %s, the fused kernels on their backend arrays\n", ((PetscObject)ksp->vec_sol)->type_name));
+    else if (petscdevice)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: PETSc's %s, the fused kernels on their device arrays (no copy)\n", ((PetscObject)ksp->vec_sol)->type_name));
+    else
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: %s, the fused operations as PETSc's vector operations (not fused)\n", ((PetscObject)ksp->vec_sol)->type_name));
+  }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  preconditioner in the kernels: %s\n", PCModeNames[(int)mode]));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " global reductions, %" PetscInt_FMT " residual replacements\n", reductions, replacements));
   if (mode == PCMode::GENERAL) {

@@ -1,5 +1,6 @@
 /* The fused operations: dispatch to the backend kernel or run the same mathematics with PETSc calls */
 #include "ops/fusedops.hpp"
+#include "ops/petscdevice.hpp"
 #include "vec/vecfused.hpp"
 #include "mat/aijfused.hpp"
 #include <petsc/private/vecimpl.h>
@@ -66,8 +67,9 @@ PetscErrorCode TargetDrop()
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* PETSC_TRUE when every non-NULL vector is fused (then the backend kernel runs) */
-PetscErrorCode AllFused(std::initializer_list<Vec> vecs, PetscBool *fused)
+/* PETSC_TRUE when every non-NULL vector is fused (chunks of iterations run only then); with petsc_device, PETSc's
+   device vectors the backend addresses count too (petscdevice.hpp): then the backend kernel of one operation runs */
+PetscErrorCode VecsOnBackend(std::initializer_list<Vec> vecs, PetscBool petsc_device, PetscBool *fused)
 {
   PetscFunctionBegin;
   *fused = PETSC_TRUE;
@@ -75,11 +77,26 @@ PetscErrorCode AllFused(std::initializer_list<Vec> vecs, PetscBool *fused)
     PetscBool f;
     if (!v) continue;
     PetscCall(VecIsFused(v, &f));
+    if (!f && petsc_device) PetscCall(VecIsPETScDevice(v, &f));
     if (!f) {
       *fused = PETSC_FALSE;
       break;
     }
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode AllFused(std::initializer_list<Vec> vecs, PetscBool *fused)
+{
+  PetscFunctionBegin;
+  PetscCall(VecsOnBackend(vecs, PETSC_FALSE, fused));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode AllOnBackend(std::initializer_list<Vec> vecs, PetscBool *fused)
+{
+  PetscFunctionBegin;
+  PetscCall(VecsOnBackend(vecs, PETSC_TRUE, fused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -92,9 +109,10 @@ PetscErrorCode LocalDot(Vec x, Vec y, PetscScalar *val)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Holds backend arrays of several fused vectors for one kernel and gives them back.  After
-   Length(n), every vector it gets must have the local length n: the kernel reads n entries of each
-   array, so a vector of another layout is an error before any kernel runs.                     */
+/* Holds backend arrays of several vectors (fused, or PETSc's device vectors) for one kernel and gives them back.
+   After Length(n), every vector it gets must have the local length n: the kernel reads n entries of each array, so
+   a vector of another layout is an error before any kernel runs.  With a PETSc device vector among them, PETSc's
+   stream waits for the kernel when they are given back.                                                         */
 class BackendArrays {
 public:
   void Length(PetscInt n)
@@ -119,27 +137,46 @@ public:
           *a = e.a;
           PetscFunctionReturn(PETSC_SUCCESS);
         }
-      PetscCall(VecFusedGetArray(v, mode == PETSC_MEMORY_ACCESS_WRITE ? PETSC_MEMORY_ACCESS_READ_WRITE : mode, a));
-      FusedKSPCallCXX(held_.push_back({v, mode, *a}));
+      PetscBool petsc;
+      PetscCall(VecIsPETScDevice(v, &petsc));
+      if (mode == PETSC_MEMORY_ACCESS_WRITE) mode = PETSC_MEMORY_ACCESS_READ_WRITE;
+      if (petsc)
+        PetscCall(VecPETScDeviceGetArray(v, mode, a, &ordered_));
+      else
+        PetscCall(VecFusedGetArray(v, mode, a));
+      FusedKSPCallCXX(held_.push_back({v, mode, mode, petsc, *a}));
     }
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscErrorCode RestoreAll()
   {
+    PetscBool petsc = PETSC_FALSE;
+
     PetscFunctionBegin;
-    for (auto &e : held_) PetscCall(VecFusedRestoreArray(e.v, e.mode, &e.a));
+    for (auto &e : held_) {
+      if (e.petsc) {
+        PetscCall(VecPETScDeviceRestoreArray(e.v, e.got, (PetscBool)(e.mode != e.got), &e.a));
+        petsc = PETSC_TRUE;
+      } else
+        PetscCall(VecFusedRestoreArray(e.v, e.mode, &e.a));
+    }
     held_.clear();
+    ordered_ = PETSC_FALSE;
+    if (petsc) PetscCall(PETScDeviceAfterBackend());
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 
 private:
   struct Entry {
     Vec                   v;
-    PetscMemoryAccessMode mode;
+    PetscMemoryAccessMode mode; /* the access of the kernel */
+    PetscMemoryAccessMode got;  /* the access the array was got with (a later Get may have widened mode) */
+    PetscBool             petsc;
     PetscScalar          *a;
   };
   std::vector<Entry> held_;
-  PetscInt           n_ = -1;
+  PetscInt           n_       = -1;
+  PetscBool          ordered_ = PETSC_FALSE; /* the backend waits for PETSc's stream (petscdevice.hpp) */
 };
 
 /* Backend DotSpecs for OpDots (arrays fetched read-only) */
@@ -250,7 +287,7 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
 
   PetscFunctionBegin;
   PetscCall(CheckNoTarget("this operation"));
-  PetscCall(AllFused({x, r, z, p, q, u, w}, &fused));
+  PetscCall(AllOnBackend({x, r, z, p, q, u, w}, &fused));
   if (fused) {
     BackendArrays  arr;
     CGUpdateArrays v;
@@ -284,8 +321,8 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
   PetscBool fusedvecs, fusedmat, fusedmpi;
 
   PetscFunctionBegin;
-  PetscCall(AllFused({wl, wr, in, out}, &fusedvecs));
-  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec, specs[k].weight}, &fusedvecs));
+  PetscCall(AllOnBackend({wl, wr, in, out}, &fusedvecs));
+  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllOnBackend({specs[k].vec, specs[k].weight}, &fusedvecs));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
   if (fusedvecs && (fusedmat || fusedmpi)) { /* MPI: the local rows, diagonal block overlapped with the halo exchange */
@@ -328,8 +365,8 @@ PetscErrorCode OpsApplyOperatorTranspose(Mat A, Vec in, Vec out, int ndots, cons
   PetscBool fusedvecs, fusedmat;
 
   PetscFunctionBegin;
-  PetscCall(AllFused({in, out}, &fusedvecs));
-  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllFused({specs[k].vec, specs[k].weight}, &fusedvecs));
+  PetscCall(AllOnBackend({in, out}, &fusedvecs));
+  for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllOnBackend({specs[k].vec, specs[k].weight}, &fusedvecs));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   if (fusedvecs && fusedmat) {
     BackendArrays arr;
@@ -360,8 +397,8 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
 
   PetscFunctionBegin;
   if (!ndots) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(AllFused({in, out}, &fused));
-  for (int k = 0; k < ndots && fused; ++k) PetscCall(AllFused({specs[k].vec, specs[k].weight}, &fused));
+  PetscCall(AllOnBackend({in, out}, &fused));
+  for (int k = 0; k < ndots && fused; ++k) PetscCall(AllOnBackend({specs[k].vec, specs[k].weight}, &fused));
   if (fused) {
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
@@ -395,7 +432,7 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
 
   PetscFunctionBegin;
   PetscCall(CheckNoTarget("this operation"));
-  PetscCall(AllFused({x, v, y}, &fused));
+  PetscCall(AllOnBackend({x, v, y}, &fused));
   if (fused) {
     BackendArrays arr;
     PetscScalar  *xa, *va, *ya;
@@ -425,7 +462,7 @@ PetscErrorCode OpsBCGSUpdate(PetscScalar alpha, PetscScalar omega, PetscScalar b
 
   PetscFunctionBegin;
   PetscCall(CheckNoTarget("this operation"));
-  PetscCall(AllFused({wr, x, r, p, s, Ap, As, rstar, rhat}, &fused));
+  PetscCall(AllOnBackend({wr, x, r, p, s, Ap, As, rstar, rhat}, &fused));
   if (fused && (wr || !pt)) {
     BackendArrays    arr;
     BCGSUpdateArrays v;
@@ -458,8 +495,8 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
   PetscBool fused;
 
   PetscFunctionBegin;
-  PetscCall(AllFused({y}, &fused));
-  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
+  PetscCall(AllOnBackend({y}, &fused));
+  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllOnBackend({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
     std::vector<PetscScalar *> va;
@@ -491,8 +528,8 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
 
   PetscFunctionBegin;
   PetscCall(CheckNoTarget("this operation"));
-  PetscCall(AllFused({y, dotvec}, &fused));
-  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
+  PetscCall(AllOnBackend({y, dotvec}, &fused));
+  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllOnBackend({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
     std::vector<PetscScalar *> va;
@@ -529,8 +566,8 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
 
   PetscFunctionBegin;
   PetscCall(CheckNoTarget("this operation"));
-  PetscCall(AllFused({w, zold, znew}, &fused));
-  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllFused({V[j]}, &fused));
+  PetscCall(AllOnBackend({w, zold, znew}, &fused));
+  for (PetscInt j = 0; j < nv && fused; ++j) PetscCall(AllOnBackend({V[j]}, &fused));
   if (fused) {
     BackendArrays              arr;
     std::vector<PetscScalar *> va;

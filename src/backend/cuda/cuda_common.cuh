@@ -121,6 +121,8 @@ PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
 PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);
 PetscErrorCode FenceWait(void);
+PetscErrorCode WaitForeign(void *foreign);
+PetscErrorCode ForeignWait(void *foreign);
 PetscErrorCode CGChunk(const CGChunkArgs *);
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *);
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *);

@@ -11,14 +11,17 @@ namespace cuda
 constexpr int HALO_MAX_BLOCKS = 4096; /* grid of the pack/unpack kernels (grid-stride loops beyond) */
 
 static cudaEvent_t fence              = nullptr; /* the mark of fence_record, created on first use */
+static cudaEvent_t handoff            = nullptr; /* the mark of wait_foreign and foreign_wait, created on first use */
 static PetscBool   finalize_scheduled = PETSC_FALSE;
 
-/* Releases the fence event; registered with PetscRegisterFinalize() */
-static PetscErrorCode FinalizeFence(void)
+/* Releases the events; registered with PetscRegisterFinalize() */
+static PetscErrorCode FinalizeEvents(void)
 {
   PetscFunctionBegin;
   if (fence) FusedKSPCallCUDA(cudaEventDestroy(fence));
+  if (handoff) FusedKSPCallCUDA(cudaEventDestroy(handoff));
   fence              = nullptr;
+  handoff            = nullptr;
   finalize_scheduled = PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -203,6 +206,20 @@ PetscErrorCode CopyToBackendAsync(void *dst, const void *hostsrc, size_t bytes)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* *ev, created (without timing) at first use; both events of this file are released at PetscFinalize() */
+static PetscErrorCode GetEvent(cudaEvent_t *ev)
+{
+  PetscFunctionBegin;
+  if (!*ev) {
+    FusedKSPCallCUDA(cudaEventCreateWithFlags(ev, cudaEventDisableTiming));
+    if (!finalize_scheduled) {
+      PetscCall(PetscRegisterFinalize(FinalizeEvents));
+      finalize_scheduled = PETSC_TRUE;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    FenceRecord - records the fence event on the backend's stream after the work queued so far
 */
@@ -212,14 +229,47 @@ PetscErrorCode FenceRecord(void)
 
   PetscFunctionBegin;
   PetscCall(GetStream(&stream));
-  if (!fence) {
-    FusedKSPCallCUDA(cudaEventCreateWithFlags(&fence, cudaEventDisableTiming));
-    if (!finalize_scheduled) {
-      PetscCall(PetscRegisterFinalize(FinalizeFence));
-      finalize_scheduled = PETSC_TRUE;
-    }
-  }
+  PetscCall(GetEvent(&fence));
   FusedKSPCallCUDA(cudaEventRecord(fence, stream));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The event marks the work queued on `from` so far, and `to` waits for it (a wait queued on the device: the
+   event can be recorded again at once) */
+static PetscErrorCode StreamWaitStream(cudaStream_t to, cudaStream_t from)
+{
+  PetscFunctionBegin;
+  PetscCall(GetEvent(&handoff));
+  FusedKSPCallCUDA(cudaEventRecord(handoff, from));
+  FusedKSPCallCUDA(cudaStreamWaitEvent(to, handoff, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   WaitForeign - the work queued on the backend's stream from now on waits for the work queued so far on the
+   stream `foreign` (Backend::wait_foreign)
+*/
+PetscErrorCode WaitForeign(void *foreign)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCall(GetStream(&stream));
+  PetscCall(StreamWaitStream(stream, (cudaStream_t)foreign));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   ForeignWait - the work queued on the stream `foreign` from now on waits for the work queued so far on the
+   backend's stream (Backend::foreign_wait)
+*/
+PetscErrorCode ForeignWait(void *foreign)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCall(GetStream(&stream));
+  PetscCall(StreamWaitStream((cudaStream_t)foreign, stream));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -434,7 +434,10 @@ const Backend *CUDABackend()
                                   cuda::TrsvAnalysis,
                                   cuda::TrsvCSR,
                                   cuda::TrsvFree,
-                                  cuda::BlockDiagMult};
+                                  cuda::BlockDiagMult,
+                                  PETSC_FALSE,
+                                  cuda::WaitForeign,
+                                  cuda::ForeignWait};
   static int           usable  = -1;
 
   if (usable < 0) {

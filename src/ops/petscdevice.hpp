@@ -1,0 +1,35 @@
+/*
+   PETSc's own device vectors as operands of the fused operations (zero-copy on a PETSc built with CUDA).
+
+   With the CUDA backend active, a VECSEQCUDA or VECMPICUDA vector takes part in the fused kernels like a fused
+   vector: the kernels get its device array (VecGetArrayAndMemType() and friends) and run on it without a copy.
+   PETSc's operations on such vectors (its MatMult() of MATAIJCUSPARSE, its GPU preconditioners, VecNorm(), ...)
+   run on the stream of PETSc's current device context, the fused kernels on the backend's: each fused operation
+   makes the backend wait for PETSc's stream before its kernels (PETScDeviceGetArray()) and PETSc's stream wait
+   for the backend after them (PETScDeviceAfterBackend()), so both see each other's results in program order
+   without blocking the host.
+*/
+#pragma once
+
+#include "sys/fusedksp_impl.hpp"
+
+namespace fusedksp
+{
+
+/* PETSC_TRUE when v is a PETSc device vector whose array the active backend can use (PETSc built with CUDA, the
+   CUDA backend active, v of type VECSEQCUDA or VECMPICUDA and not bound to the CPU) */
+PetscErrorCode VecIsPETScDevice(Vec v, PetscBool *yes);
+
+/* The device array of such a vector for a fused kernel.  mode PETSC_MEMORY_ACCESS_WRITE is taken as READ_WRITE (the
+   kernels may read what they write).  The backend's work then waits for PETSc's stream when *ordered is PETSC_FALSE or
+   the vector's data had to be copied to the device (on PETSc's stream), and *ordered becomes PETSC_TRUE: the vectors
+   of one kernel cost one wait.  Restore with the same mode; written: the kernel wrote through an array got for
+   reading (PETSc is then told so).                                                                              */
+PetscErrorCode VecPETScDeviceGetArray(Vec v, PetscMemoryAccessMode mode, PetscScalar **a, PetscBool *ordered);
+PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, PetscBool written, PetscScalar **a);
+
+/* PETSc's stream waits for the backend's work queued so far (after the kernels of a fused operation on PETSc's
+   vectors) */
+PetscErrorCode PETScDeviceAfterBackend(void);
+
+} // namespace fusedksp
