@@ -17,6 +17,8 @@ Options:\n\
                               on CPUs).  The fused solvers run on the fused and the native types (on the native ones\n\
                               their kernels take PETSc's device arrays: zero-copy), the classical ones on all\n\
   -its <30>                   iterations per solve\n\
+  -rtol <0>                   > 0: every solve runs to this relative tolerance (PETSc's default test, at most 10000\n\
+                              iterations) instead of -its iterations: time to solution, its = the iterations it took\n\
   -restart <its>              GMRES restart (default -its: one cycle per solve; fusedsgmres's resident kernel takes at\n\
                               most 30); with -its a multiple of it, each solve runs -its / -restart cycles\n\
   -reps <10>                  timed solves per row (the median is reported)\n\
@@ -32,6 +34,7 @@ Options:\n\
                               and jacobi; with another PC, e.g. gamg, compare the us/it columns only)\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
+setup ms = KSPSetUp() + PCSetUp() of the row (once, fenced), solve ms = the median solve;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
 rows fusedcg-kK, fusedbcgs-kK, fusedsgmres-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor);\n\
 the fused rows with k > 1 run each chunk as one persistent kernel (CUDA), the -steps rows as 2, 4 or 3 kernels per iteration (KSPFusedSetUsePersistent).\n\
@@ -127,7 +130,8 @@ static const MatType     TypeSetMat[]   = {MATAIJFUSED, MATAIJCUSPARSE, MATAIJ};
 /* Everything a row needs besides the solver */
 typedef struct {
   PetscInt       its, restart, reps, floor_reps;
-  PetscScalar    x0; /* the initial guess of every solve: 0, or 1 (-guess nonzero) */
+  PetscReal      rtol; /* > 0: solves to this tolerance (time to solution) instead of -its iterations */
+  PetscScalar    x0;   /* the initial guess of every solve: 0, or 1 (-guess nonzero) */
   PetscReal      row_time;
   PetscBool      have_floor;
   PetscReal      floor_min, floor_median, bandwidth;  /* us, us, GB/s */
@@ -135,6 +139,7 @@ typedef struct {
   PetscLogDouble start;                               /* time the run started */
   char           date[32], gpu[128];
   FILE          *csv;
+  char           pc[64]; /* -pc_type of every row */
 } Bench;
 
 /* Waits for the work queued on a type set's stream: a synchronization of that stream (sync), or y = F x
@@ -356,6 +361,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscInt           fit;
   PetscLogDouble    *times;
   PetscReal          us_median, us_min, bytes, GBs;
+  PetscLogDouble     t0, t1, dt, setup, solve;
   char               ratio[32] = "-";
 
   PetscFunctionBeginUser;
@@ -369,11 +375,22 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCSetType(pc, PCNONE));
   PetscCall(PCSetFromOptions(pc));
-  PetscCall(KSPSetTolerances(ksp, 0.0, 0.0, PETSC_CURRENT, bench->its));
-  PetscCall(KSPSetConvergenceTest(ksp, KSPConvergedSkip, NULL, NULL));
+  if (bench->rtol > 0.0)
+    PetscCall(KSPSetTolerances(ksp, bench->rtol, PETSC_CURRENT, PETSC_CURRENT, 10000));
+  else {
+    PetscCall(KSPSetTolerances(ksp, 0.0, 0.0, PETSC_CURRENT, bench->its));
+    PetscCall(KSPSetConvergenceTest(ksp, KSPConvergedSkip, NULL, NULL));
+  }
   PetscCall(KSPSetInitialGuessNonzero(ksp, bench->x0 != 0.0 ? PETSC_TRUE : PETSC_FALSE));
   if (s->gmres) PetscCall(KSPGMRESSetRestart(ksp, bench->restart));
+  PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD)); /* the setup (the preconditioner's included), timed once */
+  PetscCall(PetscTime(&t0));
   PetscCall(KSPSetUp(ksp));
+  PetscCall(PCSetUp(pc));
+  PetscCall(FenceWait(fence));
+  PetscCall(PetscTime(&t1));
+  dt = t1 - t0;
+  PetscCallMPI(MPIU_Allreduce(&dt, &setup, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));
 
   /* warm-up (first-use copies to the device), then the timed solves; the first one sizes the row */ PetscCall(VecSet(x, bench->x0));
@@ -389,7 +406,8 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(KSPGetIterationNumber(ksp, &its));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
   PetscCheck(its > 0, PETSC_COMM_WORLD, PETSC_ERR_NOT_CONVERGED, "%s on %s ran no iteration (reason %s)", s->name, problem, KSPConvergedReasons[reason]);
-  us_median = 1.0e6 * (reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2])) / its;
+  solve     = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+  us_median = 1.0e6 * solve / its;
   us_min    = 1.0e6 * times[0] / its;
   bytes     = ModelBytes(s, N, nnz, bench->restart, jacobi);
   GBs       = bytes / (us_median * 1.0e3);
@@ -398,14 +416,14 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
     PetscCall(PetscSNPrintf(ratio, sizeof(ratio), "%.2f", us_median / (floor + bytes / (bench->bandwidth * 1.0e3))));
   }
 
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s %4" PetscInt_FMT " %11.2f %11.2f %9.1f %8s%s\n", problem, N, (double)nnz / N, s->name, TypeSetNames[t], its, (double)us_median, (double)us_min, (double)GBs, ratio,
-                        reps < bench->reps ? "  (fewer timed solves)" : ""));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s %4" PetscInt_FMT " %11.2f %11.2f %9.1f %8s %9.2f %9.2f%s\n", problem, N, (double)nnz / N, s->name, TypeSetNames[t], its, (double)us_median, (double)us_min,
+                        (double)GBs, ratio, 1.0e3 * setup, 1.0e3 * solve, reps < bench->reps ? "  (fewer timed solves)" : ""));
   if (reason < 0) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    warning: %s stopped with %s after %" PetscInt_FMT " iterations\n", s->name, KSPConvergedReasons[reason], its));
   if (reps < bench->reps)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    note: a solve takes %.2f s, so %" PetscInt_FMT " timed solve%s instead of %" PetscInt_FMT " (-row_time %g)%s\n", times[reps / 2], reps, reps > 1 ? "s" : "", bench->reps, (double)bench->row_time,
                           *slow ? "; larger sizes skipped" : ""));
-  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench->csv, "%s,%s,%s,%" PetscInt_FMT ",%" PetscInt64_FMT ",%s,%s,%" PetscInt_FMT ",%.4f,%.4f,%.0f,%.3f\n", bench->date, bench->gpu, problem, N, nnz, s->name, TypeSetNames[t], its, (double)us_median,
-                         (double)us_min, (double)bytes, (double)GBs));
+  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench->csv, "%s,%s,%s,%" PetscInt_FMT ",%" PetscInt64_FMT ",%s,%s,%" PetscInt_FMT ",%.4f,%.4f,%.0f,%.3f,%s,%.6f,%.6f\n", bench->date, bench->gpu, problem, N, nnz, s->name, TypeSetNames[t], its,
+                         (double)us_median, (double)us_min, (double)bytes, (double)GBs, bench->pc, (double)setup, (double)solve));
   if (bench->csv) fflush(bench->csv);
   fflush(PETSC_STDOUT);
   PetscCall(PetscFree(times));
@@ -516,6 +534,7 @@ int main(int argc, char **argv)
   Fence          fences[TYPES_COUNT];
   PetscBool      fence_product = PETSC_FALSE;
   const char    *backend, *native_why;
+  char           solves[64];
   char           csvname[PETSC_MAX_PATH_LEN] = "bench.csv";
   Bench          bench;
   time_t         now = time(NULL);
@@ -538,6 +557,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsStringArray("-solvers", "KSP types to time", "bench", solver_names, &nsolvers, &set_solvers));
   PetscCall(PetscOptionsStringArray("-types", "Type sets: fused (aijfused + fused), native (aijcusparse + cuda), petsc (aij + standard)", "bench", type_names, &ntypes, &set_types));
   PetscCall(PetscOptionsInt("-its", "Iterations per solve", "bench", bench.its, &bench.its, NULL));
+  PetscCall(PetscOptionsReal("-rtol", "> 0: solve to this relative tolerance instead of -its iterations (time to solution)", "bench", bench.rtol, &bench.rtol, NULL));
   bench.restart = bench.its;
   PetscCall(PetscOptionsInt("-restart", "GMRES restart (default: -its)", "bench", bench.restart, &bench.restart, NULL));
   PetscCall(PetscOptionsInt("-reps", "Timed solves per row", "bench", bench.reps, &bench.reps, NULL));
@@ -558,6 +578,8 @@ int main(int argc, char **argv)
   }
   PetscCall(PetscOptionsString("-csv", "CSV file written", "bench", csvname, csvname, sizeof(csvname), NULL));
   PetscOptionsEnd();
+  PetscCall(PetscStrncpy(bench.pc, PCNONE, sizeof(bench.pc)));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-pc_type", bench.pc, sizeof(bench.pc), NULL));
   PetscCall(PetscOptionsHasHelp(NULL, &help_only));
   if (help_only) { /* the options are printed: nothing to run */
     if (set_problems) PetscCall(FreeList(nproblems, problems));
@@ -606,21 +628,25 @@ int main(int argc, char **argv)
   PetscCall(GetGPUName(bench.gpu, sizeof(bench.gpu)));
   PetscCheck(strftime(bench.date, sizeof(bench.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now)), PETSC_COMM_SELF, PETSC_ERR_SYS, "strftime failed");
   PetscCall(PetscFOpen(PETSC_COMM_WORLD, csvname, "w", &bench.csv));
-  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs\n"));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %" PetscInt_FMT " iterations per solve, GMRES restart %" PetscInt_FMT ", median of %" PetscInt_FMT " solves, fence: %s, initial guess: %s, CSV: %s\n",
-                        bench.date, bench.gpu, backend, bench.its, bench.restart, bench.reps, fence_product ? "product" : "sync", bench.x0 != 0.0 ? "nonzero" : "zero", csvname));
+  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs,pc,setup_s,solve_s\n"));
+  if (bench.rtol > 0.0)
+    PetscCall(PetscSNPrintf(solves, sizeof(solves), "solves to rtol %g", (double)bench.rtol));
+  else
+    PetscCall(PetscSNPrintf(solves, sizeof(solves), "%" PetscInt_FMT " iterations per solve", bench.its));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# FusedKSP benchmark %s, GPU: %s, FusedKSP backend: %s, %s, PC %s, GMRES restart %" PetscInt_FMT ", median of %" PetscInt_FMT " solves, fence: %s, initial guess: %s, CSV: %s\n", bench.date, bench.gpu,
+                        backend, solves, bench.pc, bench.restart, bench.reps, fence_product ? "product" : "sync", bench.x0 != 0.0 ? "nonzero" : "zero", csvname));
   if (bench.have_floor) {
     PetscCall(FusedKSPMeasureDeviceFloor(bench.floor_reps, &bench.floor_min, &bench.floor_median, &bench.bandwidth));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# floor (2 empty kernels + 1 KB copy + sync): median %.2f us, min %.2f us; device-to-device copy: %.0f GB/s\n", (double)bench.floor_median, (double)bench.floor_min, (double)bench.bandwidth));
-    PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,floor,cuda,,%.4f,%.4f,,\n", bench.date, bench.gpu, (double)bench.floor_median, (double)bench.floor_min));
-    PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,bandwidth,cuda,,,,,%.3f\n", bench.date, bench.gpu, (double)bench.bandwidth));
+    PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,floor,cuda,,%.4f,%.4f,,,,,\n", bench.date, bench.gpu, (double)bench.floor_median, (double)bench.floor_min));
+    PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,bandwidth,cuda,,,,,%.3f,,,\n", bench.date, bench.gpu, (double)bench.bandwidth));
     PetscCall(FusedKSPMeasureDeviceGraphFloor(bench.floor_reps, bench.its, &bench.graph_floor_min, &bench.graph_floor_median));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# graph floor (%" PetscInt_FMT " x 2 empty kernels + 1 KB copy in one graph, replay + sync) per iteration: median %.2f us, min %.2f us\n", bench.its, (double)bench.graph_floor_median,
                           (double)bench.graph_floor_min));
-    PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,graphfloor,cuda,,%.4f,%.4f,,\n", bench.date, bench.gpu, (double)bench.graph_floor_median, (double)bench.graph_floor_min));
+    PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,graphfloor,cuda,,%.4f,%.4f,,,,,\n", bench.date, bench.gpu, (double)bench.graph_floor_median, (double)bench.graph_floor_min));
   } else
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# no device floor: the FusedKSP backend is %s (the last column needs the CUDA backend)\n", backend));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10s %7s  %-12s %-7s %4s %11s %11s %9s %8s\n", "problem", "N", "nnz/row", "solver", "types", "its", "us/it med", "us/it min", "GB/s", "x model"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10s %7s  %-12s %-7s %4s %11s %11s %9s %8s %9s %9s\n", "problem", "N", "nnz/row", "solver", "types", "its", "us/it med", "us/it min", "GB/s", "x model", "setup ms", "solve ms"));
 
   for (PetscInt p = 0; p < nproblems; p++) {
     const ProblemInfo *info;
