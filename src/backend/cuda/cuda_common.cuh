@@ -140,6 +140,9 @@ PetscErrorCode GraphDestroy(void **);
 /* Counts a copy of `bytes` in the backend's counters and in PETSc's transfer log (the CpuToGpu and
    GpuToCpu columns of -log_view); a copy recorded into a graph is logged at each replay instead    */
 PetscErrorCode LogTransfer(bool to_host, size_t bytes);
+/* The same for a copy of reduction results (a few scalars) to the host: logged as PETSc logs its own reductions' results
+   (PetscLogGpuToCpuScalar(), not a vector copy), so that PETSc's count of vector copies is that of the vectors       */
+PetscErrorCode LogResultsToHost(size_t bytes);
 
 /* Called by every persistent (cooperative or cluster) launch: a record holding one is never updated in
    place (cuda_graph.cu)                                                                            */

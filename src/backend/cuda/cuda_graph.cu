@@ -59,6 +59,21 @@ PetscErrorCode LogTransfer(bool to_host, size_t bytes)
 }
 
 /*
+   LogResultsToHost - see cuda_common.cuh
+*/
+PetscErrorCode LogResultsToHost(size_t bytes)
+{
+  PetscFunctionBegin;
+  if (recording)
+    PetscCall(LogTransfer(true, bytes));
+  else {
+    counters.d2h++;
+    PetscCall(PetscLogGpuToCpuScalar((PetscLogDouble)bytes));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
    GraphBegin - Backend::graph_begin: starts recording the operations queued on the stream
 */
 PetscErrorCode GraphBegin(PetscBool *capturing)

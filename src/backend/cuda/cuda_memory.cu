@@ -216,7 +216,7 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
   PetscCall(GetStream(&s));
   PetscCheck(batch_used + ndots <= results_capacity, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%d results requested, the buffer holds %zu", ndots, results_capacity - batch_used);
   FusedKSPCallCUDA(cudaMemcpyAsync(results_host + batch_used, results_device + batch_used, ndots * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
-  PetscCall(LogTransfer(true, ndots * sizeof(PetscScalar)));
+  PetscCall(LogResultsToHost(ndots * sizeof(PetscScalar)));
   FusedKSPCallCUDA(cudaStreamSynchronize(s));
   for (int d = 0; d < ndots; ++d) dots[d] = (add ? dots[d] : 0) + results_host[batch_used + d];
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -274,7 +274,7 @@ static PetscErrorCode ResultsToHost(cudaStream_t s, size_t start, size_t n)
 {
   PetscFunctionBegin;
   FusedKSPCallCUDA(cudaMemcpyAsync(results_host + start, results_device + start, n * sizeof(PetscScalar), cudaMemcpyDeviceToHost, s));
-  PetscCall(LogTransfer(true, n * sizeof(PetscScalar)));
+  PetscCall(LogResultsToHost(n * sizeof(PetscScalar)));
   FusedKSPCallCUDA(cudaStreamSynchronize(s));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
