@@ -283,7 +283,8 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   cg->counters = SolveCounters();
   ksp->reason  = KSP_CONVERGED_ITERATING;
   PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
-  cg->chunk.whole = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
+  cg->chunk.whole   = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
+  cg->chunk.pcapply = cg->mode == PCMode::GENERAL ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
   if (cg->chunk.whole && KSPFusedChunkMayStart(ksp, &cg->chunk, PETSC_TRUE)) { /* the first chunk computes the start: no host round trip before it */
     PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_TRUE, &guard));

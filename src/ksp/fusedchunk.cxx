@@ -188,6 +188,9 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupporte
   } else if (ActiveBackend()->host_memory) {
     c->k   = 1;
     c->why = "default on a backend in host memory (host, kokkos on CPU threads): no round trip to save";
+  } else if (c->pcapply) {
+    c->k   = 1;
+    c->why = "default with a general PC: its PCApply() runs in every iteration of a chunk, those past the end of the solve too";
   } else if (ksp->converged != KSPConvergedDefault) {
     c->k   = 1;
     c->why = "default with a user convergence test: the device cannot apply it";
@@ -419,8 +422,11 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   solution is not worse) and `KSPGetIterationNumber()` reports the iterations actually performed.
 
   The default rule: k = 1 on the host backend (no round trip to save), with a user convergence test,
-  with several MPI processes (each iteration's global reduction needs the host) or operands that are not
-  fused types; otherwise k = 4 above 4M rows, where the round trip is a small part of an iteration;
+  with several MPI processes (each iteration's global reduction needs the host), operands that are not
+  fused types or a general preconditioner (its `PCApply()` is called from the host in every iteration of
+  a chunk: the iterations of the last chunk past the end of the solve would apply it in full, which costs
+  more than the round trips chunks save); otherwise k = 4 above 4M rows, where the round trip is a small
+  part of an iteration;
   k = 32 where the solver hands whole chunks to the backend (`KSPFUSEDCG`, `KSPFUSEDBCGS` with `PCNONE`
   or `PCJACOBI`, -ksp_fused_persistent): the persistent kernel ends where the solve ends, so a longer
   chunk costs nothing and its launch and copy are shared by more iterations; k = 16 otherwise, where the

@@ -53,6 +53,7 @@ struct Chunker {
   const char *why     = "";          /* how k was chosen, or why chunks were not possible */
   const char *nograph = nullptr;     /* why the solver does not record its chunks (NULL: it does) */
   PetscBool   whole   = PETSC_FALSE; /* the solver hands whole chunks to the backend (persistent kernels); set before KSPFusedChunkInterval() */
+  PetscBool   pcapply = PETSC_FALSE; /* a chunk's iterations call PCApply() (a general PC); set before KSPFusedChunkInterval() */
 };
 
 /* -ksp_fused_check_interval, -ksp_fused_graph and -ksp_fused_persistent */
