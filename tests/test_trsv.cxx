@@ -6,13 +6,18 @@
    off-diagonal entries scaled to absolute sum 0.9 so the solution stays bounded; upper diagonals of absolute
    value 1..2 with random sign, stored inverted) of sizes 0, 1, 31, 32, 33, 1000 and 100003 on four patterns:
    random (0..8 entries a row at random columns), chain (row i depends on i-1: n levels), banded like the ILU(0)
-   of a 5-point Laplacian (i-1 and i-m, m = sqrt(n)), and few levels (rows depend on rows at least n/8 before
-   them: at most 8 levels).  Host backend (always): the level schedule is a permutation of the rows by level,
-   every dependency of a row lies in an earlier level, and the host solution has a residual below 1e-12
-   relative.  CUDA backend (skipped visibly without a GPU): for both algorithms (SYNCFREE, LEVELS) the result,
-   written over a NaN-filled output, matches the host's to 1e-12 relative to its largest entry, for two
-   consecutive solves with different right-hand sides (the sync-free flags are not reset between them), with
-   one kernel launch per solve (SYNCFREE) or one per level (LEVELS).  Ends with "test_trsv: PASS".
+   of a 5-point Laplacian (i-1 and i-m, m = sqrt(n)), few levels (rows depend on rows at least n/8 before
+   them: at most 8 levels) and wide (9..24 entries a row).  Host backend (always): the level schedule is a
+   permutation of the rows by level, every dependency of a row lies in an earlier level, and the host solution
+   has a residual below 1e-12 relative; the approximate JACOBI solve with 0, 1, 2 and 5 sweeps equals this
+   test's own evaluation of the Neumann series to 1e-13, and with levels - 1 sweeps (up to 64 levels) solves
+   exactly (residual below 1e-12).  CUDA backend (skipped visibly without a GPU): for every algorithm (SYNCFREE,
+   LEVELS, JACOBI with 0, 1, 2, 5 sweeps) the result, written over a NaN-filled output, matches the host
+   backend's to 1e-12 relative to its largest entry, for two consecutive solves with different right-hand sides
+   and vectors (the sync-free flags are not reset between them; the graph of the levels reads its vectors
+   anew), with one kernel launch per solve (SYNCFREE), one per level (LEVELS: plus one when the levels are
+   replayed as a graph, which they must be from 2 to 1000 levels) or one per sweep (JACOBI).  Ends with
+   "test_trsv: PASS".
 
    On the GPU machine:   make build/bin/test_trsv && build/bin/test_trsv
 */
@@ -32,10 +37,11 @@ namespace
 using Array = std::vector<PetscScalar>;
 using Index = std::vector<PetscInt>;
 
-const PetscInt SIZES[] = {0, 1, 31, 32, 33, 1000, 100003};
+const PetscInt SIZES[]  = {0, 1, 31, 32, 33, 1000, 100003};
+const PetscInt SWEEPS[] = {0, 1, 2, 5};
 
-enum Pattern { RANDOM, CHAIN, BANDED, FEW_LEVELS };
-const char *const PatternNames[] = {"random", "chain", "banded", "few-levels"};
+enum Pattern { RANDOM, CHAIN, BANDED, FEW_LEVELS, WIDE };
+const char *const PatternNames[] = {"random", "chain", "banded", "few-levels", "wide"};
 
 struct Factor {
   PetscInt  n     = 0;
@@ -89,6 +95,10 @@ void RowColumns(Tester &t, Pattern p, PetscInt n, PetscInt i, std::vector<PetscI
   case FEW_LEVELS: {
     const PetscInt gap = PetscMax(1, n / 8);
     for (int j = 0; j < 3 && i >= gap; ++j) cols.push_back((PetscInt)(t.rng() % (unsigned long long)(i - gap + 1)));
+  } break;
+  case WIDE: {
+    const int k = 9 + (int)(t.rng() % 16);
+    for (int j = 0; j < k && i > 0; ++j) cols.push_back((PetscInt)(t.rng() % (unsigned long long)i));
   } break;
   }
   std::sort(cols.begin(), cols.end());
@@ -157,6 +167,59 @@ PetscReal Residual(const Factor &f, const Array &x, const Array &b)
   return r / PetscMax(MaxAbs(b), 1e-300);
 }
 
+/* This test's own evaluation of the approximate solve of TriangularView: x_0 = D^{-1} b, then `sweeps` times
+   x = D^{-1} (b - (T - D) x) with D the diagonal of T (1 for lower) */
+Array NeumannSolve(const Factor &f, const Array &b, PetscInt sweeps)
+{
+  Array x(f.n), next(f.n);
+
+  for (PetscInt i = 0; i < f.n; ++i) x[i] = f.upper ? b[i] * f.invdiag[i] : b[i];
+  for (PetscInt m = 0; m < sweeps; ++m) {
+    for (PetscInt i = 0; i < f.n; ++i) {
+      PetscScalar s = 0;
+      for (PetscInt k = f.rowptr[i]; k < f.rowptr[i + 1]; ++k) s += f.vals[k] * x[f.colidx[k]];
+      next[i] = f.upper ? (b[i] - s) * f.invdiag[i] : b[i] - s;
+    }
+    x.swap(next);
+  }
+  return x;
+}
+
+/* The host backend's JACOBI against NeumannSolve(), and exact with levels - 1 sweeps */
+PetscErrorCode CheckHostJacobi(Tester &t, const Factor &f, const char *pname, PetscInt nlevels, const Array &b)
+{
+  const Backend *host = HostBackend();
+
+  PetscFunctionBeginUser;
+  for (PetscInt sweeps : SWEEPS) {
+    TriangularView hv  = HostView(f);
+    const Array    ref = NeumannSolve(f, b, sweeps);
+    Array          x(f.n, std::numeric_limits<PetscScalar>::quiet_NaN());
+    const PetscReal scale = PetscMax(MaxAbs(ref), 1e-300);
+    PetscReal       err   = 0;
+
+    hv.algorithm = TrsvAlgorithm::JACOBI;
+    hv.sweeps    = sweeps;
+    PetscCall(host->trsv_analysis(&hv, 0, nullptr, nullptr));
+    PetscCall(host->trsv_csr(&hv, b.data(), x.data()));
+    PetscCall(host->trsv_free(&hv));
+    for (PetscInt i = 0; i < f.n; ++i) err = std::isfinite(x[i]) ? PetscMax(err, std::fabs(x[i] - ref[i]) / scale) : PETSC_INFINITY;
+    PetscCall(t.Check(err <= 1e-13, "host jacobi vs Neumann series", f.n, pname, f.upper, "jacobi", err));
+  }
+  if (nlevels >= 1 && nlevels <= 64) {
+    TriangularView hv = HostView(f);
+    Array          x(f.n);
+
+    hv.algorithm = TrsvAlgorithm::JACOBI;
+    hv.sweeps    = nlevels - 1;
+    PetscCall(host->trsv_analysis(&hv, 0, nullptr, nullptr));
+    PetscCall(host->trsv_csr(&hv, b.data(), x.data()));
+    PetscCall(host->trsv_free(&hv));
+    PetscCall(t.Check(Residual(f, x, b) <= 1e-12, "host jacobi with levels - 1 sweeps is exact", f.n, pname, f.upper, "jacobi", Residual(f, x, b)));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode CheckLevels(Tester &t, const Factor &f, const char *pname, PetscInt *nlevels, Index &levelptr, Index &rows)
 {
   const PetscInt n = f.n;
@@ -182,14 +245,27 @@ PetscErrorCode CheckLevels(Tester &t, const Factor &f, const char *pname, PetscI
 }
 
 #if defined(FUSEDKSP_HAVE_CUDA)
-/* Both algorithms of the device against the host's x (two solves: b and b2) */
-PetscErrorCode CheckDevice(Tester &t, const Backend *dev, const Factor &f, const char *pname, PetscInt nlevels, const Index &levelptr, const Index &rows, const Array &b, const Array &x, const Array &b2, const Array &x2)
+/* Every algorithm of the device against the host backend's x (two solves: b and b2, in other device vectors) */
+PetscErrorCode CheckDevice(Tester &t, const Backend *dev, const Factor &f, const char *pname, PetscInt nlevels, const Index &levelptr, const Index &rows, const Array &b, const Array &b2)
 {
   const PetscInt    n   = f.n;
   const PetscScalar NaN = std::numeric_limits<PetscScalar>::quiet_NaN();
   PetscInt         *drowptr, *dcolidx;
-  PetscScalar      *dvals, *dinv = nullptr, *db, *dx;
+  PetscScalar      *dvals, *dinv = nullptr, *db, *dx, *db2, *dx2;
   Array             out(n);
+  struct Variant {
+    TrsvAlgorithm alg;
+    PetscInt      sweeps;
+    const char   *name;
+  };
+  const Variant variants[] = {
+    {TrsvAlgorithm::SYNCFREE, 0, "syncfree"  },
+    {TrsvAlgorithm::LEVELS,   0, "levels"    },
+    {TrsvAlgorithm::JACOBI,   0, "jacobi(0)" },
+    {TrsvAlgorithm::JACOBI,   1, "jacobi(1)" },
+    {TrsvAlgorithm::JACOBI,   2, "jacobi(2)" },
+    {TrsvAlgorithm::JACOBI,   5, "jacobi(5)" }
+  };
 
   PetscFunctionBeginUser;
   PetscCall(dev->malloc_bytes((n + 1) * sizeof(PetscInt), (void **)&drowptr));
@@ -197,6 +273,8 @@ PetscErrorCode CheckDevice(Tester &t, const Backend *dev, const Factor &f, const
   PetscCall(dev->malloc_bytes(f.vals.size() * sizeof(PetscScalar), (void **)&dvals));
   PetscCall(dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&db));
   PetscCall(dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&dx));
+  PetscCall(dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&db2));
+  PetscCall(dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&dx2));
   PetscCall(dev->copy_to_backend(drowptr, f.rowptr.data(), (n + 1) * sizeof(PetscInt)));
   PetscCall(dev->copy_to_backend(dcolidx, f.colidx.data(), f.colidx.size() * sizeof(PetscInt)));
   PetscCall(dev->copy_to_backend(dvals, f.vals.data(), f.vals.size() * sizeof(PetscScalar)));
@@ -204,33 +282,48 @@ PetscErrorCode CheckDevice(Tester &t, const Backend *dev, const Factor &f, const
     PetscCall(dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&dinv));
     PetscCall(dev->copy_to_backend(dinv, f.invdiag.data(), n * sizeof(PetscScalar)));
   }
-  for (TrsvAlgorithm alg : {TrsvAlgorithm::SYNCFREE, TrsvAlgorithm::LEVELS}) {
-    const char    *aname = alg == TrsvAlgorithm::LEVELS ? "levels" : "syncfree";
-    TriangularView v;
+  for (const Variant &var : variants) {
+    const char    *aname = var.name;
+    TriangularView v, hv = HostView(f);
+    Array          x(n), x2(n);
 
+    hv.algorithm = var.alg;
+    hv.sweeps    = var.sweeps;
+    PetscCall(HostBackend()->trsv_analysis(&hv, nlevels, levelptr.data(), rows.data()));
+    PetscCall(HostBackend()->trsv_csr(&hv, b.data(), x.data()));
+    PetscCall(HostBackend()->trsv_csr(&hv, b2.data(), x2.data()));
+    PetscCall(HostBackend()->trsv_free(&hv));
     v.n         = n;
     v.upper     = f.upper;
     v.rowptr    = drowptr;
     v.colidx    = dcolidx;
     v.vals      = dvals;
     v.invdiag   = dinv;
-    v.algorithm = alg;
+    v.algorithm = var.alg;
+    v.sweeps    = var.sweeps;
     PetscCall(dev->trsv_analysis(&v, nlevels, levelptr.data(), rows.data()));
     for (int solve = 0; solve < 2; ++solve) {
       const Array     &bb = solve ? b2 : b, &xx = solve ? x2 : x;
+      PetscScalar     *vb = solve ? db2 : db, *vx = solve ? dx2 : dx;
       const PetscInt64 before = dev->counters->launches;
       PetscReal        err    = 0;
       const PetscReal  scale  = PetscMax(MaxAbs(xx), 1e-300);
+      PetscInt64       expect = 0;
 
       std::fill(out.begin(), out.end(), NaN);
-      PetscCall(dev->copy_to_backend(dx, out.data(), n * sizeof(PetscScalar)));
-      PetscCall(dev->copy_to_backend(db, bb.data(), n * sizeof(PetscScalar)));
-      PetscCall(dev->trsv_csr(&v, db, dx));
+      PetscCall(dev->copy_to_backend(vx, out.data(), n * sizeof(PetscScalar)));
+      PetscCall(dev->copy_to_backend(vb, bb.data(), n * sizeof(PetscScalar)));
+      PetscCall(dev->trsv_csr(&v, vb, vx));
       const PetscInt64 launches = dev->counters->launches - before;
-      PetscCall(dev->copy_to_host(out.data(), dx, n * sizeof(PetscScalar)));
+      PetscCall(dev->copy_to_host(out.data(), vx, n * sizeof(PetscScalar)));
       for (PetscInt i = 0; i < n; ++i) err = std::isfinite(out[i]) ? PetscMax(err, std::fabs(out[i] - xx[i]) / scale) : PETSC_INFINITY;
       PetscCall(t.Check(err <= 1e-12, solve ? "device solve 2 vs host" : "device solve 1 vs host", n, pname, f.upper, aname, err));
-      PetscCall(t.Check(launches == (n == 0 ? 0 : alg == TrsvAlgorithm::LEVELS ? nlevels : 1), "kernel launches", n, pname, f.upper, aname, (PetscReal)launches));
+      if (n) {
+        if (var.alg == TrsvAlgorithm::JACOBI) expect = PetscMax(var.sweeps, 1);
+        else if (var.alg == TrsvAlgorithm::SYNCFREE) expect = 1;
+        else expect = nlevels + (nlevels > 1 && (nlevels <= 1000 || launches == nlevels + 1) ? 1 : 0); /* a graph must replay 2..1000 levels */
+      }
+      PetscCall(t.Check(launches == expect, "kernel launches", n, pname, f.upper, aname, (PetscReal)launches));
     }
     PetscCall(dev->trsv_free(&v));
     PetscCall(t.Check(v.schedule == nullptr, "trsv_free resets the schedule", n, pname, f.upper, aname, 0));
@@ -241,6 +334,8 @@ PetscErrorCode CheckDevice(Tester &t, const Backend *dev, const Factor &f, const
   PetscCall(dev->free_bytes(dinv));
   PetscCall(dev->free_bytes(db));
   PetscCall(dev->free_bytes(dx));
+  PetscCall(dev->free_bytes(db2));
+  PetscCall(dev->free_bytes(dx2));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 #endif
@@ -251,7 +346,7 @@ PetscErrorCode RunAll(Tester &t, const Backend *dev)
 
   PetscFunctionBeginUser;
   for (PetscInt n : SIZES) {
-    for (int p = RANDOM; p <= FEW_LEVELS; ++p) {
+    for (int p = RANDOM; p <= WIDE; ++p) {
       for (PetscBool upper : {PETSC_FALSE, PETSC_TRUE}) {
         const Factor   f  = MakeFactor(t, (Pattern)p, n, upper);
         TriangularView hv = HostView(f);
@@ -267,8 +362,9 @@ PetscErrorCode RunAll(Tester &t, const Backend *dev)
         PetscCall(host->trsv_csr(&hv, b2.data(), x2.data()));
         PetscCall(host->trsv_free(&hv));
         PetscCall(t.Check(Residual(f, x, b) <= 1e-12 && Residual(f, x2, b2) <= 1e-12, "host residual", n, PatternNames[p], upper, "", Residual(f, x, b)));
+        PetscCall(CheckHostJacobi(t, f, PatternNames[p], nlevels, b));
 #if defined(FUSEDKSP_HAVE_CUDA)
-        if (dev) PetscCall(CheckDevice(t, dev, f, PatternNames[p], nlevels, levelptr, rows, b, x, b2, x2));
+        if (dev) PetscCall(CheckDevice(t, dev, f, PatternNames[p], nlevels, levelptr, rows, b, b2));
 #endif
       }
     }

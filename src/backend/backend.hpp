@@ -195,8 +195,13 @@ struct SGMRESChunkArgs {
    strictly lower part, x_i = b_i - sum_{j<i} L_ij x_j, rows solved 0, 1, ..., n-1.  Upper: the entries
    are the strictly upper part and invdiag[i] = 1 / U_ii (the diagonal is stored inverted, so a row costs
    no division), x_i = invdiag_i (b_i - sum_{j>i} U_ij x_j), rows solved n-1, ..., 0.  schedule: the
-   backend's analysis data, made by trsv_analysis, released by trsv_free (NULL on the host backend).  */
-enum class TrsvAlgorithm { SYNCFREE, LEVELS };
+   backend's analysis data, made by trsv_analysis, released by trsv_free.
+   JACOBI does not solve exactly: with T = D (I + N) (D = I for lower, diag(invdiag)^{-1} for upper; N
+   strictly triangular) it returns x_s of x_0 = D^{-1} b, x_{m+1} = D^{-1} (b - D N x_m), i.e. the first
+   sweeps + 1 terms of the Neumann series of T^{-1}, which is exact once sweeps >= the levels - 1 (N is
+   nilpotent).  For ICC(0) (U = diag(U) L^T) the two approximate solves are transposes of each other up to
+   the diagonal, so the preconditioner stays symmetric.                                                  */
+enum class TrsvAlgorithm { SYNCFREE, LEVELS, JACOBI };
 struct TriangularView {
   PetscInt           n         = 0;
   PetscBool          upper     = PETSC_FALSE;
@@ -205,6 +210,7 @@ struct TriangularView {
   const PetscScalar *vals      = nullptr; /* rowptr[n] */
   const PetscScalar *invdiag   = nullptr; /* upper: n entries; lower: unused */
   TrsvAlgorithm      algorithm = TrsvAlgorithm::SYNCFREE;
+  PetscInt           sweeps    = 0; /* JACOBI: the sweeps after x_0 (>= 0) */
   void              *schedule  = nullptr;
 };
 
@@ -421,13 +427,15 @@ struct Backend {
   /* Sparse triangular solves (ILU(0)/ICC(0) preconditioners, src/mat/fusedfactor.cxx).  trsv_analysis
      builds what T->algorithm needs before the first solve and sets T->schedule: the level schedule of
      TriangularLevels() (host arrays nlevels, levelptr, rows; the backend keeps what it needs) for
-     LEVELS, the row-ready flags for SYNCFREE; it may allocate and copy, and is called again (after
-     trsv_free) for a new pattern.  trsv_csr solves T x = b (b, x distinct, backend memory) on the
-     backend's stream, without waiting for the device: CUDA SYNCFREE is ONE kernel (one warp per row,
-     rows handed out in solve order by an atomic ticket, a row waits for the ready flags of the rows it
-     depends on), CUDA LEVELS one kernel per level.  Not recordable in a graph (a solve's generation
-     number is a kernel argument).  The host backend solves row by row in solve order whatever the
-     algorithm (the reference).  trsv_free releases T->schedule and sets it to NULL.                */
+     LEVELS, the row-ready flags for SYNCFREE, a work vector for JACOBI; it may allocate and copy, and is
+     called again (after trsv_free) for a new pattern.  trsv_csr solves T x = b (b, x distinct, backend
+     memory; JACOBI: approximately, see TriangularView) on the backend's stream, without waiting for the
+     device: CUDA SYNCFREE is ONE kernel (one warp per row, rows handed out in solve order by an atomic
+     ticket, a row waits for the ready flags of the rows it depends on), CUDA LEVELS one kernel per level
+     replayed as one CUDA graph (made by the analysis), JACOBI one kernel per sweep.  Not recordable in a
+     graph (a solve's generation number is a kernel argument).  The host backend solves row by row in
+     solve order for SYNCFREE and LEVELS (the reference) and sweeps for JACOBI.  trsv_free releases
+     T->schedule and sets it to NULL.                                                                    */
   PetscErrorCode (*trsv_analysis)(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows);
   PetscErrorCode (*trsv_csr)(const TriangularView *T, const PetscScalar *b, PetscScalar *x);
   PetscErrorCode (*trsv_free)(TriangularView *T);

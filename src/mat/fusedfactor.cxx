@@ -26,8 +26,8 @@ namespace fusedksp
 {
 
 /* -pc_factor_fused_trsv */
-enum class TrsvChoice { SYNCFREE, LEVELS, AUTO };
-static const char *const TrsvChoices[] = {"syncfree", "levels", "auto", "TrsvChoice", "TRSV_", nullptr};
+enum class TrsvChoice { SYNCFREE, LEVELS, JACOBI, AUTO };
+static const char *const TrsvChoices[] = {"syncfree", "levels", "jacobi", "auto", "TrsvChoice", "TRSV_", nullptr};
 
 /* AUTO takes LEVELS: the sync-free solve passes its tests but did not finish an ICC(0)-preconditioned CG solve of
    262144 rows on an H100, so it is chosen only by request until that is understood; level scheduling is correct
@@ -45,6 +45,7 @@ struct Triangle {
 struct FusedFactor {
   const Backend   *be     = nullptr; /* the backend of the symbolic phase */
   TrsvChoice       choice = TrsvChoice::AUTO;
+  PetscInt         sweeps = 2; /* -pc_factor_fused_trsv_sweeps */
   PetscInt         n      = 0;
   PetscInt64       nnz    = 0;       /* entries of A */
   PetscInt        *diag   = nullptr; /* position of the diagonal entry of each row in A's CSR */
@@ -61,19 +62,22 @@ struct FusedFactor {
 };
 
 /* Backend copies of a triangle's arrays (allocated by the symbolic phase) and its host view */
-static PetscErrorCode TriangleViews(const Backend *be, PetscInt n, PetscBool upper, TrsvAlgorithm alg, Triangle *t)
+static PetscErrorCode TriangleViews(const Backend *be, PetscInt n, PetscBool upper, TrsvAlgorithm alg, PetscInt sweeps, Triangle *t)
 {
   const PetscInt nz = t->rowptr[n];
 
   PetscFunctionBegin;
-  t->host.n        = n;
-  t->host.upper    = upper;
-  t->host.rowptr   = t->rowptr;
-  t->host.colidx   = t->colidx;
-  t->host.vals     = t->vals;
-  t->host.invdiag  = t->invdiag;
-  t->dev           = t->host;
-  t->dev.algorithm = alg;
+  t->host.n         = n;
+  t->host.upper     = upper;
+  t->host.rowptr    = t->rowptr;
+  t->host.colidx    = t->colidx;
+  t->host.vals      = t->vals;
+  t->host.invdiag   = t->invdiag;
+  t->host.algorithm = alg; /* the host solves of non-fused vectors apply the same (approximate) solve */
+  t->host.sweeps    = sweeps;
+  t->dev            = t->host;
+  PetscCall(HostBackend()->trsv_analysis(&t->host, 0, nullptr, nullptr));
+  t->dev.schedule = nullptr;
   if (be != HostBackend()) {
     PetscInt    *rowptr, *colidx;
     PetscScalar *vals, *invdiag = nullptr;
@@ -95,6 +99,7 @@ static PetscErrorCode TriangleViews(const Backend *be, PetscInt n, PetscBool upp
 static PetscErrorCode TriangleFree(const Backend *be, Triangle *t)
 {
   PetscFunctionBegin;
+  PetscCall(HostBackend()->trsv_free(&t->host));
   if (be) {
     PetscCall(be->trsv_free(&t->dev));
     if (be != HostBackend() && t->dev.rowptr) {
@@ -148,7 +153,14 @@ static PetscErrorCode HostFactorSymbolic(Mat F, Mat A, IS row, IS col, const Mat
 /* The algorithm -pc_factor_fused_trsv asks for (auto: levels, see above) */
 static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice)
 {
-  return choice == TrsvChoice::SYNCFREE ? TrsvAlgorithm::SYNCFREE : TrsvAlgorithm::LEVELS;
+  switch (choice) {
+  case TrsvChoice::SYNCFREE:
+    return TrsvAlgorithm::SYNCFREE;
+  case TrsvChoice::JACOBI:
+    return TrsvAlgorithm::JACOBI;
+  default:
+    return TrsvAlgorithm::LEVELS;
+  }
 }
 
 /* Symbolic phase of ILU(0) and ICC(0): split A's pattern into L and U, level schedules, backend copies */
@@ -162,6 +174,7 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   const char     *name     = F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)";
   PetscBool       identity = PETSC_TRUE;
   TrsvChoice      choice   = f->choice;
+  PetscInt        sweeps   = f->sweeps;
 
   PetscFunctionBegin;
   PetscCheck(A->assembled, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The matrix must be assembled before its factorization");
@@ -169,11 +182,14 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   PetscCheck(identity, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: %s with the natural ordering only (-pc_factor_mat_ordering_type natural), or use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, name);
   PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "FusedKSP factorization options", "Mat");
   PetscCall(PetscOptionsEnum("-pc_factor_fused_trsv",
-                             "Triangular solve algorithm of the fused ILU(0)/ICC(0) on the device: syncfree (one kernel, rows wait for their dependencies), levels (one kernel per level), auto (levels; syncfree is experimental)", "MATSOLVERFUSED",
-                             TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
+                             "Triangular solve algorithm of the fused ILU(0)/ICC(0): levels (exact, one kernel per level, replayed as a CUDA graph), jacobi (approximate: -pc_factor_fused_trsv_sweeps Jacobi sweeps, one kernel each), syncfree (exact, "
+                             "one kernel; experimental), auto (levels)",
+                             "MATSOLVERFUSED", TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
+  PetscCall(PetscOptionsRangeInt("-pc_factor_fused_trsv_sweeps", "Sweeps of -pc_factor_fused_trsv jacobi (0: the diagonal of the factors alone)", "MATSOLVERFUSED", sweeps, &sweeps, NULL, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
   PetscCall(FusedFactorReset(f));
   f->choice = choice;
+  f->sweeps = sweeps;
   f->be     = ActiveBackend();
   PetscCall(SeqAIJHostCSR(A, &m, &n, &ai, &aj, &aa));
   PetscCheck(m == n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "%s needs a square matrix, not %" PetscInt_FMT " x %" PetscInt_FMT, name, m, n);
@@ -209,8 +225,8 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   {
     const TrsvAlgorithm alg = ChooseAlgorithm(choice);
 
-    PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, &f->L));
-    PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, &f->U));
+    PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, sweeps, &f->L));
+    PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, sweeps, &f->U));
   }
   PetscCall(f->be->trsv_analysis(&f->L.dev, nlevels[0], levelptr[0], rows[0]));
   PetscCall(f->be->trsv_analysis(&f->U.dev, nlevels[1], levelptr[1], rows[1]));
@@ -481,8 +497,8 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
     PetscCall(TriangularLevels(n, PETSC_TRUE, f->Ut.rowptr, f->Ut.colidx, &nlevels[1], levelptr[1], rows[1]));
     f->Lt.nlevels = nlevels[0];
     f->Ut.nlevels = nlevels[1];
-    PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, &f->Lt));
-    PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, &f->Ut));
+    PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, f->sweeps, &f->Lt));
+    PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, f->sweeps, &f->Ut));
     PetscCall(f->be->trsv_analysis(&f->Lt.dev, nlevels[0], levelptr[0], rows[0]));
     PetscCall(f->be->trsv_analysis(&f->Ut.dev, nlevels[1], levelptr[1], rows[1]));
     PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
@@ -643,7 +659,7 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   FusedFactor      *f = (FusedFactor *)F->data;
   PetscBool         isascii;
   PetscViewerFormat format;
-  char              where[320];
+  char              where[320], sweeps[64] = "";
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &isascii));
@@ -653,17 +669,21 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   }
   if (!isascii || !f->be) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(BackendDescription(f->be, PETSC_FALSE, where, sizeof(where)));
+  if (f->L.dev.algorithm == TrsvAlgorithm::JACOBI) PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ", %" PetscInt_FMT " sweeps", f->sweeps));
   if (f->be == HostBackend())
-    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (row by row, the reference)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
+                                     f->L.dev.algorithm == TrsvAlgorithm::JACOBI ? "approximate: Jacobi sweeps" : "row by row, the reference"));
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
-                                     f->be->host_memory || f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level" : "sync-free, one kernel, one warp per row"));
+                                     f->L.dev.algorithm == TrsvAlgorithm::JACOBI                         ? "approximate: Jacobi sweeps, one kernel each"
+                                     : f->be->host_memory || f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level"
+                                                                                                         : "sync-free, one kernel, one warp per row"));
   if (f->Lt.rowptr)
-    PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s); MatSolveTranspose() where MatSolve() runs: transposed factors, levels U^T %" PetscInt_FMT ", L^T %" PetscInt_FMT "\n",
-                                     f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice], f->Lt.nlevels, f->Ut.nlevels));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s%s); MatSolveTranspose() where MatSolve() runs: transposed factors, levels U^T %" PetscInt_FMT ", L^T %" PetscInt_FMT "\n",
+                                     f->L.nlevels, f->U.nlevels, TrsvChoices[(int)f->choice], sweeps, f->Lt.nlevels, f->Ut.nlevels));
   else
-    PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s); MatSolveTranspose() where MatSolve() runs: transposed factors built at its first use\n", f->L.nlevels, f->U.nlevels,
-                                     TrsvChoices[(int)f->choice]));
+    PetscCall(PetscViewerASCIIPrintf(viewer, "levels: L %" PetscInt_FMT ", U %" PetscInt_FMT " (-pc_factor_fused_trsv %s%s); MatSolveTranspose() where MatSolve() runs: transposed factors built at its first use\n", f->L.nlevels, f->U.nlevels,
+                                     TrsvChoices[(int)f->choice], sweeps));
   PetscCall(PetscViewerGetFormat(viewer, &format));
   if (format == PETSC_VIEWER_ASCII_INFO || format == PETSC_VIEWER_ASCII_INFO_DETAIL) PetscCall(PetscViewerASCIIPrintf(viewer, "not using I-node routines\n"));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -696,8 +716,9 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
 
   Options Database Keys:
 + -pc_factor_mat_solver_type fused       - this solver (the default for `MATSEQAIJFUSED`); `petsc` gives PETSc's host ILU/ICC
-- -pc_factor_fused_trsv <syncfree,levels,auto> - the algorithm of the device's triangular solves (default auto: levels; syncfree
+. -pc_factor_fused_trsv <levels,jacobi,syncfree,auto> - the algorithm of the triangular solves (default auto: levels; syncfree
                                            is experimental: it did not finish at 262144 rows on an H100)
+- -pc_factor_fused_trsv_sweeps <2>      - the sweeps of the approximate solves of `jacobi`
 
   Level: beginner
 
@@ -710,6 +731,12 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   a refactorization), for ILU(0) and ICC(0). `MatForwardSolve()` and `MatBackwardSolve()` of an ICC(0) factor (the
   symmetric application of `PCICC`, `-ksp_pc_side symmetric`) run on the host.  A new matrix with the same pattern
   reruns only the numeric phase.
+
+  `levels` solves exactly, one kernel per level of the factor, the kernels replayed as one CUDA graph. `jacobi` applies an
+  approximate inverse of each factor: s sweeps of Jacobi's iteration from the diagonal's solve, the first s + 1 terms of
+  the Neumann series (exact once s reaches the number of levels less one), s kernels of the cost of a product with the
+  factor each. It changes the preconditioner (a weaker one, usually some more iterations, each much cheaper), and keeps it
+  symmetric for ICC(0); see tutorials/results/README.md for measurements.
 
   Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,
   `-pc_factor_mat_ordering_type`, a drop tolerance) get PETSc's own factorization and host solves. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow

@@ -13,7 +13,13 @@
    knows how many tickets each launch takes: one per warp of its grid).
 
    LEVELS: the level schedule (TriangularLevels(), computed on the host by the analysis) with the rows
-   of each level in a device array; one kernel per level on the stream, one warp per row of the level.
+   of each level in a device array; one kernel per level, one warp per row of the level.  The level
+   kernels are recorded once by the analysis as a CUDA graph (up to TRSV_GRAPH_MAX_LEVELS levels) and
+   replayed by each solve: a 3D 7-point ILU(0) has ~3 n^(1/3) levels, each a small kernel whose launch
+   costs more than its work, and a replay starts the next node sooner than a stream launch.  The kernels
+   of the graph read b and x from a device slot that one small kernel sets before each replay.
+
+   JACOBI: each sweep is one kernel, 4 lanes per row (up to 8 entries a row on average) or a warp.
 */
 #include "backend/cuda/cuda_common.cuh"
 
@@ -22,14 +28,21 @@ namespace fusedksp
 namespace cuda
 {
 
-constexpr int TRSV_WARPS = BLOCK_SIZE / 32; /* warps (rows) per thread block */
+constexpr int      TRSV_WARPS            = BLOCK_SIZE / 32; /* warps (rows) per thread block */
+constexpr PetscInt TRSV_GRAPH_MAX_LEVELS = 1 << 14;         /* more levels: stream launches (a graph of more nodes
+                                                               costs more to make than a solve with them gains) */
 
 /* The analysis data of one factor (TriangularView::schedule) */
 struct TrsvSchedule {
   /* LEVELS */
-  PetscInt  nlevels  = 0;
-  PetscInt *levelptr = nullptr; /* host, nlevels + 1 */
-  PetscInt *rows     = nullptr; /* device, n: the rows level by level */
+  PetscInt        nlevels  = 0;
+  PetscInt       *levelptr = nullptr; /* host, nlevels + 1 */
+  PetscInt       *rows     = nullptr; /* device, n: the rows level by level */
+  cudaGraphExec_t graph    = nullptr; /* the level kernels, reading b and x from io */
+  PetscScalar   **io       = nullptr; /* device: {b, x} of the solve being replayed */
+  /* JACOBI */
+  PetscScalar *work  = nullptr; /* device, n */
+  int          lanes = 32;      /* per row: 4 up to 8 entries a row on average, else 32 */
   /* SYNCFREE */
   unsigned int       *flags      = nullptr; /* device, n: generation of the solve that finished the row */
   unsigned long long *ticket     = nullptr; /* device: tickets taken since the analysis                */
@@ -76,8 +89,9 @@ __global__ void __launch_bounds__(BLOCK_SIZE) TrsvSyncFreeKernel(PetscInt n, boo
   }
 }
 
-__global__ void __launch_bounds__(BLOCK_SIZE) TrsvLevelKernel(PetscInt count, const PetscInt *__restrict__ rows, bool upper, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals,
-                                                              const PetscScalar *__restrict__ invdiag, const PetscScalar *__restrict__ b, PetscScalar *x)
+/* One level: warp w solves row rows[w] */
+__device__ inline void TrsvLevelRow(PetscInt count, const PetscInt *__restrict__ rows, bool                                  upper, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals,
+                                    const PetscScalar *__restrict__ invdiag, const PetscScalar *__restrict__ b, PetscScalar *x)
 {
   const PetscInt64 w    = (blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x) / 32;
   const int        lane = threadIdx.x & 31;
@@ -90,16 +104,86 @@ __global__ void __launch_bounds__(BLOCK_SIZE) TrsvLevelKernel(PetscInt count, co
   if (lane == 0) x[i] = upper ? (b[i] - s) * invdiag[i] : b[i] - s;
 }
 
+__global__ void __launch_bounds__(BLOCK_SIZE) TrsvLevelKernel(PetscInt count, const PetscInt *__restrict__ rows, bool upper, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals,
+                                                              const PetscScalar *__restrict__ invdiag, const PetscScalar *__restrict__ b, PetscScalar *x)
+{
+  TrsvLevelRow(count, rows, upper, rowptr, colidx, vals, invdiag, b, x);
+}
+
+/* The level kernel of the graph: b = io[0], x = io[1] */
+__global__ void __launch_bounds__(BLOCK_SIZE) TrsvLevelGraphKernel(PetscInt count, const PetscInt *__restrict__ rows, bool upper, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals,
+                                                                   const PetscScalar *__restrict__ invdiag, PetscScalar *const *io)
+{
+  TrsvLevelRow(count, rows, upper, rowptr, colidx, vals, invdiag, io[0], io[1]);
+}
+
+__global__ void TrsvSetIOKernel(PetscScalar **io, const PetscScalar *b, PetscScalar *x)
+{
+  io[0] = (PetscScalar *)b;
+  io[1] = x;
+}
+
+/* One Jacobi sweep (TriangularView): out = D^{-1} (b - D N in), LANES lanes per row; first: in = D^{-1} b, read from b;
+   diag: out = D^{-1} b (no sweep) */
+template <int LANES>
+__global__ void __launch_bounds__(BLOCK_SIZE) TrsvJacobiKernel(PetscInt n, bool upper, bool first, bool diag, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals,
+                                                               const PetscScalar *__restrict__ invdiag, const PetscScalar *__restrict__ b, const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out)
+{
+  const PetscInt64 i      = (blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x) / LANES;
+  const int        lane   = threadIdx.x % LANES;
+  const bool       active = i < n; /* every lane of the warp takes part in the shuffles */
+  PetscScalar      s      = 0;
+
+  for (PetscInt k = active ? rowptr[i] + lane : 0; active && !diag && k < rowptr[i + 1]; k += LANES) {
+    const PetscInt j = colidx[k];
+
+    s += vals[k] * (first ? (upper ? invdiag[j] * b[j] : b[j]) : in[j]);
+  }
+  for (int offset = LANES / 2; offset > 0; offset /= 2) s += __shfl_xor_sync(0xffffffffu, s, offset);
+  if (active && lane == 0) out[(PetscInt)i] = upper ? (b[i] - s) * invdiag[i] : b[i] - s;
+}
+
 /* Thread blocks of a launch with one warp for each of `rows` rows */
 static unsigned int WarpBlocks(PetscInt rows)
 {
   return (unsigned int)((rows + TRSV_WARPS - 1) / TRSV_WARPS);
 }
 
+/* Records the level kernels of T as one graph on a stream of its own (the backend's stream may be in use), reading
+   b and x from sc->io */
+static PetscErrorCode RecordLevels(const TriangularView *T, TrsvSchedule *sc)
+{
+  const Backend *be     = CUDABackend();
+  cudaStream_t   side   = nullptr;
+  cudaGraph_t    record = nullptr;
+  cudaError_t    err;
+
+  PetscFunctionBegin;
+  PetscCall(be->malloc_bytes(2 * sizeof(PetscScalar *), (void **)&sc->io));
+  FusedKSPCallCUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  err = cudaStreamBeginCapture(side, cudaStreamCaptureModeThreadLocal);
+  for (PetscInt l = 0; err == cudaSuccess && l < sc->nlevels; ++l) {
+    const PetscInt count = sc->levelptr[l + 1] - sc->levelptr[l];
+
+    TrsvLevelGraphKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, side>>>(count, sc->rows + sc->levelptr[l], T->upper, T->rowptr, T->colidx, T->vals, T->invdiag, sc->io);
+    err = cudaGetLastError();
+  }
+  {
+    const cudaError_t end = cudaStreamEndCapture(side, &record);
+
+    if (err == cudaSuccess) err = end;
+  }
+  if (err == cudaSuccess) err = cudaGraphInstantiate(&sc->graph, record, 0);
+  if (record) (void)cudaGraphDestroy(record);
+  (void)cudaStreamDestroy(side);
+  FusedKSPCallCUDA(err);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    TrsvAnalysis - Backend::trsv_analysis on the device: LEVELS copies the rows of the level schedule to
-   the device and keeps levelptr on the host; SYNCFREE allocates the ready flags (zero: no solve has
-   finished a row) and the ticket counter.
+   the device, keeps levelptr on the host and records the graph of the level kernels; SYNCFREE allocates
+   the ready flags (zero: no solve has finished a row) and the ticket counter; JACOBI the work vector.
 */
 PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)
 {
@@ -118,6 +202,14 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
     PetscCall(PetscArraycpy(sc->levelptr, levelptr, nlevels + 1));
     PetscCall(be->malloc_bytes(T->n * sizeof(PetscInt), (void **)&sc->rows));
     PetscCall(be->copy_to_backend(sc->rows, rows, T->n * sizeof(PetscInt)));
+    if (nlevels > 1 && nlevels <= TRSV_GRAPH_MAX_LEVELS) PetscCall(RecordLevels(T, sc));
+  } else if (T->algorithm == TrsvAlgorithm::JACOBI) {
+    PetscCheck(T->sweeps >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative number of sweeps %" PetscInt_FMT, T->sweeps);
+    PetscInt nnz = 0;
+
+    PetscCall(be->malloc_bytes(PetscMax(T->n, 1) * sizeof(PetscScalar), (void **)&sc->work));
+    if (T->n) PetscCall(be->copy_to_host(&nnz, T->rowptr + T->n, sizeof(PetscInt)));
+    sc->lanes = nnz <= 8 * (PetscInt64)T->n ? 4 : 32;
   } else {
     PetscCall(be->malloc_bytes(T->n * sizeof(unsigned int), (void **)&sc->flags));
     PetscCall(be->malloc_bytes(sizeof(unsigned long long), (void **)&sc->ticket));
@@ -129,7 +221,8 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
 
 /*
    TrsvCSR - Backend::trsv_csr on the device: SYNCFREE one kernel (and a reset of the flags once every
-   2^32 - 1 solves, when the generation wraps), LEVELS one kernel per level; nothing waits
+   2^32 - 1 solves, when the generation wraps), LEVELS one graph replay (or one kernel per level), JACOBI
+   one kernel per sweep; nothing waits
 */
 PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScalar *x)
 {
@@ -141,11 +234,31 @@ PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScala
   if (!T->n) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCheck(sc, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The triangular factor has no schedule: trsv_analysis first");
   PetscCall(GetStream(&stream));
-  if (T->algorithm == TrsvAlgorithm::LEVELS) {
+  if (T->algorithm == TrsvAlgorithm::LEVELS && sc->graph) {
+    TrsvSetIOKernel<<<1, 1, 0, stream>>>(sc->io, b, x);
+    FusedKSPCheckLaunch();
+    FusedKSPCallCUDA(cudaGraphLaunch(sc->graph, stream));
+    counters.launches += 1 + sc->nlevels;
+  } else if (T->algorithm == TrsvAlgorithm::LEVELS) {
     for (PetscInt l = 0; l < sc->nlevels; ++l) {
       const PetscInt count = sc->levelptr[l + 1] - sc->levelptr[l];
 
       TrsvLevelKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, sc->rows + sc->levelptr[l], T->upper, T->rowptr, T->colidx, T->vals, T->invdiag, b, x);
+      FusedKSPCheckLaunch();
+      counters.launches++;
+    }
+  } else if (T->algorithm == TrsvAlgorithm::JACOBI) {
+    const PetscInt64 threads = (PetscInt64)T->n * sc->lanes;
+    const unsigned   blocks  = (unsigned)((threads + BLOCK_SIZE - 1) / BLOCK_SIZE);
+
+    for (PetscInt m = PetscMin(T->sweeps, 1); m <= T->sweeps; ++m) { /* sweep m writes x when sweeps - m is even */
+      PetscScalar       *out = (T->sweeps - m) % 2 ? sc->work : x;
+      const PetscScalar *in  = out == x ? sc->work : x;
+
+      if (sc->lanes == 4)
+        TrsvJacobiKernel<4><<<blocks, BLOCK_SIZE, 0, stream>>>(T->n, T->upper, m <= 1, m == 0, T->rowptr, T->colidx, T->vals, T->invdiag, b, in, out);
+      else
+        TrsvJacobiKernel<32><<<blocks, BLOCK_SIZE, 0, stream>>>(T->n, T->upper, m <= 1, m == 0, T->rowptr, T->colidx, T->vals, T->invdiag, b, in, out);
       FusedKSPCheckLaunch();
       counters.launches++;
     }
@@ -176,6 +289,9 @@ PetscErrorCode TrsvFree(TriangularView *T)
   PetscCall(be->free_bytes(sc->rows));
   PetscCall(be->free_bytes(sc->flags));
   PetscCall(be->free_bytes(sc->ticket));
+  PetscCall(be->free_bytes(sc->work));
+  PetscCall(be->free_bytes(sc->io));
+  if (sc->graph) FusedKSPCallCUDA(cudaGraphExecDestroy(sc->graph));
   PetscCall(PetscFree(sc));
   T->schedule = nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
