@@ -3,8 +3,8 @@ The same KSP and PC solve twice: on a MATAIJFUSED copy of the matrix with fused 
 (which must be fused for -pc_type ilu/icc), and on the plain AIJ matrix with -pc_factor_mat_solver_type petsc.\n\
 Checks: the two preconditioners applied to one random vector agree to 1e-10 (relative), also on plain VECSEQ\n\
 vectors (the host path of the fused solver), and (ICC) the two halves of the symmetric application; transposed\n\
-(PCApplyTranspose) to 1e-12 into NaN-poisoned vectors, fused and plain, for PCILU/PCICC the fused one repeated with no\n\
-host<->device copy (FusedKSPGetBackendCounters(); meaningful on a device backend or with -fused_debug_mirror);\n\
+(PCApplyTranspose) to 1e-12 into NaN-poisoned vectors, fused and plain, for PCILU/PCICC with the fused factor the fused one\n\
+repeated with no host<->device copy (FusedKSPGetBackendCounters(); meaningful on a device backend or with -fused_debug_mirror);\n\
 both solves converge with iteration counts within -its_abs and solutions within -sol_tol; -ksp_view of the fused KSP\n\
 names \"FusedKSP ILU(0)\" or \"FusedKSP ICC(0)\" (either for the blocks of PCBJACOBI, on every rank count; -expect_fused 0:\n\
 must not, e.g. with fill levels) and has the I-node line of PETSc's; after MatScale() and\n\
@@ -134,7 +134,8 @@ static PetscErrorCode ViewContains(KSP ksp, const char text[], PetscBool *found)
 }
 
 /* Both preconditioners on one random vector (fused vectors and plain ones for the fused PC), then both solves */
-static PetscReal max_h2d_per_it = -1; /* -max_h2d_per_it: host->device copies per iteration of a repeated fused solve */
+static PetscReal max_h2d_per_it = -1;         /* -max_h2d_per_it: host->device copies per iteration of a repeated fused solve */
+static PetscBool fused_factor   = PETSC_TRUE; /* -expect_fused: the factor is MATSOLVERFUSED's (else PETSc's host solves copy) */
 
 static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt its_abs, PetscReal sol_tol)
 {
@@ -189,7 +190,7 @@ static PetscErrorCode Compare(Solve *fs, Solve *rs, const char *what, PetscInt i
       PetscCall(PetscObjectTypeCompareAny((PetscObject)subpc, &factor, PCILU, PCICC, ""));
     }
   }
-  if (factor) { /* again, its input and output on the backend: no host<->device copy (the transposed factors exist now) */
+  if (factor && fused_factor) { /* again, its input and output on the backend: no host<->device copy (the transposed factors exist now) */
     PetscInt64 d2h[2], h2d[2];
 
     PetscCall(VecSet(zf, NAN));
@@ -313,6 +314,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-sol_tol", &sol_tol, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-its_abs", &its_abs, NULL));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_fused", &expect_fused, NULL));
+  fused_factor = expect_fused;
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-zero_pivot", &zero_pivot, NULL));
   PetscCall(PetscOptionsGetReal(NULL, NULL, "-max_h2d_per_it", &max_h2d_per_it, NULL));
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));

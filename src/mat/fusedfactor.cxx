@@ -29,9 +29,12 @@ namespace fusedksp
 enum class TrsvChoice { SYNCFREE, LEVELS, JACOBI, AUTO };
 static const char *const TrsvChoices[] = {"syncfree", "levels", "jacobi", "auto", "TrsvChoice", "TRSV_", nullptr};
 
-/* AUTO takes LEVELS: the sync-free solve passes its tests but did not finish an ICC(0)-preconditioned CG solve of
-   262144 rows on an H100, so it is chosen only by request until that is understood; level scheduling is correct
-   at every size, and slow with many levels (one launch per level)                                             */
+/* The default is LEVELS (exact, as PETSc's factors).  AUTO decides per matrix, at the first numeric phase of a pattern:
+   JACOBI when theta = max over the rows of both factors of the absolute row sum of D^{-1} N (TriangularView: the
+   infinity norm of the Jacobi iteration matrix, which bounds the error of s sweeps by theta^(s+1)) is at most
+   AUTO_JACOBI_MAX_THETA, else LEVELS.  SYNCFREE is never chosen: it passes its tests but did not finish an
+   ICC(0)-preconditioned CG solve of 262144 rows on an H100.                                                       */
+constexpr PetscReal AUTO_JACOBI_MAX_THETA = 0.75;
 
 /* One triangular factor: host arrays (the reference, and the solves on non-fused vectors) and the
    backend's copy (the same arrays on the host backend) */
@@ -44,8 +47,9 @@ struct Triangle {
 
 struct FusedFactor {
   const Backend   *be     = nullptr; /* the backend of the symbolic phase */
-  TrsvChoice       choice = TrsvChoice::AUTO;
-  PetscInt         sweeps = 2; /* -pc_factor_fused_trsv_sweeps */
+  TrsvChoice       choice = TrsvChoice::LEVELS;
+  PetscInt         sweeps = 2;  /* -pc_factor_fused_trsv_sweeps */
+  PetscReal        theta  = -1; /* AUTO: the measure of its decision (see AUTO_JACOBI_MAX_THETA); -1: not made */
   PetscInt         n      = 0;
   PetscInt64       nnz    = 0;       /* entries of A */
   PetscInt        *diag   = nullptr; /* position of the diagonal entry of each row in A's CSR */
@@ -124,6 +128,7 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   PetscCall(TriangleFree(f->be, &f->Ut));
   f->numeric    = 0;
   f->transposed = -1;
+  f->theta      = -1;
   if (f->be && f->dwork) PetscCall(f->be->free_bytes(f->dwork));
   f->dwork = nullptr;
   PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
@@ -150,7 +155,7 @@ static PetscErrorCode HostFactorSymbolic(Mat F, Mat A, IS row, IS col, const Mat
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The algorithm -pc_factor_fused_trsv asks for (auto: levels, see above) */
+/* The algorithm -pc_factor_fused_trsv asks for (auto: levels until the first numeric phase, see above) */
 static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice)
 {
   switch (choice) {
@@ -183,7 +188,7 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "FusedKSP factorization options", "Mat");
   PetscCall(PetscOptionsEnum("-pc_factor_fused_trsv",
                              "Triangular solve algorithm of the fused ILU(0)/ICC(0): levels (exact, one kernel per level, replayed as a CUDA graph), jacobi (approximate: -pc_factor_fused_trsv_sweeps Jacobi sweeps, one kernel each), syncfree (exact, "
-                             "one kernel; experimental), auto (levels)",
+                             "one kernel; experimental), auto (per matrix at the first factorization: jacobi when the factors are diagonally dominant enough, else levels)",
                              "MATSOLVERFUSED", TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
   PetscCall(PetscOptionsRangeInt("-pc_factor_fused_trsv_sweeps", "Sweeps of -pc_factor_fused_trsv jacobi (0: the diagonal of the factors alone)", "MATSOLVERFUSED", sweeps, &sweeps, NULL, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
@@ -271,6 +276,41 @@ struct Shift {
   PetscReal amount = 0, top = 0, lo = 0, hi = 1, fraction = 0;
   PetscInt  nshift = 0, nshift_max = 5;
 };
+
+/* The infinity norm of D^{-1} N of a triangle (TriangularView) */
+static PetscReal JacobiNorm(PetscInt n, const Triangle *t)
+{
+  PetscReal theta = 0;
+
+  for (PetscInt i = 0; i < n; ++i) {
+    PetscReal sum = 0;
+
+    for (PetscInt k = t->rowptr[i]; k < t->rowptr[i + 1]; ++k) sum += PetscAbsScalar(t->vals[k]);
+    theta = PetscMax(theta, t->invdiag ? sum * PetscAbsScalar(t->invdiag[i]) : sum);
+  }
+  return theta;
+}
+
+/* -pc_factor_fused_trsv auto, at the first numeric phase of a pattern: JACOBI when theta <= AUTO_JACOBI_MAX_THETA (the
+   triangles' schedules are made again for it), else the LEVELS of the symbolic phase */
+static PetscErrorCode AutoChoose(Mat F)
+{
+  FusedFactor *f = (FusedFactor *)F->data;
+
+  PetscFunctionBegin;
+  f->theta = PetscMax(JacobiNorm(f->n, &f->L), JacobiNorm(f->n, &f->U));
+  PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= AUTO_JACOBI_MAX_THETA ? "Jacobi sweeps" : "level scheduling"));
+  if (f->theta > AUTO_JACOBI_MAX_THETA) PetscFunctionReturn(PETSC_SUCCESS);
+  for (Triangle *t : {&f->L, &f->U}) {
+    PetscCall(f->be->trsv_free(&t->dev));
+    PetscCall(HostBackend()->trsv_free(&t->host));
+    t->dev.algorithm = t->host.algorithm = TrsvAlgorithm::JACOBI;
+    t->dev.sweeps = t->host.sweeps = f->sweeps;
+    PetscCall(f->be->trsv_analysis(&t->dev, 0, nullptr, nullptr));
+    PetscCall(HostBackend()->trsv_analysis(&t->host, 0, nullptr, nullptr));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /*
    Numeric phase (ILU(0); ICC(0) too, see the top): row by row (IKJ), l_ik = a_ik / u_kk for the entries
@@ -396,6 +436,7 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.vals, f->U.vals, f->U.rowptr[n] * sizeof(PetscScalar)));
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.invdiag, f->U.invdiag, n * sizeof(PetscScalar)));
     }
+    if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F));
     f->numeric++; /* the transposed factors, if any, are refreshed at the next MatSolveTranspose() */
   }
   PetscCall(PetscLogFlops(flops + n));
@@ -489,7 +530,7 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
   PetscCall(PetscFree2(next, pivot));
   PetscCall(PetscArraycpy(f->Ut.invdiag, f->U.invdiag, n));
   if (pattern) {
-    const TrsvAlgorithm alg = ChooseAlgorithm(f->choice);
+    const TrsvAlgorithm alg = f->L.dev.algorithm; /* the one chosen for M */
     PetscInt            nlevels[2], *levelptr[2], *rows[2];
 
     PetscCall(PetscMalloc4(n + 1, &levelptr[0], n, &rows[0], n + 1, &levelptr[1], n, &rows[1]));
@@ -669,7 +710,13 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   }
   if (!isascii || !f->be) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(BackendDescription(f->be, PETSC_FALSE, where, sizeof(where)));
-  if (f->L.dev.algorithm == TrsvAlgorithm::JACOBI) PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ", %" PetscInt_FMT " sweeps", f->sweeps));
+  if (f->choice == TrsvChoice::AUTO && f->theta >= 0) PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ": theta %.3g, %s", (double)f->theta, f->L.dev.algorithm == TrsvAlgorithm::JACOBI ? "jacobi" : "levels"));
+  if (f->L.dev.algorithm == TrsvAlgorithm::JACOBI) {
+    size_t len;
+
+    PetscCall(PetscStrlen(sweeps, &len));
+    PetscCall(PetscSNPrintf(sweeps + len, sizeof(sweeps) - len, ", %" PetscInt_FMT " sweeps", f->sweeps));
+  }
   if (f->be == HostBackend())
     PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
                                      f->L.dev.algorithm == TrsvAlgorithm::JACOBI ? "approximate: Jacobi sweeps" : "row by row, the reference"));
@@ -716,8 +763,9 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
 
   Options Database Keys:
 + -pc_factor_mat_solver_type fused       - this solver (the default for `MATSEQAIJFUSED`); `petsc` gives PETSc's host ILU/ICC
-. -pc_factor_fused_trsv <levels,jacobi,syncfree,auto> - the algorithm of the triangular solves (default auto: levels; syncfree
-                                           is experimental: it did not finish at 262144 rows on an H100)
+. -pc_factor_fused_trsv <levels,jacobi,syncfree,auto> - the algorithm of the triangular solves (default levels; auto: jacobi for
+                                           factors whose Jacobi iteration matrices have infinity norm <= 0.75, else levels;
+                                           syncfree is experimental: it did not finish at 262144 rows on an H100)
 - -pc_factor_fused_trsv_sweeps <2>      - the sweeps of the approximate solves of `jacobi`
 
   Level: beginner

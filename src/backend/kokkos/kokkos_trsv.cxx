@@ -15,7 +15,7 @@ struct Schedule {
   PetscScalar *work     = nullptr; /* JACOBI: n */
 };
 
-/* See Backend::trsv_analysis: both algorithms solve by levels here (a row waiting on other rows'
+/* See Backend::trsv_analysis: SYNCFREE and LEVELS both solve by levels here (a row waiting on other rows'
    flags, as the sync-free form does, needs threads that make progress independently, which the
    host execution spaces do not promise) */
 PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)
@@ -27,9 +27,9 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
   PetscCall(PetscNew(&s));
   s->nlevels = nlevels;
   PetscCall(PetscMalloc1(nlevels + 1, &s->levelptr));
-  PetscCall(PetscArraycpy(s->levelptr, levelptr, nlevels + 1));
+  if (nlevels) PetscCall(PetscArraycpy(s->levelptr, levelptr, nlevels + 1));
   PetscCall(KokkosBackend()->malloc_bytes(sizeof(PetscInt) * PetscMax(T->n, 1), (void **)&s->rows));
-  PetscCall(CopyToBackend(s->rows, rows, sizeof(PetscInt) * T->n));
+  if (T->algorithm != TrsvAlgorithm::JACOBI) PetscCall(CopyToBackend(s->rows, rows, sizeof(PetscInt) * T->n)); /* sweeps need no schedule */
   if (T->algorithm == TrsvAlgorithm::JACOBI) PetscCall(KokkosBackend()->malloc_bytes(sizeof(PetscScalar) * PetscMax(T->n, 1), (void **)&s->work));
   T->schedule = s;
   PetscFunctionReturn(PETSC_SUCCESS);
