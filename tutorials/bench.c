@@ -31,7 +31,8 @@ Options:\n\
   -guess <zero>               initial guess of every solve: zero, or nonzero (x = 1 before each solve, outside the timing)\n\
   -csv <bench.csv>            the CSV file written (one row per table row, plus the floor and bandwidth rows)\n\
   -pc_type <none>             the preconditioner of every row, set up before the timed solves (the byte model knows none\n\
-                              and jacobi; with another PC, e.g. gamg, compare the us/it columns only)\n\
+                              and jacobi; with another PC, e.g. gamg, compare the us/it columns only); with\n\
+                              -pc_factor_fused_trsv T the pc column reads ilu/trsv-T (the fused factor's triangular solves)\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 setup ms = KSPSetUp() + PCSetUp() of the row (once, fenced), solve ms = the median solve;\n\
@@ -202,11 +203,14 @@ static PetscErrorCode FenceDestroy(Fence *f)
    1e6 elasticity3d rows), so the rows are copied into a preallocated matrix here. */
 static PetscErrorCode CopyMatrix(Mat A, TypeSet t, Mat *B)
 {
-  PetscInt m, n, M, N, rstart, rend, cstart, cend, *dnnz, *onnz;
+  PetscInt     m, n, M, N, rstart, rend, cstart, cend, *dnnz, *onnz;
+  MatNullSpace nearnull;
 
   PetscFunctionBeginUser;
+  PetscCall(MatGetNearNullSpace(A, &nearnull)); /* elasticity3d's rigid body modes, for PCGAMG */
   if (t != TYPES_FUSED) {
     PetscCall(MatConvert(A, TypeSetMat[t], MAT_INITIAL_MATRIX, B));
+    PetscCall(MatSetNearNullSpace(*B, nearnull));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(MatGetLocalSize(A, &m, &n));
@@ -229,6 +233,7 @@ static PetscErrorCode CopyMatrix(Mat A, TypeSet t, Mat *B)
   }
   PetscCall(MatCreate(PetscObjectComm((PetscObject)A), B));
   PetscCall(MatSetSizes(*B, m, n, M, N));
+  PetscCall(MatSetBlockSizesFromMats(*B, A, A));
   PetscCall(MatSetType(*B, TypeSetMat[t]));
   PetscCall(MatSetFromOptions(*B)); /* -mat_aijfused_format */
   PetscCall(MatXAIJSetPreallocation(*B, 1, dnnz, onnz, NULL, NULL));
@@ -246,6 +251,7 @@ static PetscErrorCode CopyMatrix(Mat A, TypeSet t, Mat *B)
   PetscCall(MatAssemblyBegin(*B, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(*B, MAT_FINAL_ASSEMBLY));
   PetscCall(MatPropagateSymmetryOptions(A, *B));
+  PetscCall(MatSetNearNullSpace(*B, nearnull));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -580,6 +586,15 @@ int main(int argc, char **argv)
   PetscOptionsEnd();
   PetscCall(PetscStrncpy(bench.pc, PCNONE, sizeof(bench.pc)));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-pc_type", bench.pc, sizeof(bench.pc), NULL));
+  { /* the PC column names the fused factor's triangular solves when they are asked for (the native factor has its own) */
+    char      trsv[16];
+    PetscBool set;
+    size_t    len;
+
+    PetscCall(PetscOptionsGetString(NULL, NULL, "-pc_factor_fused_trsv", trsv, sizeof(trsv), &set));
+    PetscCall(PetscStrlen(bench.pc, &len));
+    if (set) PetscCall(PetscSNPrintf(bench.pc + len, sizeof(bench.pc) - len, "/trsv-%s", trsv));
+  }
   PetscCall(PetscOptionsHasHelp(NULL, &help_only));
   if (help_only) { /* the options are printed: nothing to run */
     if (set_problems) PetscCall(FreeList(nproblems, problems));

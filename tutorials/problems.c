@@ -543,6 +543,41 @@ static PetscErrorCode CreateFromFile(MPI_Comm comm, const char fname[], PetscBoo
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* elasticity3d with block size 3 (-mat_block_size 3: ranks own whole nodes): the six rigid body modes from the node
+   coordinates as the matrix's near-null space (MatSetNearNullSpace(), what PCGAMG builds its coarse spaces from) */
+static PetscErrorCode RigidBodyModes(const Gen *g, Mat A)
+{
+  const PetscInt  n = g->n;
+  const PetscReal h = 1.0 / (PetscReal)n;
+  PetscInt        bs, rstart, rend;
+  Vec             coords;
+  PetscScalar    *c;
+  MatNullSpace    nsp;
+
+  PetscFunctionBeginUser;
+  PetscCall(BlockSize(A, &bs));
+  if (bs != 3) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MatGetOwnershipRange(A, &rstart, &rend));
+  PetscCall(VecCreate(PetscObjectComm((PetscObject)A), &coords));
+  PetscCall(VecSetSizes(coords, rend - rstart, PETSC_DECIDE));
+  PetscCall(VecSetBlockSize(coords, 3));
+  PetscCall(VecSetType(coords, VECSTANDARD));
+  PetscCall(VecGetArrayWrite(coords, &c));
+  for (PetscInt r = rstart; r < rend; r += 3) {
+    const PetscInt node = r / 3, gi = node % n + 1, gj = (node / n) % (n + 1), gk = node / (n * (n + 1));
+
+    c[r - rstart]     = gi * h;
+    c[r - rstart + 1] = gj * h;
+    c[r - rstart + 2] = gk * h;
+  }
+  PetscCall(VecRestoreArrayWrite(coords, &c));
+  PetscCall(MatNullSpaceCreateRigidBody(coords, &nsp));
+  PetscCall(MatSetNearNullSpace(A, nsp));
+  PetscCall(MatNullSpaceDestroy(&nsp));
+  PetscCall(VecDestroy(&coords));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
 {
   Gen       g;
@@ -631,6 +666,7 @@ PetscErrorCode ProblemCreate(MPI_Comm comm, const char prefix[], Problem *p)
   }
   if (scale != 1.0) PetscCall(MatScale(p->A, scale));
   if (p->symmetric) PetscCall(MatSetOption(p->A, MAT_SYMMETRIC, PETSC_TRUE));
+  if (g.type == PROBLEM_ELASTICITY3D) PetscCall(RigidBodyModes(&g, p->A));
 
   PetscCall(MatCreateVecs(p->A, NULL, &p->b)); /* the matrix's vector type, or -vec_type if given */
   if (prefix) PetscCall(VecSetOptionsPrefix(p->b, prefix));

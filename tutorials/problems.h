@@ -25,7 +25,7 @@
      -eps <1e-2> -contrast <1e4>                                  parameters of aniso3d, jump3d
      -uneven                       rank 0 gets half as many rows again as the other ranks (default: PETSc's even split)
      -mat_block_size <bs>          the matrix's block size (e.g. 3 for elasticity3d's dofs per node, for PCPBJACOBI); ranks
-                                   get whole blocks
+                                   get whole blocks; elasticity3d with 3 also gets its rigid body modes as near-null space
      -scale <1>                    A := scale * A (b as given), e.g. -1: a negative definite system from an SPD problem
 */
 #pragma once
