@@ -229,6 +229,23 @@ struct BlockDiagView {
   const PetscScalar *vals    = nullptr;
 };
 
+/* A numeric ILU(0) factorization on the backend (Backend::ilu0_*; src/mat/fusedfactor.cxx): A's pattern (CSR with
+   ascending columns, diag[i] = the position of row i's diagonal entry), the factors L U computed in place in lu
+   (A's values in; out: l_ij left of the diagonal, u_ij from it on, as FactorNumeric()'s IKJ form), the first attempt
+   of FactorNumeric() only (no restart with a shift; the pivot shift of MAT_SHIFT_INBLOCKS is applied).  Arrays in the
+   backend's memory; schedule: the backend's analysis data (ilu0_analysis/ilu0_free).                             */
+struct ILU0View {
+  PetscInt        n           = 0;
+  const PetscInt *rowptr      = nullptr; /* n+1 */
+  const PetscInt *colidx      = nullptr; /* rowptr[n] */
+  const PetscInt *diag        = nullptr; /* n */
+  PetscScalar    *lu          = nullptr; /* rowptr[n] */
+  int             shifttype   = 0;       /* MatFactorShiftType: the pivot test of ilu0_numeric */
+  PetscReal       zeropivot   = 0;
+  PetscReal       shiftamount = 0; /* MAT_SHIFT_INBLOCKS */
+  void           *schedule    = nullptr;
+};
+
 /* The level schedule of a triangular pattern (host arrays, the CSR of a TriangularView; upper as
    there): level(i) = 1 + the largest level of the rows row i depends on (0 without dependencies);
    rows[levelptr[l] .. levelptr[l+1]) are the rows of level l in ascending order.  levelptr has room
@@ -455,6 +472,19 @@ struct Backend {
      so far.  Neither blocks the host.  NULL members: the backend cannot address another library's device memory. */
   PetscErrorCode (*wait_foreign)(void *foreign) = nullptr;
   PetscErrorCode (*foreign_wait)(void *foreign) = nullptr;
+
+  /* Numeric ILU(0) on the backend (NULL: the factorization runs on the host).  ilu0_analysis keeps what the
+     factorization needs (the level schedule of L: TriangularLevels() of the entries left of the diagonal, host
+     arrays as there); ilu0_numeric factors F->lu in place row by row in that schedule (CUDA: one kernel per level,
+     one warp per row, replayed as a graph), then tests each pivot as FactorNumeric()'s first attempt does for
+     F->shifttype (none: |u_ii| <= zeropivot; nonzero: |u_ii| <= zeropivot rs; positive_definite: Re u_ii <=
+     zeropivot rs; rs the absolute sum of the row's factored off-diagonal entries) and splits the factors into L
+     (strictly lower values) and U (strictly upper values, inverted diagonal) in the backend's memory (their rowptr
+     and colidx as made from A's pattern).  *failrow: the first row whose pivot fails the test, or -1; the caller
+     then factors on the host (shifts, errors).  Waits for the device once (the result of the test).            */
+  PetscErrorCode (*ilu0_analysis)(ILU0View *F, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)         = nullptr;
+  PetscErrorCode (*ilu0_numeric)(const ILU0View *F, const TriangularView *L, const TriangularView *U, PetscInt *failrow) = nullptr;
+  PetscErrorCode (*ilu0_free)(ILU0View *F)                                                                               = nullptr;
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained

@@ -1,7 +1,8 @@
 /*
    MatSolverType "fused" (MATSOLVERFUSED): ILU(0) and ICC(0) of a MATSEQAIJFUSED matrix, factorized on the
-   host, the triangular solves on the active backend (Backend::trsv_csr), with no host<->device vector copy
-   per application when the vectors are fused.
+   device where the backend can (Backend::ilu0_numeric; else, and for shifted factorizations, on the host), the
+   triangular solves on the active backend (Backend::trsv_csr), with no host<->device vector copy per application
+   when the vectors are fused.
 
    Factor storage: A = L U with L unit lower triangular and U upper triangular, both on the pattern of A
    (level 0: no fill).  L holds the strictly lower part, U the strictly upper part and the inverted
@@ -58,11 +59,15 @@ struct FusedFactor {
   PetscScalar     *work   = nullptr; /* host, n: L^{-1} b */
   PetscScalar     *dwork  = nullptr; /* backend, n (NULL on the host backend: work) */
   Triangle         L, U;
-  Triangle         Lt, Ut;                 /* the factors of M^T (MatSolveTranspose(), see TransposeFactors()), built at its first use */
-  PetscInt64       numeric      = 0;       /* successful numeric phases since the symbolic one */
-  PetscInt64       transposed   = -1;      /* the numeric phase whose values Lt and Ut hold (-1: none) */
-  PetscObjectState nonzerostate = -1;      /* of A at the symbolic phase */
-  Mat              host         = nullptr; /* PETSc's factor, for a factorization beyond ILU(0)/ICC(0) */
+  ILU0View         dilu;                     /* the numeric phase on the backend (Backend::ilu0_numeric), when it has one */
+  PetscLogDouble   flops      = 0;           /* of a numeric phase without shifts */
+  PetscBool        host_stale = PETSC_FALSE; /* the backend factored: the host arrays of L, U and lu are not current */
+  PetscBool        on_backend = PETSC_FALSE; /* the last numeric phase ran on the backend */
+  Triangle         Lt, Ut;                   /* the factors of M^T (MatSolveTranspose(), see TransposeFactors()), built at its first use */
+  PetscInt64       numeric      = 0;         /* successful numeric phases since the symbolic one */
+  PetscInt64       transposed   = -1;        /* the numeric phase whose values Lt and Ut hold (-1: none) */
+  PetscObjectState nonzerostate = -1;        /* of A at the symbolic phase */
+  Mat              host         = nullptr;   /* PETSc's factor, for a factorization beyond ILU(0)/ICC(0) */
 };
 
 /* Backend copies of a triangle's arrays (allocated by the symbolic phase) and its host view */
@@ -129,6 +134,16 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   f->numeric    = 0;
   f->transposed = -1;
   f->theta      = -1;
+  if (f->dilu.schedule) PetscCall(f->be->ilu0_free(&f->dilu));
+  if (f->dilu.lu) {
+    PetscCall(f->be->free_bytes((void *)f->dilu.rowptr));
+    PetscCall(f->be->free_bytes((void *)f->dilu.colidx));
+    PetscCall(f->be->free_bytes((void *)f->dilu.diag));
+    PetscCall(f->be->free_bytes(f->dilu.lu));
+  }
+  f->dilu       = ILU0View();
+  f->flops      = 0;
+  f->host_stale = PETSC_FALSE;
   if (f->be && f->dwork) PetscCall(f->be->free_bytes(f->dwork));
   f->dwork = nullptr;
   PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
@@ -235,7 +250,25 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   }
   PetscCall(f->be->trsv_analysis(&f->L.dev, nlevels[0], levelptr[0], rows[0]));
   PetscCall(f->be->trsv_analysis(&f->U.dev, nlevels[1], levelptr[1], rows[1]));
+  if (f->be->ilu0_numeric) { /* the numeric phase on the backend, in L's level schedule */
+    PetscInt *rowptr, *colidx, *diag;
+
+    f->dilu.n = n;
+    PetscCall(f->be->malloc_bytes((n + 1) * sizeof(PetscInt), (void **)&rowptr));
+    PetscCall(f->be->malloc_bytes(PetscMax(ai[n], 1) * sizeof(PetscInt), (void **)&colidx));
+    PetscCall(f->be->malloc_bytes(PetscMax(n, 1) * sizeof(PetscInt), (void **)&diag));
+    PetscCall(f->be->malloc_bytes(PetscMax(ai[n], 1) * sizeof(PetscScalar), (void **)&f->dilu.lu));
+    PetscCall(f->be->copy_to_backend(rowptr, ai, (n + 1) * sizeof(PetscInt)));
+    PetscCall(f->be->copy_to_backend(colidx, aj, ai[n] * sizeof(PetscInt)));
+    PetscCall(f->be->copy_to_backend(diag, f->diag, n * sizeof(PetscInt)));
+    f->dilu.rowptr = rowptr;
+    f->dilu.colidx = colidx;
+    f->dilu.diag   = diag;
+    PetscCall(f->be->ilu0_analysis(&f->dilu, nlevels[0], levelptr[0], rows[0]));
+  }
   PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
+  for (PetscInt i = 0; i < n; ++i)
+    for (PetscInt k = ai[i]; k < f->diag[i]; ++k) f->flops += 1 + 2 * (ai[aj[k] + 1] - f->diag[aj[k]] - 1);
   if (f->be != HostBackend()) PetscCall(f->be->malloc_bytes(n * sizeof(PetscScalar), (void **)&f->dwork));
   PetscCall(MatGetNonzeroState(A, &f->nonzerostate));
   F->assembled    = PETSC_FALSE; /* until the numeric phase */
@@ -277,6 +310,21 @@ struct Shift {
   PetscInt  nshift = 0, nshift_max = 5;
 };
 
+/* The host arrays of the factors (L, U, lu) from the backend's, after a numeric phase on the backend */
+static PetscErrorCode SyncHostFactors(FusedFactor *f)
+{
+  const PetscInt n = f->n;
+
+  PetscFunctionBegin;
+  if (!f->host_stale) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(f->be->copy_to_host(f->L.vals, f->L.dev.vals, f->L.rowptr[n] * sizeof(PetscScalar)));
+  PetscCall(f->be->copy_to_host(f->U.vals, f->U.dev.vals, f->U.rowptr[n] * sizeof(PetscScalar)));
+  PetscCall(f->be->copy_to_host(f->U.invdiag, f->U.dev.invdiag, n * sizeof(PetscScalar)));
+  PetscCall(f->be->copy_to_host(f->lu, f->dilu.lu, f->nnz * sizeof(PetscScalar)));
+  f->host_stale = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The infinity norm of D^{-1} N of a triangle (TriangularView) */
 static PetscReal JacobiNorm(PetscInt n, const Triangle *t)
 {
@@ -298,6 +346,7 @@ static PetscErrorCode AutoChoose(Mat F)
   FusedFactor *f = (FusedFactor *)F->data;
 
   PetscFunctionBegin;
+  PetscCall(SyncHostFactors(f));
   f->theta = PetscMax(JacobiNorm(f->n, &f->L), JacobiNorm(f->n, &f->U));
   PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= AUTO_JACOBI_MAX_THETA ? "Jacobi sweeps" : "level scheduling"));
   if (f->theta > AUTO_JACOBI_MAX_THETA) PetscFunctionReturn(PETSC_SUCCESS);
@@ -326,6 +375,8 @@ static PetscErrorCode AutoChoose(Mat F)
    (-ksp_error_if_not_converged), else the factor's error MAT_FACTOR_NUMERIC_ZEROPIVOT (MatSolve() then flags its
    output and the KSP stops with KSP_DIVERGED_PC_FAILED).  A NaN or Inf pivot is no zero pivot, as in PETSc (a NaN in
    A, e.g. from a function outside its domain): it goes into the factor, and the KSP stops with KSP_DIVERGED_NANORINF.
+   On a backend with ilu0_numeric the first attempt (no shift) runs there, straight into the backend's L and U; when a
+   pivot fails its test the host factors from the start, with the shifts and errors above.
 */
 static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
 {
@@ -345,6 +396,27 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
   PetscCheck(f->be && nzstate == f->nonzerostate, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "%s: the nonzero pattern of the matrix changed since the symbolic factorization", name);
   PetscCall(SeqAIJHostCSR(A, &m, &n, &ai, &aj, &aa));
   F->factorerrortype = MAT_FACTOR_NOERROR;
+  if (f->dilu.schedule) {
+    PetscInt failrow;
+
+    f->dilu.shifttype   = (int)stype;
+    f->dilu.zeropivot   = info->zeropivot;
+    f->dilu.shiftamount = info->shiftamount;
+    PetscCall(f->be->copy_to_backend(f->dilu.lu, aa, ai[n] * sizeof(PetscScalar)));
+    PetscCall(f->be->ilu0_numeric(&f->dilu, &f->L.dev, &f->U.dev, &failrow));
+    if (failrow < 0) {
+      f->host_stale = PETSC_TRUE;
+      f->on_backend = PETSC_TRUE;
+      if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F));
+      f->numeric++;
+      PetscCall(PetscLogFlops(f->flops + n));
+      F->assembled = PETSC_TRUE;
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+    PetscCall(PetscInfo(A, "%s: the pivot of row %" PetscInt_FMT " fails its test on the device: the factorization runs on the host (shifts, errors)\n", name, failrow));
+  }
+  f->host_stale = PETSC_FALSE;
+  f->on_backend = PETSC_FALSE;
   if (stype == MAT_SHIFT_POSITIVE_DEFINITE) { /* top: the largest shift a row needs to be diagonally dominant */
     sh.top = info->zeropivot;
     for (PetscInt i = 0; i < n; ++i) {
@@ -519,6 +591,7 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
 
   PetscFunctionBegin;
   if (f->transposed == f->numeric) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(SyncHostFactors(f));
   if (pattern) {
     PetscCall(PetscMalloc4(n + 1, &f->Lt.rowptr, f->U.rowptr[n], &f->Lt.colidx, f->U.rowptr[n], &f->Lt.vals, 0, &f->Lt.invdiag));
     PetscCall(PetscMalloc4(n + 1, &f->Ut.rowptr, f->L.rowptr[n], &f->Ut.colidx, f->L.rowptr[n], &f->Ut.vals, n, &f->Ut.invdiag));
@@ -580,6 +653,7 @@ static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangl
     const PetscScalar *bp;
     PetscScalar       *xp;
 
+    PetscCall(SyncHostFactors(f));
     PetscCall(VecGetArrayRead(b, &bp));
     PetscCall(VecGetArrayWrite(x, &xp));
     PetscCall(HostBackend()->trsv_csr(&first->host, bp, f->work));
@@ -641,6 +715,7 @@ static PetscErrorCode HalfSolve(Mat F, PetscBool forward, Vec b, Vec x)
       PetscCall(MatBackwardSolve(f->host, b, x));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+  PetscCall(SyncHostFactors(f));
   for (PetscInt i = 0; i < n; ++i)
     PetscCheck(PetscRealPart(f->U.invdiag[i]) > 0, PETSC_COMM_SELF, PETSC_ERR_SUP, "%s: the pivot of row %" PetscInt_FMT " is %g: the symmetric split of the ICC factor needs positive pivots", forward ? "MatForwardSolve()" : "MatBackwardSolve()", i,
                (double)PetscRealPart(1.0 / f->U.invdiag[i]));
@@ -718,10 +793,10 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
     PetscCall(PetscSNPrintf(sweeps + len, sizeof(sweeps) - len, ", %" PetscInt_FMT " sweeps", f->sweeps));
   }
   if (f->be == HostBackend())
-    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the %s, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", f->on_backend ? "device" : "host", where,
                                      f->L.dev.algorithm == TrsvAlgorithm::JACOBI ? "approximate: Jacobi sweeps" : "row by row, the reference"));
   else
-    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the host, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", where,
+    PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the %s, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", f->on_backend ? "device" : "host", where,
                                      f->L.dev.algorithm == TrsvAlgorithm::JACOBI                         ? "approximate: Jacobi sweeps, one kernel each"
                                      : f->be->host_memory || f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level"
                                                                                                          : "sync-free, one kernel, one warp per row"));
@@ -771,8 +846,9 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   Level: beginner
 
   Notes:
-  The factorization (symbolic: the split of the pattern, the level schedules; numeric) runs on the host; the
-  factors are copied to the backend and `MatSolve()` with fused vectors runs two triangular solves there, with no
+  The symbolic factorization (the split of the pattern, the level schedules) runs on the host, the numeric one on
+  the GPU with the CUDA backend (one kernel per level of L, replayed as a CUDA graph; a pivot that needs a shift
+  sends it to the host), else on the host, whose factors are copied to the backend and `MatSolve()` with fused vectors runs two triangular solves there, with no
   host<->device vector copy.  Plain `VECSEQ` vectors are solved on the host copy of the factors.
   `MatSolveTranspose()` (`PCApplyTranspose()`, used by `KSPFUSEDBICG` and `KSPBICG`) runs where `MatSolve()` runs, with
   explicit transposes of the two factors built at its first use (memory of a second copy of the factors; refreshed after

@@ -95,6 +95,10 @@ PetscErrorCode BatchBegin(void);
 PetscErrorCode BatchDefer(PetscBool);
 PetscErrorCode BatchEnd(void);
 
+/* Records the kernels that launch(stream) queues on a stream of its own (the backend's stream may be in use or
+   recorded) as one graph, instantiated in *exec; launch returns the first launch error (cudaSuccess if none) */
+PetscErrorCode RecordOnSideStream(cudaError_t (*launch)(cudaStream_t, const void *), const void *ctx, cudaGraphExec_t *exec);
+
 /* The backend's operations (see Backend in backend/backend.hpp), one kernel family per file */
 PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
 PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
@@ -104,6 +108,9 @@ PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar 
 PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const PetscInt *);
 PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
 PetscErrorCode TrsvFree(TriangularView *);
+PetscErrorCode ILU0Analysis(ILU0View *, PetscInt, const PetscInt *, const PetscInt *);
+PetscErrorCode ILU0Numeric(const ILU0View *, const TriangularView *, const TriangularView *, PetscInt *);
+PetscErrorCode ILU0Free(ILU0View *);
 PetscErrorCode BlockDiagMult(const BlockDiagView *, PetscBool, const PetscScalar *, PetscScalar *);
 PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);

@@ -74,6 +74,32 @@ PetscErrorCode LogResultsToHost(size_t bytes)
 }
 
 /*
+   RecordOnSideStream - see cuda_common.cuh
+*/
+PetscErrorCode RecordOnSideStream(cudaError_t (*launch)(cudaStream_t, const void *), const void *ctx, cudaGraphExec_t *exec)
+{
+  cudaStream_t side   = nullptr;
+  cudaGraph_t  record = nullptr;
+  cudaError_t  err;
+
+  PetscFunctionBegin;
+  *exec = nullptr;
+  FusedKSPCallCUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  err = cudaStreamBeginCapture(side, cudaStreamCaptureModeThreadLocal);
+  if (err == cudaSuccess) {
+    const cudaError_t launched = launch(side, ctx);
+    const cudaError_t end      = cudaStreamEndCapture(side, &record);
+
+    err = launched != cudaSuccess ? launched : end;
+  }
+  if (err == cudaSuccess) err = cudaGraphInstantiate(exec, record, 0);
+  if (record) (void)cudaGraphDestroy(record);
+  (void)cudaStreamDestroy(side);
+  FusedKSPCallCUDA(err);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
    GraphBegin - Backend::graph_begin: starts recording the operations queued on the stream
 */
 PetscErrorCode GraphBegin(PetscBool *capturing)

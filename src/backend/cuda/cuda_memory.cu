@@ -437,7 +437,10 @@ const Backend *CUDABackend()
                                   cuda::BlockDiagMult,
                                   PETSC_FALSE,
                                   cuda::WaitForeign,
-                                  cuda::ForeignWait};
+                                  cuda::ForeignWait,
+                                  cuda::ILU0Analysis,
+                                  cuda::ILU0Numeric,
+                                  cuda::ILU0Free};
   static int           usable  = -1;
 
   if (usable < 0) {

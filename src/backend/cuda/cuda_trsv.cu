@@ -30,7 +30,7 @@ namespace cuda
 
 constexpr int      TRSV_WARPS            = BLOCK_SIZE / 32; /* warps (rows) per thread block */
 constexpr PetscInt TRSV_GRAPH_MAX_LEVELS = 1 << 14;         /* more levels: stream launches (a graph of more nodes
-                                                               costs more to make than a solve with them gains) */
+                                                              costs more to make than a solve with them gains) */
 
 /* The analysis data of one factor (TriangularView::schedule) */
 struct TrsvSchedule {
@@ -149,35 +149,24 @@ static unsigned int WarpBlocks(PetscInt rows)
   return (unsigned int)((rows + TRSV_WARPS - 1) / TRSV_WARPS);
 }
 
-/* Records the level kernels of T as one graph on a stream of its own (the backend's stream may be in use), reading
-   b and x from sc->io */
-static PetscErrorCode RecordLevels(const TriangularView *T, TrsvSchedule *sc)
+/* The level kernels of a LEVELS solve, reading b and x from sc->io (RecordOnSideStream()) */
+struct LevelsToRecord {
+  const TriangularView *T;
+  const TrsvSchedule   *sc;
+};
+
+static cudaError_t LaunchLevels(cudaStream_t stream, const void *ctx)
 {
-  const Backend *be     = CUDABackend();
-  cudaStream_t   side   = nullptr;
-  cudaGraph_t    record = nullptr;
-  cudaError_t    err;
+  const LevelsToRecord *r = (const LevelsToRecord *)ctx;
 
-  PetscFunctionBegin;
-  PetscCall(be->malloc_bytes(2 * sizeof(PetscScalar *), (void **)&sc->io));
-  FusedKSPCallCUDA(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
-  err = cudaStreamBeginCapture(side, cudaStreamCaptureModeThreadLocal);
-  for (PetscInt l = 0; err == cudaSuccess && l < sc->nlevels; ++l) {
-    const PetscInt count = sc->levelptr[l + 1] - sc->levelptr[l];
+  for (PetscInt l = 0; l < r->sc->nlevels; ++l) {
+    const PetscInt count = r->sc->levelptr[l + 1] - r->sc->levelptr[l];
 
-    TrsvLevelGraphKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, side>>>(count, sc->rows + sc->levelptr[l], T->upper, T->rowptr, T->colidx, T->vals, T->invdiag, sc->io);
-    err = cudaGetLastError();
+    TrsvLevelGraphKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, r->sc->rows + r->sc->levelptr[l], r->T->upper, r->T->rowptr, r->T->colidx, r->T->vals, r->T->invdiag, r->sc->io);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
   }
-  {
-    const cudaError_t end = cudaStreamEndCapture(side, &record);
-
-    if (err == cudaSuccess) err = end;
-  }
-  if (err == cudaSuccess) err = cudaGraphInstantiate(&sc->graph, record, 0);
-  if (record) (void)cudaGraphDestroy(record);
-  (void)cudaStreamDestroy(side);
-  FusedKSPCallCUDA(err);
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return cudaSuccess;
 }
 
 /*
@@ -202,7 +191,12 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
     PetscCall(PetscArraycpy(sc->levelptr, levelptr, nlevels + 1));
     PetscCall(be->malloc_bytes(T->n * sizeof(PetscInt), (void **)&sc->rows));
     PetscCall(be->copy_to_backend(sc->rows, rows, T->n * sizeof(PetscInt)));
-    if (nlevels > 1 && nlevels <= TRSV_GRAPH_MAX_LEVELS) PetscCall(RecordLevels(T, sc));
+    if (nlevels > 1 && nlevels <= TRSV_GRAPH_MAX_LEVELS) {
+      const LevelsToRecord r = {T, sc};
+
+      PetscCall(be->malloc_bytes(2 * sizeof(PetscScalar *), (void **)&sc->io));
+      PetscCall(RecordOnSideStream(LaunchLevels, &r, &sc->graph));
+    }
   } else if (T->algorithm == TrsvAlgorithm::JACOBI) {
     PetscCheck(T->sweeps >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative number of sweeps %" PetscInt_FMT, T->sweeps);
     PetscInt nnz = 0;
