@@ -4,8 +4,11 @@
 One panel per problem, one line per solver and type set (fused types solid, PETSc's native CUDA
 types dotted), and the device floor of the run (two empty kernels + one small device->host copy +
 synchronization, the CSV row with solver "floor") as a dashed horizontal line.  Seed 000, Fig. 4.
+With --solve-time (runs of bench -rtol): the solve time of each row instead, one panel per problem
+and preconditioner (the CSV's pc column), no floor.
 
     python3 tutorials/plot_bench.py bench.csv -o bench.png
+    python3 tutorials/plot_bench.py bench-pc.csv --solve-time -o bench-pc.png
 """
 import argparse
 import csv
@@ -36,7 +39,7 @@ def read_csv(path):
     return runs, (floor, graph_floor), title
 
 
-def plot(runs, floors, title, output):
+def plot(runs, floors, title, output, solve_time=False):
     try:
         import matplotlib
     except ImportError:
@@ -44,7 +47,18 @@ def plot(runs, floors, title, output):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    problems = list(dict.fromkeys(r["problem"] for r in runs))
+    def panel(r):
+        return f"{r['problem']}, PC {r.get('pc') or 'none'}" if solve_time else r["problem"]
+
+    def value(r):
+        return float(r["solve_s"]) * 1e3 if solve_time else float(r["us_per_it_median"])
+
+    if solve_time:
+        runs = [r for r in runs if r.get("solve_s")]
+        floors = (None, None)
+        if not runs:
+            sys.exit("plot_bench.py: --solve-time needs the solve_s column of bench -rtol runs")
+    problems = list(dict.fromkeys(panel(r) for r in runs))
     ncols = min(2, len(problems))
     nrows = math.ceil(len(problems) / ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 4.8 * nrows), squeeze=False)
@@ -55,8 +69,8 @@ def plot(runs, floors, title, output):
     for ax, problem in zip(axes.flat, problems):
         lines = defaultdict(list)
         for r in runs:
-            if r["problem"] == problem:
-                lines[(r["solver"], r["types"])].append((int(r["N"]), float(r["us_per_it_median"])))
+            if panel(r) == problem:
+                lines[(r["solver"], r["types"])].append((int(r["N"]), value(r)))
         for (solver, types), points in sorted(lines.items(), key=lambda kv: (solvers.index(kv[0][0]), kv[0][1])):
             points.sort()
             ax.plot([p[0] for p in points], [p[1] for p in points], LINESTYLES.get(types, "--"), marker="o", markersize=3, color=color[solver], label=f"{solver} ({types})")
@@ -69,7 +83,7 @@ def plot(runs, floors, title, output):
         ax.set_yscale("log")
         ax.set_title(problem)
         ax.set_xlabel("unknowns N")
-        ax.set_ylabel("time per iteration (us)")
+        ax.set_ylabel("solve time (ms)" if solve_time else "time per iteration (us)")
         ax.grid(True, which="both", linewidth=0.3)
         ax.legend(fontsize=7)
     for ax in axes.flat[len(problems):]:
@@ -85,10 +99,11 @@ def main():
     parser.add_argument("csv", nargs="?", default="bench.csv", help="CSV written by bench (default: bench.csv)")
     parser.add_argument("-o", "--output", help="PNG file (default: the CSV name with .png)")
     parser.add_argument("-t", "--title", help="title of the figure (default: the GPU and date of the CSV's first row)")
+    parser.add_argument("--solve-time", action="store_true", help="plot the solve time of each row (bench -rtol), one panel per problem and PC")
     args = parser.parse_args()
     output = args.output or (args.csv[:-4] if args.csv.endswith(".csv") else args.csv) + ".png"
     runs, floors, title = read_csv(args.csv)
-    plot(runs, floors, args.title or title, output)
+    plot(runs, floors, args.title or title, output, args.solve_time)
 
 
 if __name__ == "__main__":

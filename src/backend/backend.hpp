@@ -481,10 +481,11 @@ struct Backend {
      zeropivot rs; rs the absolute sum of the row's factored off-diagonal entries) and splits the factors into L
      (strictly lower values) and U (strictly upper values, inverted diagonal) in the backend's memory (their rowptr
      and colidx as made from A's pattern).  *failrow: the first row whose pivot fails the test, or -1; the caller
-     then factors on the host (shifts, errors).  Waits for the device once (the result of the test).            */
-  PetscErrorCode (*ilu0_analysis)(ILU0View *F, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)         = nullptr;
-  PetscErrorCode (*ilu0_numeric)(const ILU0View *F, const TriangularView *L, const TriangularView *U, PetscInt *failrow) = nullptr;
-  PetscErrorCode (*ilu0_free)(ILU0View *F)                                                                               = nullptr;
+     then factors on the host (shifts, errors).  *theta: the largest absolute row sum of the Jacobi iteration
+     matrices of L and U (TriangularView's D^{-1} N).  Waits for the device once (the results).                  */
+  PetscErrorCode (*ilu0_analysis)(ILU0View *F, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)                           = nullptr;
+  PetscErrorCode (*ilu0_numeric)(const ILU0View *F, const TriangularView *L, const TriangularView *U, PetscInt *failrow, PetscReal *theta) = nullptr;
+  PetscErrorCode (*ilu0_free)(ILU0View *F)                                                                                                 = nullptr;
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained

@@ -340,14 +340,14 @@ static PetscReal JacobiNorm(PetscInt n, const Triangle *t)
 }
 
 /* -pc_factor_fused_trsv auto, at the first numeric phase of a pattern: JACOBI when theta <= AUTO_JACOBI_MAX_THETA (the
-   triangles' schedules are made again for it), else the LEVELS of the symbolic phase */
-static PetscErrorCode AutoChoose(Mat F)
+   triangles' schedules are made again for it), else the LEVELS of the symbolic phase; theta as the backend's numeric
+   phase measured it, or < 0: measured here on the host factors */
+static PetscErrorCode AutoChoose(Mat F, PetscReal theta)
 {
   FusedFactor *f = (FusedFactor *)F->data;
 
   PetscFunctionBegin;
-  PetscCall(SyncHostFactors(f));
-  f->theta = PetscMax(JacobiNorm(f->n, &f->L), JacobiNorm(f->n, &f->U));
+  f->theta = theta >= 0 ? theta : PetscMax(JacobiNorm(f->n, &f->L), JacobiNorm(f->n, &f->U)); /* < 0: not measured by the backend */
   PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= AUTO_JACOBI_MAX_THETA ? "Jacobi sweeps" : "level scheduling"));
   if (f->theta > AUTO_JACOBI_MAX_THETA) PetscFunctionReturn(PETSC_SUCCESS);
   for (Triangle *t : {&f->L, &f->U}) {
@@ -397,17 +397,18 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
   PetscCall(SeqAIJHostCSR(A, &m, &n, &ai, &aj, &aa));
   F->factorerrortype = MAT_FACTOR_NOERROR;
   if (f->dilu.schedule) {
-    PetscInt failrow;
+    PetscInt  failrow;
+    PetscReal theta;
 
     f->dilu.shifttype   = (int)stype;
     f->dilu.zeropivot   = info->zeropivot;
     f->dilu.shiftamount = info->shiftamount;
     PetscCall(f->be->copy_to_backend(f->dilu.lu, aa, ai[n] * sizeof(PetscScalar)));
-    PetscCall(f->be->ilu0_numeric(&f->dilu, &f->L.dev, &f->U.dev, &failrow));
+    PetscCall(f->be->ilu0_numeric(&f->dilu, &f->L.dev, &f->U.dev, &failrow, &theta));
     if (failrow < 0) {
       f->host_stale = PETSC_TRUE;
       f->on_backend = PETSC_TRUE;
-      if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F));
+      if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F, theta));
       f->numeric++;
       PetscCall(PetscLogFlops(f->flops + n));
       F->assembled = PETSC_TRUE;
@@ -508,7 +509,7 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.vals, f->U.vals, f->U.rowptr[n] * sizeof(PetscScalar)));
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.invdiag, f->U.invdiag, n * sizeof(PetscScalar)));
     }
-    if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F));
+    if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F, -1));
     f->numeric++; /* the transposed factors, if any, are refreshed at the next MatSolveTranspose() */
   }
   PetscCall(PetscLogFlops(flops + n));

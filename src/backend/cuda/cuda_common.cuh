@@ -109,7 +109,7 @@ PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const 
 PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
 PetscErrorCode TrsvFree(TriangularView *);
 PetscErrorCode ILU0Analysis(ILU0View *, PetscInt, const PetscInt *, const PetscInt *);
-PetscErrorCode ILU0Numeric(const ILU0View *, const TriangularView *, const TriangularView *, PetscInt *);
+PetscErrorCode ILU0Numeric(const ILU0View *, const TriangularView *, const TriangularView *, PetscInt *, PetscReal *);
 PetscErrorCode ILU0Free(ILU0View *);
 PetscErrorCode BlockDiagMult(const BlockDiagView *, PetscBool, const PetscScalar *, PetscScalar *);
 PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);

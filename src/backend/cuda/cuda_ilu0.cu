@@ -21,12 +21,18 @@ namespace cuda
 constexpr int      ILU0_WARPS            = BLOCK_SIZE / 32;
 constexpr PetscInt ILU0_GRAPH_MAX_LEVELS = 1 << 14; /* as the triangular solves' (cuda_trsv.cu) */
 
+/* What ilu0_numeric returns, in one copy */
+struct ILU0Outcome {
+  unsigned long long theta;   /* bits of the largest Jacobi row sum (non-negative doubles order as their bits) */
+  int                failrow; /* the smallest failing row; n or more: none */
+};
+
 struct ILU0Schedule {
   PetscInt        nlevels  = 0;
   PetscInt       *levelptr = nullptr; /* host, nlevels + 1 */
   PetscInt       *rows     = nullptr; /* device, n: the rows level by level */
   PetscScalar    *invdiag  = nullptr; /* device, n: 1 / u_ii of the rows factored so far */
-  PetscInt       *failrow  = nullptr; /* device, 1 */
+  ILU0Outcome    *outcome  = nullptr; /* device */
   cudaGraphExec_t graph    = nullptr;
 };
 
@@ -76,28 +82,31 @@ __global__ void __launch_bounds__(BLOCK_SIZE) ILU0LevelKernel(PetscInt count, co
   }
 }
 
-/* Pivot test of each row (see Backend::ilu0_numeric) and the split into L and U; *failrow = the smallest failing row */
+/* Pivot test of each row (see Backend::ilu0_numeric), its Jacobi row sums, and the split into L and U; out->failrow =
+   the smallest failing row, out->theta = the largest row sum */
 __global__ void __launch_bounds__(BLOCK_SIZE)
     ILU0SplitKernel(PetscInt n, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ diag, const PetscScalar *__restrict__ lu, const PetscScalar *__restrict__ invdiag, int shifttype, PetscReal zeropivot,
-                    const PetscInt *__restrict__ lrowptr, PetscScalar *__restrict__ lvals, const PetscInt *__restrict__ urowptr, PetscScalar *__restrict__ uvals, PetscScalar *__restrict__ uinvdiag, PetscInt *failrow)
+                    const PetscInt *__restrict__ lrowptr, PetscScalar *__restrict__ lvals, const PetscInt *__restrict__ urowptr, PetscScalar *__restrict__ uvals, PetscScalar *__restrict__ uinvdiag, ILU0Outcome *out)
 {
   const PetscInt64 i = blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x;
 
   if (i >= n) return;
   const PetscInt    start = rowptr[i], end = rowptr[i + 1], d = diag[i];
   const PetscScalar pivot = lu[d];
-  PetscReal         rs    = 0;
+  PetscReal         rl = 0, ru = 0, rs;
   bool              fail;
 
   for (PetscInt k = start; k < d; ++k) {
     lvals[lrowptr[i] + (k - start)] = lu[k];
-    rs += PetscAbsScalar(lu[k]);
+    rl += PetscAbsScalar(lu[k]);
   }
   for (PetscInt k = d + 1; k < end; ++k) {
     uvals[urowptr[i] + (k - d - 1)] = lu[k];
-    rs += PetscAbsScalar(lu[k]);
+    ru += PetscAbsScalar(lu[k]);
   }
+  rs          = rl + ru;
   uinvdiag[i] = invdiag[i];
+  atomicMax(&out->theta, (unsigned long long)__double_as_longlong(PetscMax(rl, ru * PetscAbsScalar(invdiag[i]))));
   if (!isfinite(PetscRealPart(pivot)) || !isfinite(PetscImaginaryPart(pivot))) return; /* no zero pivot: it goes into the factor, as on the host */
   switch (shifttype) {
   case MAT_SHIFT_NONZERO:
@@ -112,7 +121,7 @@ __global__ void __launch_bounds__(BLOCK_SIZE)
   default:
     fail = PetscAbsScalar(pivot) <= zeropivot;
   }
-  if (fail) atomicMin((int *)failrow, (int)i);
+  if (fail) atomicMin(&out->failrow, (int)i);
 }
 
 static unsigned int WarpBlocks(PetscInt rows)
@@ -156,7 +165,7 @@ PetscErrorCode ILU0Analysis(ILU0View *F, PetscInt nlevels, const PetscInt *level
   PetscCall(PetscArraycpy(sc->levelptr, levelptr, nlevels + 1));
   PetscCall(be->malloc_bytes(PetscMax(F->n, 1) * sizeof(PetscInt), (void **)&sc->rows));
   PetscCall(be->malloc_bytes(PetscMax(F->n, 1) * sizeof(PetscScalar), (void **)&sc->invdiag));
-  PetscCall(be->malloc_bytes(sizeof(PetscInt), (void **)&sc->failrow));
+  PetscCall(be->malloc_bytes(sizeof(ILU0Outcome), (void **)&sc->outcome));
   PetscCall(be->copy_to_backend(sc->rows, rows, F->n * sizeof(PetscInt)));
   if (nlevels > 1 && nlevels <= ILU0_GRAPH_MAX_LEVELS) {
     const ILU0ToRecord r = {F, sc};
@@ -167,19 +176,21 @@ PetscErrorCode ILU0Analysis(ILU0View *F, PetscInt nlevels, const PetscInt *level
 }
 
 /* ILU0Numeric - Backend::ilu0_numeric on the device: the level kernels (graph), the test-and-split kernel, one wait */
-PetscErrorCode ILU0Numeric(const ILU0View *F, const TriangularView *L, const TriangularView *U, PetscInt *failrow)
+PetscErrorCode ILU0Numeric(const ILU0View *F, const TriangularView *L, const TriangularView *U, PetscInt *failrow, PetscReal *theta)
 {
   const Backend *be = CUDABackend();
   ILU0Schedule  *sc = (ILU0Schedule *)F->schedule;
   cudaStream_t   stream;
-  PetscInt       fail = -1;
+  ILU0Outcome    out;
 
   PetscFunctionBegin;
   PetscCheck(sc, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The factorization has no schedule: ilu0_analysis first");
   *failrow = -1;
+  *theta   = 0;
   if (!F->n) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(GetStream(&stream));
-  FusedKSPCallCUDA(cudaMemsetAsync(sc->failrow, 0x7f, sizeof(PetscInt), stream)); /* > every row: none failed */
+  FusedKSPCallCUDA(cudaMemsetAsync(sc->outcome, 0, sizeof(ILU0Outcome), stream));      /* theta 0.0 */
+  FusedKSPCallCUDA(cudaMemsetAsync(&sc->outcome->failrow, 0x7f, sizeof(int), stream)); /* > every row: none failed */
   if (sc->graph) {
     FusedKSPCallCUDA(cudaGraphLaunch(sc->graph, stream));
     counters.launches += sc->nlevels;
@@ -190,11 +201,13 @@ PetscErrorCode ILU0Numeric(const ILU0View *F, const TriangularView *L, const Tri
     counters.launches += sc->nlevels;
   }
   ILU0SplitKernel<<<(unsigned)((F->n + BLOCK_SIZE - 1) / BLOCK_SIZE), BLOCK_SIZE, 0, stream>>>(F->n, F->rowptr, F->diag, F->lu, sc->invdiag, F->shifttype, F->zeropivot, L->rowptr, (PetscScalar *)L->vals, U->rowptr, (PetscScalar *)U->vals,
-                                                                                               (PetscScalar *)U->invdiag, sc->failrow);
+                                                                                               (PetscScalar *)U->invdiag, sc->outcome);
   FusedKSPCheckLaunch();
   counters.launches++;
-  PetscCall(be->copy_to_host(&fail, sc->failrow, sizeof(PetscInt)));
-  *failrow = fail < F->n ? fail : -1;
+  PetscCall(be->copy_to_host(&out, sc->outcome, sizeof(ILU0Outcome)));
+  *failrow = out.failrow < F->n ? out.failrow : -1;
+  static_assert(sizeof(out.theta) == sizeof(*theta), "theta's bits");
+  PetscCall(PetscMemcpy(theta, &out.theta, sizeof(*theta)));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -209,7 +222,7 @@ PetscErrorCode ILU0Free(ILU0View *F)
   PetscCall(PetscFree(sc->levelptr));
   PetscCall(be->free_bytes(sc->rows));
   PetscCall(be->free_bytes(sc->invdiag));
-  PetscCall(be->free_bytes(sc->failrow));
+  PetscCall(be->free_bytes(sc->outcome));
   if (sc->graph) FusedKSPCallCUDA(cudaGraphExecDestroy(sc->graph));
   PetscCall(PetscFree(sc));
   F->schedule = nullptr;
