@@ -39,7 +39,7 @@ def read_csv(path):
     return runs, (floor, graph_floor), title
 
 
-def plot(runs, floors, title, output, solve_time=False):
+def plot(runs, floors, title, output, solve_time=False, dpi=120):
     try:
         import matplotlib
     except ImportError:
@@ -90,7 +90,7 @@ def plot(runs, floors, title, output, solve_time=False):
         ax.set_visible(False)
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(output, dpi=120)
+    fig.savefig(output, dpi=dpi)
     print(f"plot_bench.py: wrote {output}")
 
 
@@ -100,10 +100,11 @@ def main():
     parser.add_argument("-o", "--output", help="PNG file (default: the CSV name with .png)")
     parser.add_argument("-t", "--title", help="title of the figure (default: the GPU and date of the CSV's first row)")
     parser.add_argument("--solve-time", action="store_true", help="plot the solve time of each row (bench -rtol), one panel per problem and PC")
+    parser.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
     args = parser.parse_args()
     output = args.output or (args.csv[:-4] if args.csv.endswith(".csv") else args.csv) + ".png"
     runs, floors, title = read_csv(args.csv)
-    plot(runs, floors, args.title or title, output, args.solve_time)
+    plot(runs, floors, args.title or title, output, args.solve_time, args.dpi)
 
 
 if __name__ == "__main__":
