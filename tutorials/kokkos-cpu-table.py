@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Speedup table of tutorials/results/kokkos-cpu-bench.sh's CSV: for each PC, size and solver pair, the time per
+"""Speedup table of tutorials/kokkos-cpu-bench.sh's CSV: for each PC, size and solver pair, the time per
 iteration of PETSc's classical solver on P ranks (petsc-Px1) over that of the better fused configuration on the
 kokkos backend (1 rank x P threads or P ranks x 1 thread), the same for the better of PETSc's 1 and P ranks, and
 PETSc on P ranks over the host backend's better configuration.
-  tutorials/results/kokkos-cpu-table.py FILE.csv[,LATER.csv...] [P=2]   (rows of later files replace earlier ones)"""
+  tutorials/kokkos-cpu-table.py FILE.csv[,LATER.csv...] [P=2]   (rows of later files replace earlier ones)"""
 import csv
 import sys
 

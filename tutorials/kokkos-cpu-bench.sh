@@ -3,9 +3,9 @@
 # PC jacobi and none, fused solvers on the kokkos backend (1 rank x P threads, P ranks x 1 thread) and on the host
 # backend (1 and P ranks), PETSc's classical cg/bcgs/gmres on PETSc's own types (-types petsc) on 1 and P ranks.
 # One CSV: the bench columns plus the configuration (ranks x threads, backend).
-#   [PCS="jacobi none"] tutorials/results/kokkos-cpu-bench.sh OUT.csv [P=2] [SIZES=1e4,1.6e4,6.5e4,2.6e5,1e6,4e6]
+#   [PCS="jacobi none"] tutorials/kokkos-cpu-bench.sh OUT.csv [P=2] [SIZES=1e4,1.6e4,6.5e4,2.6e5,1e6,4e6]
 set -u -o pipefail
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:?usage: kokkos-cpu-bench.sh OUT.csv [P] [SIZES]}
 P=${2:-2}
 sizes=${3:-1e4,1.6e4,6.5e4,2.6e5,1e6,4e6}
