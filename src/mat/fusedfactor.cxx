@@ -144,6 +144,7 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   f->dilu       = ILU0View();
   f->flops      = 0;
   f->host_stale = PETSC_FALSE;
+  f->on_backend = PETSC_FALSE;
   if (f->be && f->dwork) PetscCall(f->be->free_bytes(f->dwork));
   f->dwork = nullptr;
   PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
@@ -349,7 +350,7 @@ static PetscErrorCode AutoChoose(Mat F, PetscReal theta)
   PetscFunctionBegin;
   f->theta = theta >= 0 ? theta : PetscMax(JacobiNorm(f->n, &f->L), JacobiNorm(f->n, &f->U)); /* < 0: not measured by the backend */
   PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= AUTO_JACOBI_MAX_THETA ? "Jacobi sweeps" : "level scheduling"));
-  if (f->theta > AUTO_JACOBI_MAX_THETA) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!(f->theta <= AUTO_JACOBI_MAX_THETA)) PetscFunctionReturn(PETSC_SUCCESS); /* NaN factors too: levels */
   for (Triangle *t : {&f->L, &f->U}) {
     PetscCall(f->be->trsv_free(&t->dev));
     PetscCall(HostBackend()->trsv_free(&t->host));
