@@ -1,5 +1,5 @@
 /*
-   CUDA backend: sparse triangular solves (Backend::trsv_csr), two algorithms.
+   CUDA backend: sparse triangular solves (Backend::trsv_csr), two exact algorithms and an approximate one.
 
    SYNCFREE (Liu, Li, Hou, Vinter, "A synchronization-free algorithm for parallel sparse triangular
    solves", Euro-Par 2016): ONE kernel, one warp per row.  A warp takes a ticket from a counter with
@@ -15,7 +15,7 @@
    LEVELS: the level schedule (TriangularLevels(), computed on the host by the analysis) with the rows
    of each level in a device array; one kernel per level, one warp per row of the level.  The level
    kernels are recorded once by the analysis as a CUDA graph (up to TRSV_GRAPH_MAX_LEVELS levels) and
-   replayed by each solve: a 3D 7-point ILU(0) has ~3 n^(1/3) levels, each a small kernel whose launch
+   replayed by each solve: a 3D 7-point ILU(0) of N rows has ~3 N^(1/3) levels, each a small kernel whose launch
    costs more than its work, and a replay starts the next node sooner than a stream launch.  The kernels
    of the graph read b and x from a device slot that one small kernel sets before each replay.
 
@@ -29,8 +29,8 @@ namespace cuda
 {
 
 constexpr int      TRSV_WARPS            = BLOCK_SIZE / 32; /* warps (rows) per thread block */
-constexpr PetscInt TRSV_GRAPH_MAX_LEVELS = 1 << 14;         /* more levels: stream launches (a graph of more nodes
-                                                              costs more to make than a solve with them gains) */
+constexpr PetscInt TRSV_GRAPH_MAX_LEVELS = 1 << 14;         /* more levels: stream launches (the graph's memory and
+                                                              recording time grow with its nodes) */
 
 /* The analysis data of one factor (TriangularView::schedule) */
 struct TrsvSchedule {
