@@ -124,6 +124,32 @@ struct BackendCounters {
   PetscInt64 chunk_blocks = 0;      /* the thread blocks of its persistent kernel (0 for steps)           */
 };
 
+/* The halo exchange of a parallel product as the backend queues it (Backend::exchange): send_buf (nsend
+   entries, backend memory, packed by Backend::gather) goes to nsend_ranks ranks, entries
+   [send_offsets[i], send_offsets[i+1]) to send_ranks[i]; recv_buf (nrecv entries) receives entries
+   [recv_offsets[j], recv_offsets[j+1]) from recv_ranks[j].  Rank lists and offsets are host arrays.  */
+struct HaloPlan {
+  PetscInt           nsend = 0, nrecv = 0;
+  PetscScalar       *send_buf = nullptr, *recv_buf = nullptr;
+  PetscMPIInt        nsend_ranks = 0, nrecv_ranks = 0;
+  const PetscMPIInt *send_ranks = nullptr, *recv_ranks = nullptr;
+  const PetscInt    *send_offsets = nullptr, *recv_offsets = nullptr;
+};
+
+/* The parallel part of a chunk of iterations with several processes (src/mat/mpiaijfused.cxx): the
+   chunk's products are out = wl .* (Ad (wr .* in) + Ao halo) as Backend::spmv_offdiag_dots describes
+   them, the halo packed with gather (send_idx: the local entries sent), exchanged with exchange()
+   and, when recv_idx is not NULL, put in halo order with scatter; every reduced value is summed over
+   the processes with allreduce() before a coefficient reads it.  comm: Backend::comm_create's handle. */
+struct ChunkParallel {
+  const CSRView  *offdiag      = nullptr; /* the rows of Ao with entries (spmv_offdiag_dots' B) */
+  const PetscInt *offdiag_rows = nullptr;
+  const PetscInt *send_idx = nullptr, *recv_idx = nullptr;
+  PetscScalar    *halo = nullptr;
+  HaloPlan        plan;
+  void           *comm = nullptr;
+};
+
 /* A chunk of CG iterations (Backend::cg_chunk): the local matrix (square, CSR or SELL-P: exactly one
    of csr and sell), the Jacobi weights w (NULL: no preconditioner), the vectors (n = the matrix's
    rows), and the slots of iterations 0..k at slots + j * CG_NSLOT (layout CGChunkSlot; slot 0 is read,
@@ -134,18 +160,19 @@ struct BackendCounters {
    set (ChunkStartLimits(); with bnorm != CHUNK_BNORM_NONE, as ctl->bnorm, the start first writes that
    squared norm of b to ctl->bnormsq).                                                              */
 struct CGChunkArgs {
-  const CSRView     *csr   = nullptr;
-  const SELLView    *sell  = nullptr;
-  const PetscScalar *w     = nullptr;
-  const PetscScalar *b     = nullptr;          /* the right-hand side of a chunk that starts the solve, else NULL */
-  PetscBool          guess = PETSC_FALSE;      /* with b: x holds a nonzero initial guess                          */
-  PetscInt           bnorm = CHUNK_BNORM_NONE; /* with b: the norm of b the start's limits take (ChunkBNorm)       */
-  PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *q = nullptr;
-  PetscScalar       *slots      = nullptr;
-  ChunkControl      *ctl        = nullptr;
-  PetscInt           k          = 0;
-  PetscBool          persistent = PETSC_TRUE;
-  PetscInt64         nnz        = -1; /* the matrix's nonzeros when known (the CUDA backend picks its kernel with it) */
+  const CSRView       *csr   = nullptr;
+  const SELLView      *sell  = nullptr;
+  const PetscScalar   *w     = nullptr;
+  const PetscScalar   *b     = nullptr;          /* the right-hand side of a chunk that starts the solve, else NULL */
+  PetscBool            guess = PETSC_FALSE;      /* with b: x holds a nonzero initial guess                          */
+  PetscInt             bnorm = CHUNK_BNORM_NONE; /* with b: the norm of b the start's limits take (ChunkBNorm)       */
+  PetscScalar         *x = nullptr, *r = nullptr, *p = nullptr, *q = nullptr;
+  PetscScalar         *slots      = nullptr;
+  ChunkControl        *ctl        = nullptr;
+  PetscInt             k          = 0;
+  PetscBool            persistent = PETSC_TRUE;
+  PetscInt64           nnz        = -1;      /* the matrix's nonzeros when known (the CUDA backend picks its kernel with it) */
+  const ChunkParallel *par        = nullptr; /* several processes: the halo and the global sums (no persistent kernel) */
 };
 
 /* A chunk of BiCGStab iterations (Backend::bcgs_chunk): the local matrix as in CGChunkArgs, the
@@ -155,16 +182,17 @@ struct CGChunkArgs {
    the solve from a zero initial guess - x = 0, r = r* = p = wl.*b (b without wl), <r,r*> and <r,r>
    to slot 0 - and tests that start with ctl->start set (ChunkStartLimits()); r* is then an output. */
 struct BCGSChunkArgs {
-  const CSRView     *csr  = nullptr;
-  const SELLView    *sell = nullptr;
-  const PetscScalar *wl = nullptr, *wr = nullptr, *b = nullptr;
-  PetscScalar       *rstar = nullptr;
-  PetscScalar       *x = nullptr, *r = nullptr, *p = nullptr, *s = nullptr, *Ap = nullptr, *As = nullptr;
-  PetscScalar       *slots      = nullptr;
-  ChunkControl      *ctl        = nullptr;
-  PetscInt           k          = 0;
-  PetscBool          persistent = PETSC_TRUE;
-  PetscInt64         nnz        = -1; /* as in CGChunkArgs */
+  const CSRView       *csr  = nullptr;
+  const SELLView      *sell = nullptr;
+  const PetscScalar   *wl = nullptr, *wr = nullptr, *b = nullptr;
+  PetscScalar         *rstar = nullptr;
+  PetscScalar         *x = nullptr, *r = nullptr, *p = nullptr, *s = nullptr, *Ap = nullptr, *As = nullptr;
+  PetscScalar         *slots      = nullptr;
+  ChunkControl        *ctl        = nullptr;
+  PetscInt             k          = 0;
+  PetscBool            persistent = PETSC_TRUE;
+  PetscInt64           nnz        = -1;      /* as in CGChunkArgs */
+  const ChunkParallel *par        = nullptr; /* as in CGChunkArgs */
 };
 
 /* A chunk of simpler GMRES steps i0+1 .. i0+k of a restart cycle m (Backend::sgmres_chunk): the local
@@ -188,6 +216,7 @@ struct SGMRESChunkArgs {
   const PetscScalar *b          = nullptr; /* the right-hand side of a chunk that starts the solve (i0 = 0, zero
                                               initial guess): <b,b> to slot 0, then SGMRESChunkStart() and
                                               Z[1] = b / rho before the steps; else NULL                    */
+  const ChunkParallel *par = nullptr;      /* as in CGChunkArgs (no start: b must be NULL) */
 };
 
 /* A sparse triangular factor for Backend::trsv_csr: n x n, its OFF-diagonal entries in CSR (columns
@@ -337,7 +366,9 @@ struct Backend {
      and its dot products (DotSpec as in spmv_dots, `in` the operator's input); for each such row i
      out[i] += wl[i] (B_k halo), and dots[d] += the change of dot d (its terms at the new out[i]
      minus those at the old), so they become the dot products of the whole product.  Deferred
-     inside a batch like spmv_dots: the change is then added by batch_end().                    */
+     inside a batch like spmv_dots: the change is then added by batch_end().  With a reduce target
+     (reduce_target) the changes are ADDED to its slot[0..ndots) in backend memory (which holds the
+     diagonal block's results) and nothing at all is done once its stop flag is set.             */
   PetscErrorCode (*spmv_offdiag_dots)(const CSRView *B, const PetscInt *rows, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
 
   /* Staging buffers of the exchange: host memory the backend copies to and from asynchronously
@@ -357,8 +388,8 @@ struct Backend {
   PetscErrorCode (*fence_wait)(void);
 
   /* Device-resident scalars (chunks of iterations without a host round trip, src/ksp/fusedchunk.cxx).
-     reduce_target(slot, stop) makes the NEXT reducing operation - spmv_dots, spmv_sell_dots, dots
-     or cg_update_chained - write its ndots results to slot[0..ndots) in backend memory instead of
+     reduce_target(slot, stop) makes the NEXT reducing operation - spmv_dots, spmv_sell_dots, dots,
+     cg_update_chained or spmv_offdiag_dots (which adds) - write its ndots results to slot[0..ndots) in backend memory instead of
      dots[] (dots may then be NULL), and, when stop is not NULL, do nothing at all (no output, no
      result) if *stop >= 0 when it runs.  Nothing is copied to the host and nothing waits.
      reduce_target(NULL, NULL) drops a target not used yet (after an error).                       */
@@ -486,6 +517,18 @@ struct Backend {
   PetscErrorCode (*ilu0_analysis)(ILU0View *F, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)                           = nullptr;
   PetscErrorCode (*ilu0_numeric)(const ILU0View *F, const TriangularView *L, const TriangularView *U, PetscInt *failrow, PetscReal *theta) = nullptr;
   PetscErrorCode (*ilu0_free)(ILU0View *F)                                                                                                 = nullptr;
+
+  /* Global sums and halo exchanges queued on the backend, for chunks of iterations with several processes
+     (ChunkParallel).  comm_create makes the backend's communicator over the processes of `comm` (collective;
+     host memory: a duplicate of comm, sums and messages through MPI as the operation is called; CUDA: an NCCL
+     communicator, the operations queued on the backend's stream and recordable in a graph); *handle NULL with
+     *why set (a static string) when the backend cannot.  allreduce sums buf[0..n) (backend memory) over the
+     processes in place; exchange sends and receives the entries of a HaloPlan.  Every process queues the same
+     sequence of them.  NULL members: no chunks with several processes.                                        */
+  PetscErrorCode (*comm_create)(MPI_Comm comm, void **handle, const char **why) = nullptr;
+  PetscErrorCode (*comm_destroy)(void **handle)                                 = nullptr;
+  PetscErrorCode (*allreduce)(void *handle, PetscScalar *buf, PetscInt n)       = nullptr;
+  PetscErrorCode (*exchange)(void *handle, const HaloPlan *plan)                = nullptr;
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained
@@ -498,6 +541,13 @@ PetscErrorCode CGChunkSteps(const Backend *be, const BlasKernels *blas, const CG
 PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const BCGSChunkArgs *args);
 /* Backend::sgmres_chunk as the operations of its steps on `be` (3k calls) */
 PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *args);
+
+/* Backend::comm_create, comm_destroy, allreduce and exchange through MPI on host memory (src/backend/comm_mpi.cxx):
+   each completes before it returns, so a backend whose kernels may still run fences before calling them       */
+PetscErrorCode MPICommCreate(MPI_Comm comm, void **handle, const char **why);
+PetscErrorCode MPICommDestroy(void **handle);
+PetscErrorCode MPICommAllreduce(void *handle, PetscScalar *buf, PetscInt n);
+PetscErrorCode MPICommExchange(void *handle, const HaloPlan *plan);
 
 /* The backends compiled into the library */
 const Backend *HostBackend();

@@ -310,7 +310,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
 
   {
     const char *unsupported;
-    PetscCall(KSPFusedChunkOperands(A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &unsupported));
+    PetscCall(KSPFusedChunkOperands(&bc->chunk, A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &unsupported));
     if (!unsupported && bc->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
     bc->chunk.whole = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
     PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));

@@ -282,7 +282,8 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &cg->mode, &cg->w));
   cg->counters = SolveCounters();
   ksp->reason  = KSP_CONVERGED_ITERATING;
-  PetscCall(KSPFusedChunkOperands(A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
+  PetscCall(KSPFusedChunkOperands(&cg->chunk, A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
+  if (!unsupported && cg->chunk.parallel && cg->mode == PCMode::GENERAL) unsupported = "a general PC with several processes runs with k = 1";
   cg->chunk.whole   = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
   cg->chunk.pcapply = cg->mode == PCMode::GENERAL ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));

@@ -42,8 +42,9 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
                              c->settings.persistent, &c->settings.persistent, NULL));
   {
     const char *const reductions[] = {"mpi", "nccl"};
-    PetscCall(PetscOptionsEList("-fused_reduction", "How the global reductions of several processes travel: mpi (a host MPI_Allreduce per iteration) or nccl (not in this build)", "KSPFusedSetCheckInterval", reductions, 2,
-                                reductions[c->settings.reduction], &c->settings.reduction, NULL));
+    PetscCall(PetscOptionsEList("-fused_reduction",
+                                "How the global sums of several processes travel on a GPU: mpi (a host MPI_Allreduce per iteration, k = 1) or nccl (NCCL on the GPU's stream, chunks of k iterations; -fused_nccl_library names libnccl.so.2)",
+                                "KSPFusedSetCheckInterval", reductions, 2, reductions[c->settings.reduction], &c->settings.reduction, NULL));
   }
   PetscCheck(c->settings.interval == PETSC_DETERMINE || c->settings.interval == PETSC_DECIDE || c->settings.interval >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "-ksp_fused_check_interval must be at least 1, not %" PetscInt_FMT,
              c->settings.interval);
@@ -160,13 +161,10 @@ constexpr size_t CHUNK_RECORDS = 2;
 /* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
 constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_WHOLE = 32, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
 
-PetscErrorCode KSPFusedChunkOperands(Mat A, std::initializer_list<Vec> vecs, const char **unsupported)
+PetscErrorCode KSPFusedChunkOperands(Chunker *c, Mat A, std::initializer_list<Vec> vecs, const char **unsupported)
 {
-  PetscBool supported;
-
   PetscFunctionBegin;
-  PetscCall(OpsChunkSupported(A, vecs, &supported));
-  *unsupported = supported ? nullptr : "chunks need fused vectors, a MATSEQAIJFUSED matrix and one process";
+  PetscCall(OpsChunkSupported(A, vecs, c->settings.reduction == 1 ? PETSC_TRUE : PETSC_FALSE, &c->parallel, unsupported));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -175,8 +173,6 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupporte
   PetscInt N;
 
   PetscFunctionBegin;
-  PetscCheck(c->settings.reduction == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP,
-             "-fused_reduction nccl needs a FusedKSP built with NCCL, and this one has none: with several processes each iteration keeps one host MPI_Allreduce (k = 1); use -fused_reduction mpi");
   PetscCall(VecGetSize(ksp->vec_sol, &N));
   c->chunks = c->replays = c->records = 0;
   if (unsupported) {
@@ -203,6 +199,18 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupporte
   } else {
     c->k   = CHUNK_DEFAULT;
     c->why = "default";
+  }
+  if (c->k > 1 && c->parallel) { /* the backend's communicator for the chunks' sums and exchanges (collective) */
+    Mat         A;
+    void       *handle;
+    const char *why;
+
+    PetscCall(KSPGetOperators(ksp, &A, NULL));
+    PetscCall(OpsChunkComm(A, PETSC_TRUE, &handle, &why));
+    if (!handle) {
+      c->k   = 1;
+      c->why = why;
+    }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -354,6 +362,7 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
 {
   PetscFunctionBegin;
   PetscCall(PetscViewerASCIIPrintf(viewer, "  check interval k = %" PetscInt_FMT " (%s)\n", c->k, c->why));
+  if (c->k > 1 && c->parallel) PetscCall(PetscViewerASCIIPrintf(viewer, "  global sums and halo exchanges of the chunks: %s\n", ActiveBackend()->host_memory ? "MPI (host memory)" : "NCCL on the GPU's stream"));
   if (c->k > 1) {
     const char *graph = c->nograph ? c->nograph : (c->settings.graph ? "graphs on" : "no graph: -ksp_fused_graph 0");
     PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " chunks, %" PetscInt_FMT " recorded as a graph, %" PetscInt_FMT " replayed (%s)\n", c->chunks, c->records, c->replays, graph));
@@ -378,7 +387,8 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   Options Database Key:
 + -ksp_fused_check_interval <k> - the interval
 . -ksp_fused_persistent <bool> - let the backend run a whole chunk as one persistent kernel (default true)
-- -fused_reduction <mpi,nccl> - how the reductions of several processes travel (nccl: not in this build)
+. -fused_reduction <mpi,nccl> - how the global sums of several processes travel on a GPU (default mpi)
+- -fused_nccl_library <path> - the NCCL library -fused_reduction nccl loads (default libnccl.so.2, found on the library path)
 
   Level: intermediate
 
@@ -391,11 +401,18 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   monitors, the residual history, `-ksp_converged_reason` and the convergence test see every iteration
   exactly as with k = 1, and the solve ends at the same iteration.
 
-  With several MPI processes the dot products of an iteration need a global reduction, which this build
-  makes with one host `MPI_Allreduce()` per iteration (-fused_reduction mpi, the only choice): k = 1, one
-  device->host copy, the allreduce (a few microseconds within a node) and one host->device step per
-  iteration.  An NCCL allreduce captured in the graph (-fused_reduction nccl) would keep the reduction on
-  the stream; it needs NCCL at build time, which this build does not have, and asking for it is an error.
+  With several MPI processes the dot products of an iteration need a global reduction.  On the GPU the default
+  (-fused_reduction mpi) makes it with one host `MPI_Allreduce()` per iteration: k = 1, one device->host copy,
+  the allreduce (a few microseconds within a node) and one host->device step per iteration.  With
+  -fused_reduction nccl the sums (`ncclAllReduce()`) and the halo exchanges of the products (`ncclSend()`/
+  `ncclRecv()` in one group) are queued on the GPU's stream between the kernels, so chunks of k iterations and
+  their graphs run across GPUs with one host wait per chunk: one sum per iteration for `KSPFUSEDCG`, three for
+  `KSPFUSEDBCGS`, two per step for `KSPFUSEDSGMRES`; the products' dot products then run as a pass of their own
+  after the off-diagonal block, and no chunk runs as a persistent kernel.  NCCL (2.9 or later) is loaded when
+  first needed, from the library path or -fused_nccl_library; where it is missing on any process the solve
+  keeps k = 1 and `-ksp_view` says why.  On a backend in host memory (host, Kokkos on CPU threads) the sums
+  and exchanges of a chunk go through MPI as they are issued (chunks only when k is set: the default there
+  is k = 1).  A `KSPFUSEDSGMRES` cycle with several processes starts on the host.
 
   `-ksp_monitor_true_residual` (and any monitor that builds the solution or the residual) sees, for every
   iteration of a chunk, the solution as it is at the end of the chunk: the true residual is computed at

@@ -32,7 +32,7 @@ struct ChunkSettings {
   PetscInt  interval   = PETSC_DETERMINE; /* k; PETSC_DETERMINE: the default rule (KSPFusedChunkInterval) */
   PetscBool graph      = PETSC_TRUE;
   PetscBool persistent = PETSC_TRUE; /* a backend may run a whole chunk as one kernel (fusedcg, fusedbcgs, fusedsgmres) */
-  PetscInt  reduction  = 0;          /* -fused_reduction: 0 mpi (the only one this build has), 1 nccl */
+  PetscInt  reduction  = 0;          /* -fused_reduction: 0 mpi (a host allreduce per iteration on a GPU), 1 nccl (on the stream) */
 };
 
 struct Chunker {
@@ -50,10 +50,11 @@ struct Chunker {
 
   /* the last solve, for -ksp_view */
   PetscInt    k = 1, chunks = 0, replays = 0, records = 0;
-  const char *why     = "";          /* how k was chosen, or why chunks were not possible */
-  const char *nograph = nullptr;     /* why the solver does not record its chunks (NULL: it does) */
-  PetscBool   whole   = PETSC_FALSE; /* the solver hands whole chunks to the backend (persistent kernels); set before KSPFusedChunkInterval() */
-  PetscBool   pcapply = PETSC_FALSE; /* a chunk's iterations call PCApply() (a general PC); set before KSPFusedChunkInterval() */
+  const char *why      = "";          /* how k was chosen, or why chunks were not possible */
+  const char *nograph  = nullptr;     /* why the solver does not record its chunks (NULL: it does) */
+  PetscBool   whole    = PETSC_FALSE; /* the solver hands whole chunks to the backend (persistent kernels); set before KSPFusedChunkInterval() */
+  PetscBool   pcapply  = PETSC_FALSE; /* a chunk's iterations call PCApply() (a general PC); set before KSPFusedChunkInterval() */
+  PetscBool   parallel = PETSC_FALSE; /* several processes (KSPFusedChunkOperands()): sums and halos through Backend::allreduce/exchange */
 };
 
 /* -ksp_fused_check_interval, -ksp_fused_graph and -ksp_fused_persistent */
@@ -68,8 +69,8 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c);
    otherwise; by default the rule of the KSPFusedSetCheckInterval() man page.                     */
 PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupported);
 
-/* Why chunks are not possible for these operands (OpsChunkSupported()), or NULL */
-PetscErrorCode KSPFusedChunkOperands(Mat A, std::initializer_list<Vec> vecs, const char **unsupported);
+/* Why chunks are not possible for these operands (OpsChunkSupported() with c's -fused_reduction), or NULL; sets c->parallel */
+PetscErrorCode KSPFusedChunkOperands(Chunker *c, Mat A, std::initializer_list<Vec> vecs, const char **unsupported);
 
 /* Sizes the buffer for k iterations of ndots values each */
 PetscErrorCode KSPFusedChunkReserve(Chunker *c, PetscInt ndots, PetscInt k);

@@ -396,7 +396,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
   {
     const char *unsupported;
-    PetscCall(KSPFusedChunkOperands(A, {ksp->vec_sol, ksp->vec_rhs, g->w, ksp->work[VEC_WORK], g->V[1], g->Z[1]}, &unsupported));
+    PetscCall(KSPFusedChunkOperands(&g->chunk, A, {ksp->vec_sol, ksp->vec_rhs, g->w, ksp->work[VEC_WORK], g->V[1], g->Z[1]}, &unsupported));
     if (!unsupported && g->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
     if (!unsupported && g->cgs2) unsupported = "CGS2 runs with k = 1";
     if (!unsupported && g->restart - 1 > 240) unsupported = "a restart above 241 runs with k = 1";
@@ -413,8 +413,8 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     PetscReal rho = 0, res = 0;
     PetscInt  k = 0, i = 1;
 
-    /* the cycle's first chunk computes its start (the solve's from a zero initial guess, or the restart's) */
-    const PetscBool chunk_starts = g->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &g->chunk, its > 0 ? PETSC_TRUE : PETSC_FALSE) ? PETSC_TRUE : PETSC_FALSE;
+    /* the cycle's first chunk computes its start (the solve's from a zero initial guess, or the restart's; one process) */
+    const PetscBool chunk_starts = g->mode != PCMode::GENERAL && !g->chunk.parallel && KSPFusedChunkMayStart(ksp, &g->chunk, its > 0 ? PETSC_TRUE : PETSC_FALSE) ? PETSC_TRUE : PETSC_FALSE;
 
     if (chunk_starts && its == 0) {
       PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::SOLVE_START, estimate, &rho, &i, &its, &k, &res));

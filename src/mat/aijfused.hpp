@@ -28,4 +28,9 @@ PetscErrorCode MatIsMPIAIJFused(Mat A, PetscBool *fused);
 /* out = wl .* (A (wr .* in)) on the local rows of a MATMPIAIJFUSED fused with ndots dot products of
    out (see Backend::spmv_dots), arrays in the backend's memory; halo exchange included.  Collective. */
 PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+/* The backend view of a MATMPIAIJFUSED for a chunk of iterations (brought up to date first; collective the first
+   time after a new structure): its diagonal block as MatSeqAIJFusedGetView() gives a MATSEQAIJFUSED's, the
+   parallel part (ChunkParallel, without its comm) and the generation of the diagonal block's arrays          */
+PetscErrorCode MatMPIAIJFusedGetChunkView(Mat A, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz, ChunkParallel *par, PetscInt64 *generation);
 } // namespace fusedksp

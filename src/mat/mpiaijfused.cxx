@@ -63,6 +63,8 @@ struct Halo {
   PetscBool                direct = PETSC_FALSE;                                     /* MPI reads and writes the backend buffers */
   std::vector<MPI_Request> requests;                                                 /* the product's exchange: receives, then sends                     */
   std::vector<MPI_Request> reverse;                                                  /* the transposed product's: the halo sent back, added by its owners */
+  std::vector<PetscMPIInt> send_ranks, recv_ranks;                                   /* the exchange for a backend that queues it (Backend::exchange) */
+  std::vector<PetscInt>    send_offsets, recv_offsets;
 };
 
 /* The operations MATMPIAIJFUSED replaces in MATMPIAIJ's table: X(op, fused implementation) */
@@ -274,6 +276,7 @@ PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
     PetscCallMPI(MPI_Send_init(sendptr + loffset[i], count, MPIU_SCALAR, lranks[i], tag, comm, &h.requests[h.nrecv_ranks + i]));
     PetscCallMPI(MPI_Recv_init(sendptr + loffset[i], count, MPIU_SCALAR, lranks[i], rtag, comm, &h.reverse[h.nrecv_ranks + i]));
   }
+  FusedKSPCallCXX(h.recv_ranks.assign(rranks, rranks + h.nrecv_ranks); h.recv_offsets.assign(roffset, roffset + h.nrecv_ranks + 1); h.send_ranks.assign(lranks, lranks + h.nsend_ranks); h.send_offsets.assign(loffset, loffset + h.nsend_ranks + 1));
   PetscCall(PetscSFDestroy(&sf));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -859,6 +862,37 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
     PetscCall(PetscLogEventEnd(events.spmv_offdiag, A, 0, 0, 0));
   }
   PetscCall(PetscLogFlops(2.0 * d->offdiag.nnz));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatMPIAIJFusedGetChunkView(Mat A, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz, ChunkParallel *par, PetscInt64 *generation)
+{
+  MatMPIFusedData *d = Data(A);
+  Halo            *h;
+
+  PetscFunctionBegin;
+  PetscCheck(A->ops->destroy == MatDestroy_MPIAIJFused, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
+  PetscCall(Refresh(A, d));
+  h                      = &d->halo;
+  *csr                   = d->diag.format == MAT_AIJFUSED_CSR ? &d->diag.csr : nullptr;
+  *sell                  = d->diag.format == MAT_AIJFUSED_SELL ? &d->diag.sell : nullptr;
+  *nnz                   = MirrorEntries(&d->diag);
+  par->offdiag           = &d->offdiag.csr;
+  par->offdiag_rows      = d->offdiag.rows;
+  par->send_idx          = h->send_idx;
+  par->recv_idx          = h->recv_idx;
+  par->halo              = h->halo;
+  par->plan.nsend        = h->nsend;
+  par->plan.nrecv        = h->nrecv;
+  par->plan.send_buf     = h->send_buf;
+  par->plan.recv_buf     = h->recv_idx ? h->recv_buf : h->halo;
+  par->plan.nsend_ranks  = h->nsend_ranks;
+  par->plan.nrecv_ranks  = h->nrecv_ranks;
+  par->plan.send_ranks   = h->send_ranks.data();
+  par->plan.recv_ranks   = h->recv_ranks.data();
+  par->plan.send_offsets = h->send_offsets.data();
+  par->plan.recv_offsets = h->recv_offsets.data();
+  *generation            = d->diag.generation;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

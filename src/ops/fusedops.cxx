@@ -702,16 +702,76 @@ PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, SolveCo
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsChunkSupported(Mat A, std::initializer_list<Vec> vecs, PetscBool *supported)
+PetscErrorCode OpsChunkSupported(Mat A, std::initializer_list<Vec> vecs, PetscBool nccl, PetscBool *parallel, const char **unsupported)
 {
-  PetscBool   fusedvecs, fusedmat;
-  PetscMPIInt size;
+  const Backend *be = ActiveBackend();
+  PetscBool      fusedvecs, fusedmat;
+  PetscMPIInt    size;
 
   PetscFunctionBegin;
   PetscCall(AllFused(vecs, &fusedvecs));
-  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
-  *supported = (fusedvecs && fusedmat && size == 1) ? PETSC_TRUE : PETSC_FALSE;
+  *parallel    = size > 1 ? PETSC_TRUE : PETSC_FALSE;
+  *unsupported = nullptr;
+  if (size == 1) {
+    PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+    if (!fusedvecs || !fusedmat) *unsupported = "chunks need fused vectors and a MATSEQAIJFUSED matrix (one process)";
+  } else {
+    PetscCall(MatIsMPIAIJFused(A, &fusedmat));
+    if (!fusedvecs || !fusedmat)
+      *unsupported = "chunks need fused vectors and a MATMPIAIJFUSED matrix (several processes)";
+    else if (!be->allreduce)
+      *unsupported = "with several processes this backend sums through the host in every iteration";
+    else if (!be->host_memory && !nccl)
+      *unsupported = "with several processes each iteration's reduction goes through the host (-fused_reduction nccl keeps them on the GPU's stream)";
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+namespace
+{
+/* The backend communicator of an MPI communicator, kept as an attribute of it (freed with it) */
+struct ChunkComm {
+  const Backend *backend = nullptr;
+  void          *handle  = nullptr;
+  const char    *why     = nullptr;
+};
+PetscMPIInt chunk_comm_keyval = MPI_KEYVAL_INVALID;
+
+int ChunkCommDelete(MPI_Comm, PetscMPIInt, void *value, void *)
+{
+  ChunkComm *c = static_cast<ChunkComm *>(value);
+
+  if (c->backend && c->handle && c->backend->comm_destroy(&c->handle)) return MPI_ERR_OTHER;
+  delete c;
+  return MPI_SUCCESS;
+}
+} // namespace
+
+PetscErrorCode OpsChunkComm(Mat A, PetscBool create, void **handle, const char **why)
+{
+  MPI_Comm    comm = PetscObjectComm((PetscObject)A);
+  ChunkComm  *c    = nullptr;
+  PetscMPIInt found;
+
+  PetscFunctionBegin;
+  *handle = nullptr;
+  *why    = nullptr;
+  if (chunk_comm_keyval == MPI_KEYVAL_INVALID) PetscCallMPI(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, ChunkCommDelete, &chunk_comm_keyval, nullptr));
+  PetscCallMPI(MPI_Comm_get_attr(comm, chunk_comm_keyval, &c, &found));
+  if (found && c->backend != ActiveBackend()) { /* made by another backend: replaced */
+    PetscCallMPI(MPI_Comm_delete_attr(comm, chunk_comm_keyval));
+    found = 0;
+  }
+  if (!found) {
+    PetscCheck(create, PETSC_COMM_SELF, PETSC_ERR_PLIB, "No backend communicator for this chunk: OpsChunkComm() with create first (collective)");
+    FusedKSPCallCXX(c = new ChunkComm());
+    c->backend = ActiveBackend();
+    PetscCall(c->backend->comm_create(comm, &c->handle, &c->why));
+    PetscCallMPI(MPI_Comm_set_attr(comm, chunk_comm_keyval, c));
+  }
+  *handle = c->handle;
+  *why    = c->why;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -729,6 +789,20 @@ PetscErrorCode OpsChunkKey(Mat A, std::initializer_list<Vec> vecs, std::vector<c
   }
   PetscCall(MatAIJFusedGetArraysGeneration(A, &generation));
   FusedKSPCallCXX(key->push_back(reinterpret_cast<const void *>((uintptr_t)generation)));
+  {
+    PetscBool mpi;
+
+    PetscCall(MatIsMPIAIJFused(A, &mpi));
+    if (mpi) { /* the blocks' and the halo's arrays */
+      const CSRView  *csr;
+      const SELLView *sell;
+      PetscInt64      nnz;
+      ChunkParallel   par;
+
+      PetscCall(MatMPIAIJFusedGetChunkView(A, &csr, &sell, &nnz, &par, &generation));
+      FusedKSPCallCXX(key->insert(key->end(), {reinterpret_cast<const void *>((uintptr_t)generation), par.offdiag->vals, par.offdiag->colidx, par.offdiag_rows, par.send_idx, par.recv_idx, par.halo, par.plan.send_buf, par.plan.recv_buf}));
+    }
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -817,16 +891,17 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
 
 /* The checks of a whole-chunk operation (`what`: its solver) - fused operands, the vectors of the layout of the
    square matrix - and the backend view of its matrix                                                            */
-static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list<Vec> vecs, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz)
+static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list<Vec> vecs, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz, ChunkParallel *par, const ChunkParallel **parp)
 {
-  PetscBool fused, fusedmat;
+  PetscBool fused, seq, mpi;
   PetscInt  rows, cols;
 
   PetscFunctionBegin;
   PetscCheck(!target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A chunk of %s iterations writes its own slots: no OpsReduceInto() target may be pending", what);
   PetscCall(AllFused(vecs, &fused));
-  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
-  PetscCheck(fused && fusedmat, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of %s iterations needs fused vectors and a MATSEQAIJFUSED matrix", what);
+  PetscCall(MatIsSeqAIJFused(A, &seq));
+  PetscCall(MatIsMPIAIJFused(A, &mpi));
+  PetscCheck(fused && (seq || mpi), PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of %s iterations needs fused vectors and a MATSEQAIJFUSED or MATMPIAIJFUSED matrix", what);
   PetscCall(MatGetLocalSize(A, &rows, &cols));
   PetscCheck(rows == cols, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A chunk of %s iterations needs a square matrix, not %" PetscInt_FMT " x %" PetscInt_FMT, what, rows, cols);
   for (Vec v : vecs) {
@@ -836,7 +911,18 @@ static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list
     PetscCall(VecGetLocalSize(v, &n));
     PetscCheck(n == rows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "A chunk of %s iterations on a matrix of %" PetscInt_FMT " local rows got a vector of local length %" PetscInt_FMT, what, rows, n);
   }
-  PetscCall(MatSeqAIJFusedGetView(A, csr, sell, nnz));
+  *parp = nullptr;
+  if (seq)
+    PetscCall(MatSeqAIJFusedGetView(A, csr, sell, nnz));
+  else {
+    PetscInt64  generation;
+    const char *why;
+
+    PetscCall(MatMPIAIJFusedGetChunkView(A, csr, sell, nnz, par, &generation));
+    PetscCall(OpsChunkComm(A, PETSC_FALSE, &par->comm, &why));
+    PetscCheck(par->comm, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of %s iterations with several processes needs the backend's communicator: %s", what, why ? why : "none");
+    *parp = par;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -849,8 +935,10 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscInt                    n;
   PetscInt64                  nnz;
 
+  ChunkParallel par;
+
   PetscFunctionBegin;
-  PetscCall(ChunkMatrix("CG", A, {b, x, r, p, q, w}, &args.csr, &args.sell, &nnz));
+  PetscCall(ChunkMatrix("CG", A, {b, x, r, p, q, w}, &args.csr, &args.sell, &nnz, &par, &args.par));
   PetscCall(VecGetLocalSize(x, &n));
   arr.Length(n);
   PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
@@ -866,7 +954,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   args.slots      = slots;
   args.ctl        = ctl;
   args.k          = k;
-  args.persistent = persistent;
+  args.persistent = args.par ? PETSC_FALSE : persistent; /* a persistent kernel cannot wait for the other processes */
   args.nnz        = nnz;
   PetscCall(PetscLogEventBegin(events.cg_chunk, A, x, p, 0));
   PetscCall(ActiveBackend()->cg_chunk(&args));
@@ -884,8 +972,10 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   PetscInt      n;
   PetscInt64    nnz;
 
+  ChunkParallel par;
+
   PetscFunctionBegin;
-  PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, b, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz));
+  PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, b, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz, &par, &args.par));
   PetscCall(VecGetLocalSize(x, &n));
   arr.Length(n);
   PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
@@ -904,7 +994,7 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   args.slots      = slots;
   args.ctl        = ctl;
   args.k          = k;
-  args.persistent = persistent;
+  args.persistent = args.par ? PETSC_FALSE : persistent; /* a persistent kernel cannot wait for the other processes */
   args.nnz        = nnz;
   PetscCall(PetscLogEventBegin(events.bcgs_chunk, A, x, p, 0));
   PetscCall(ActiveBackend()->bcgs_chunk(&args));
@@ -965,13 +1055,15 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
   SGMRESChunkArgs            args;
   std::vector<PetscScalar *> va, za;
   PetscScalar               *wra, *ba;
+  ChunkParallel              par;
   PetscInt                   n;
   PetscInt64                 nnz;
 
   PetscFunctionBegin;
   PetscCheck(i0 >= 0 && k >= 0 && i0 + k <= m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, i0 + 1, i0 + k, m);
   FusedKSPCallCXX(va.assign(m + 1, nullptr); za.assign(m + 2, nullptr));
-  PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz));
+  PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz, &par, &args.par));
+  PetscCheck(!args.par || !b, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of simpler GMRES steps with several processes does not compute the start");
   PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
   arr.Length(n);
   PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
@@ -994,7 +1086,7 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
   args.slots      = slots;
   args.ctl        = ctl;
   args.k          = k;
-  args.persistent = persistent;
+  args.persistent = args.par ? PETSC_FALSE : persistent; /* a persistent kernel cannot wait for the other processes */
   args.nnz        = nnz;
   PetscCall(PetscLogEventBegin(events.sgmres_chunk, A, 0, 0, 0));
   PetscCall(ActiveBackend()->sgmres_chunk(&args));

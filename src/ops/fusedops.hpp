@@ -102,9 +102,15 @@ PetscErrorCode OpsAllreduce(MPI_Comm comm, PetscScalar *buf, PetscInt n, SolveCo
 
 /* ---- Device-resident scalars: chunks of iterations without a host round trip (src/ksp/fusedchunk.cxx) ---- */
 
-/* PETSC_TRUE when the operations of a solve with these operands can keep their scalars in backend
-   memory: every vector fused, A a MATSEQAIJFUSED matrix (one process: a global reduction needs the host) */
-PetscErrorCode OpsChunkSupported(Mat A, std::initializer_list<Vec> vecs, PetscBool *supported);
+/* Why the operations of a solve with these operands cannot keep their scalars in backend memory (NULL:
+   they can): every vector fused and A a MATSEQAIJFUSED, or, with several processes (*parallel), a
+   MATMPIAIJFUSED on a backend that queues the global sums and halo exchanges - in host memory through
+   MPI, on the GPU through NCCL when `nccl` (-fused_reduction nccl)                                  */
+PetscErrorCode OpsChunkSupported(Mat A, std::initializer_list<Vec> vecs, PetscBool nccl, PetscBool *parallel, const char **unsupported);
+
+/* The backend's communicator (Backend::comm_create) over A's processes, made at the first call with create
+   (collective then) and kept with the MPI communicator; *handle NULL and *why set when the backend cannot  */
+PetscErrorCode OpsChunkComm(Mat A, PetscBool create, void **handle, const char **why);
 
 /* What a recorded chunk depends on: the backend arrays of the vectors (NULL entries skipped) and of
    the matrix, appended to key                                                                    */

@@ -65,6 +65,7 @@ struct Reduction {
   PetscScalar    *result   = nullptr; /* second stage: result[d], written by the grid's last block    */
   unsigned int   *tickets  = nullptr; /* blocks finished, one counter per grid row (blockIdx.y), reset */
   const PetscInt *stop     = nullptr; /* reduce_target's stop flag: the kernel does nothing if *stop >= 0 */
+  bool            add      = false;   /* second stage: result[d] += the sum (spmv_offdiag_dots into a reduce target) */
 };
 
 /* At the start of a kernel that honours reduce_target's stop flag: the whole grid returns when set */
@@ -122,6 +123,10 @@ PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const Petsc
 PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscBool, PetscScalar *);
 PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode NCCLCommCreate(MPI_Comm, void **, const char **);
+PetscErrorCode NCCLCommDestroy(void **);
+PetscErrorCode NCCLAllreduce(void *, PetscScalar *, PetscInt);
+PetscErrorCode NCCLExchange(void *, const HaloPlan *);
 PetscErrorCode MallocHost(size_t, void **);
 PetscErrorCode FreeHost(void *);
 PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
@@ -259,7 +264,7 @@ template <class Op = SumOp, int ND> __device__ inline void ReduceBlocks(const Pe
       const PetscScalar v = BlockReduce(temp).Reduce(acc[d], op);
       if (threadIdx.x == 0) {
         if (nblocks == 1)
-          red.result[first + d] = v; /* one block: its sums are the results */
+          red.result[first + d] = red.add ? red.result[first + d] + v : v; /* one block: its sums are the results */
         else
           red.partials[(size_t)(first + d) * nblocks + blockIdx.x] = v;
       }
@@ -279,7 +284,7 @@ template <class Op = SumOp, int ND> __device__ inline void ReduceBlocks(const Pe
     PetscScalar        v    = Op::identity;
     for (unsigned int b = threadIdx.x; b < nblocks; b += BLOCK_SIZE) v = op(v, __ldcg(part + b));
     v = BlockReduce(temp).Reduce(v, op);
-    if (threadIdx.x == 0) red.result[first + d] = v;
+    if (threadIdx.x == 0) red.result[first + d] = red.add ? red.result[first + d] + v : v;
     __syncthreads();
   }
   if (threadIdx.x == 0) red.tickets[blockIdx.y] = 0; /* ready for the next launch */

@@ -59,6 +59,7 @@ __global__ void SpMVOffDiagDotsKernel(PetscInt nrows, PetscInt chunk, const Pets
   const ChunkRange range               = BlockChunk(nrows, chunk);
   PetscScalar      acc[FUSED_MAX_DOTS] = {}, gone[FUSED_MAX_DOTS] = {};
 
+  if (Stopped(red)) return;
   for (PetscInt64 k = range.begin + threadIdx.x; k < range.end; k += blockDim.x) {
     const PetscInt    i       = rows[k];
     const PetscScalar old     = out[i];
@@ -116,7 +117,8 @@ PetscErrorCode Scatter(PetscInt n, const PetscInt *idx, const PetscScalar *buf, 
 
 /*
    SpMVOffDiagDots - Backend::spmv_offdiag_dots on the device: one kernel launch (none for 0
-   rows) and, when ndots > 0, one device->host copy of the ndots changes, added to dots[]
+   rows) and, when ndots > 0, one device->host copy of the ndots changes, added to dots[] (or, with a
+   reduce target, added to its slot on the device by the kernel)
 */
 PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const PetscScalar *wl, const PetscScalar *halo, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
@@ -132,6 +134,7 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
     if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
+    red.add = ReduceTargetIsSet(); /* the changes are added to the target's values */
     SpMVOffDiagDotsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(B->nrows, part.chunk, rows, B->rowptr, B->colidx, B->vals, wl, halo, in, out, list, red);
     FusedKSPCheckLaunch();
     counters.launches++;

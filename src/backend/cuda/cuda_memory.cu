@@ -194,7 +194,7 @@ PetscErrorCode FinishReduction(int ndots, int nblocks, PetscScalar *dots, bool a
 
   PetscFunctionBegin;
   if (target_slot) { /* the results stay in backend memory; an empty range has zero sums */
-    if (ndots && !nblocks) {
+    if (ndots && !nblocks && !add) {
       PetscCall(GetStream(&s));
       FusedKSPCallCUDA(cudaMemsetAsync(target_slot, 0, ndots * sizeof(PetscScalar), s));
     }
@@ -440,7 +440,11 @@ const Backend *CUDABackend()
                                   cuda::ForeignWait,
                                   cuda::ILU0Analysis,
                                   cuda::ILU0Numeric,
-                                  cuda::ILU0Free};
+                                  cuda::ILU0Free,
+                                  cuda::NCCLCommCreate,
+                                  cuda::NCCLCommDestroy,
+                                  cuda::NCCLAllreduce,
+                                  cuda::NCCLExchange};
   static int           usable  = -1;
 
   if (usable < 0) {

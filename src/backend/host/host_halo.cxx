@@ -30,6 +30,11 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
 {
   PetscFunctionBegin;
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
+  if (target.slot) { /* the changes are added to the target */
+    dots   = target.slot;
+    target = {};
+  }
   PetscScalar change[FUSED_MAX_DOTS];
   BlockedReduce<FUSED_MAX_DOTS>(B->nrows, change, [=](PetscInt k, PetscScalar *part) {
     const PetscInt    i   = rows[k];

@@ -158,7 +158,16 @@ static Backend Table(PetscBool host_memory)
                  host::TrsvCSR,
                  host::TrsvFree,
                  host::BlockDiagMult,
-                 host_memory};
+                 host_memory,
+                 nullptr, /* wait_foreign, foreign_wait: no other library's device memory */
+                 nullptr,
+                 nullptr, /* ilu0_*: the factorization runs on the host (fusedfactor.cxx) */
+                 nullptr,
+                 nullptr,
+                 MPICommCreate,
+                 MPICommDestroy,
+                 MPICommAllreduce,
+                 MPICommExchange};
 }
 } // namespace host
 

@@ -213,6 +213,23 @@ static PetscErrorCode FenceWait(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Backend::allreduce and exchange on host memory: MPI after the kernels queued so far */
+static PetscErrorCode FencedAllreduce(void *handle, PetscScalar *buf, PetscInt n)
+{
+  PetscFunctionBegin;
+  PetscCall(FenceWait());
+  PetscCall(MPICommAllreduce(handle, buf, n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FencedExchange(void *handle, const HaloPlan *plan)
+{
+  PetscFunctionBegin;
+  PetscCall(FenceWait());
+  PetscCall(MPICommExchange(handle, plan));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
 {
   PetscFunctionBegin;
@@ -366,7 +383,16 @@ const Backend *KokkosBackend()
                                   kokkos::TrsvCSR,
                                   kokkos::TrsvFree,
                                   kokkos::BlockDiagMult,
-                                  kokkos::host_memory ? PETSC_TRUE : PETSC_FALSE};
+                                  kokkos::host_memory ? PETSC_TRUE : PETSC_FALSE,
+                                  nullptr, /* wait_foreign, foreign_wait */
+                                  nullptr,
+                                  nullptr, /* ilu0_*: the factorization runs on the host */
+                                  nullptr,
+                                  nullptr,
+                                  kokkos::host_memory ? MPICommCreate : nullptr, /* several processes: MPI on the host arrays, after a fence */
+                                  kokkos::host_memory ? MPICommDestroy : nullptr,
+                                  kokkos::host_memory ? kokkos::FencedAllreduce : nullptr,
+                                  kokkos::host_memory ? kokkos::FencedExchange : nullptr};
   return &backend;
 }
 

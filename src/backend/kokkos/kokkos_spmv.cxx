@@ -187,6 +187,11 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
 
   PetscFunctionBegin;
   PetscCall(CopySpecs(ndots, specs, &sp));
+  if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
+  if (target.slot) { /* the changes are added to the target */
+    dots   = target.slot;
+    target = {};
+  }
   if (!ndots) {
     ForEach(
         "fusedksp::spmv_offdiag", B->nrows, KOKKOS_LAMBDA(const PetscInt k) {
