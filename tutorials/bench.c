@@ -375,6 +375,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(KSPCreate(PETSC_COMM_WORLD, &ksp));
   PetscCall(KSPSetOperators(ksp, A, A));
   PetscCall(KSPSetType(ksp, s->type));
+  if (s->fused) PetscCall(KSPSetFromOptions(ksp)); /* -fused_reduction; the settings below override the rest */
   if (s->interval) PetscCall(KSPFusedSetCheckInterval(ksp, s->interval));
   if (s->fused) PetscCall(KSPFusedSetUseGraph(ksp, s->graph));
   if (s->fused) PetscCall(KSPFusedSetUsePersistent(ksp, s->persistent));
@@ -402,6 +403,12 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   /* warm-up (first-use copies to the device), then the timed solves; the first one sizes the row */ PetscCall(VecSet(x, bench->x0));
   PetscCall(KSPSolve(ksp, b, x));
   PetscCall(FenceWait(fence));
+  if (s->interval > 1) { /* several processes without -fused_reduction nccl on a GPU, say: k = 1 */
+    PetscInt chunks;
+
+    PetscCall(KSPFusedGetChunkCounts(ksp, &chunks, NULL, NULL));
+    if (!chunks) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    note: %s ran with k = 1 (-ksp_view says why; several processes on a GPU need -fused_reduction nccl)\n", s->name));
+  }
   PetscCall(PetscMalloc1(reps, &times));
   PetscCall(TimedSolve(ksp, b, x, bench->x0, fence, &times[0]));
   fit   = (PetscInt)PetscMin((PetscReal)reps, bench->row_time / times[0]);
