@@ -29,6 +29,9 @@ def main():
     parser = argparse.ArgumentParser(description="Strong and weak scaling plot from bench CSVs, one per GPU count")
     parser.add_argument("csv", nargs="+", help="CSV files whose names contain npP")
     parser.add_argument("-o", "--output", default="scaling.png", help="PNG file (default: scaling.png)")
+    parser.add_argument("--weak", type=float, default=0, help="weak scaling at N = P x WEAK rows (the closest size of each run); default: the smallest N of each run")
+    parser.add_argument("--dpi", type=int, default=110, help="resolution of the PNG (default: 110)")
+    parser.add_argument("--solvers", default="", help="comma-separated solver names to plot (default: all)")
     args = parser.parse_args()
     runs = sorted(read(p) for p in args.csv)
     try:
@@ -40,7 +43,7 @@ def main():
 
     nps = [p for p, _ in runs]
     strong_n = max(set.intersection(*(set(int(r["N"]) for r in rows) for _, rows in runs)))
-    series = sorted({(r["solver"], r["types"]) for _, rows in runs for r in rows})
+    series = sorted({(r["solver"], r["types"]) for _, rows in runs for r in rows if not args.solvers or r["solver"] in args.solvers.split(",")})
     fig, (ax_s, ax_w) = plt.subplots(1, 2, figsize=(13, 5))
     for solver, types in series:
         label = f"{solver} ({types})"
@@ -49,7 +52,7 @@ def main():
         for p, rows in runs:
             mine = [r for r in rows if r["solver"] == solver and r["types"] == types]
             s = [float(r["us_per_it_median"]) for r in mine if int(r["N"]) == strong_n]
-            w = sorted(mine, key=lambda r: int(r["N"]))
+            w = sorted(mine, key=lambda r: abs(int(r["N"]) - p * args.weak) if args.weak else int(r["N"]))
             strong.append(s[0] if s else float("nan"))
             weak.append(float(w[0]["us_per_it_median"]) if w else float("nan"))
         line = ax_s.loglog(nps, strong, style, marker="o", label=label)[0]
@@ -57,7 +60,7 @@ def main():
         eff = weak[0] / weak[-1] if weak[-1] == weak[-1] else float("nan")
         ax_w.semilogx(nps, weak, style, marker="o", color=line.get_color(), label=f"{label}: {100 * eff:.0f}% at {nps[-1]} GPUs")
     ax_s.set_title(f"strong scaling, 2D Poisson N = {strong_n:.3g} (dashed: ideal)")
-    ax_w.set_title("weak scaling, about 1e7 rows per GPU")
+    ax_w.set_title(f"weak scaling, about {args.weak:.3g} rows per GPU" if args.weak else "weak scaling, the smallest N of each run")
     for ax in (ax_s, ax_w):
         ax.set_xlabel("GPUs (one MPI rank each)")
         ax.set_ylabel("time per iteration (us)")
@@ -67,7 +70,7 @@ def main():
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(args.output, dpi=110)
+    fig.savefig(args.output, dpi=args.dpi)
     print(f"plot_scaling.py: wrote {args.output}")
 
 
