@@ -297,8 +297,9 @@ static PetscErrorCode TestLayouts(PetscReal rtol)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Options of the chunks: -fused_reduction nccl (no NCCL in this build) is a clear error at the solve, in
-   every fused solver; a check interval below 1 is an error of KSPFusedSetCheckInterval()               */
+/* Options of the chunks: -fused_reduction nccl is accepted by every fused solver (NCCL is loaded only for chunks
+   with several processes on a GPU; where it is missing the solve keeps k = 1, see tests/run's no-nccl case);
+   a check interval below 1 is an error of KSPFusedSetCheckInterval()                                           */
 static PetscErrorCode TestChunkOptions(PetscReal rtol)
 {
   const KSPType  types[] = {KSPFUSEDCG, KSPFUSEDBCGS, KSPFUSEDSGMRES};
@@ -315,7 +316,7 @@ static PetscErrorCode TestChunkOptions(PetscReal rtol)
   for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
     PetscCall(CreateKSP(p.A, "nccl_", types[t], rtol, &ksp));
     PetscCall(SolveCatch(ksp, p.b, x, &ierr, msg, sizeof(msg)));
-    PetscCall(Check((PetscBool)(ierr == PETSC_ERR_SUP && strstr(msg, "-fused_reduction nccl needs a FusedKSP built with NCCL")), "%s with -fused_reduction nccl: error %d (%s)", types[t], (int)ierr, msg));
+    PetscCall(Check((PetscBool)(ierr == 0), "%s with -fused_reduction nccl: error %d (%s)", types[t], (int)ierr, msg));
     PetscCall(KSPDestroy(&ksp));
   }
   PetscCall(PetscOptionsClearValue(NULL, "-nccl_fused_reduction"));
