@@ -8,7 +8,9 @@ PtAP with MAIJ), MatCreateSubMatrix(ces), MatIncreaseOverlap, MatGetDiagonalBloc
 MatDiagonalScale, MatSetValuesCOO, MatGetRowIJ, MatCreateGraph, MatView/MatLoad (binary),\n\
 MatCreateMPIMatConcatenateSeqMat, and solves with PCGAMG, PCILU/PCBJACOBI, PCASM on the fused types.\n\
 Options:\n\
-  -n <12>: the matrix is the 2D n x n 5-point operator with a nonsymmetric perturbation\n\n";
+  -n <12>: the matrix is the 2D n x n 5-point operator with a nonsymmetric perturbation\n\
+  -expect_backend_products <bool>: also check the sparse products of aijfused on the backend (AB, AtB, PtAP; one\n\
+     process): against MATAIJ's, random operands, reuse, and that they ran on the backend (true) or not (false)\n\n";
 
 #include <petscksp.h>
 #include <stdio.h>
@@ -781,17 +783,191 @@ static PetscErrorCode Bookkeeping(MPI_Comm comm, Mat F)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A random m x k MATSEQAIJ(FUSED) with 0..maxrow entries a row at random columns (the same for every type, from `seed`) */
+static PetscErrorCode RandomSparse(PetscInt m, PetscInt k, PetscInt maxrow, unsigned long seed, MatType type, Mat *M)
+{
+  PetscRandom rnd;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscRandomCreate(PETSC_COMM_SELF, &rnd));
+  PetscCall(PetscRandomSetSeed(rnd, seed));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(MatCreate(PETSC_COMM_SELF, M));
+  PetscCall(MatSetSizes(*M, m, k, m, k));
+  PetscCall(MatSetType(*M, type));
+  PetscCall(MatSeqAIJSetPreallocation(*M, maxrow, NULL));
+  for (PetscInt i = 0; i < m; ++i) {
+    PetscReal r;
+    PetscInt  len;
+
+    PetscCall(PetscRandomGetValueReal(rnd, &r));
+    len = (PetscInt)(r * (maxrow + 1)) % (maxrow + 1);
+    for (PetscInt e = 0; e < len; ++e) {
+      PetscReal   c, v;
+      PetscInt    col;
+      PetscScalar val;
+
+      PetscCall(PetscRandomGetValueReal(rnd, &c));
+      PetscCall(PetscRandomGetValueReal(rnd, &v));
+      col = (PetscInt)(c * k) % k;
+      val = v - 0.5;
+      PetscCall(MatSetValues(*M, 1, &i, 1, &col, &val, ADD_VALUES));
+    }
+  }
+  PetscCall(MatAssemblyBegin(*M, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*M, MAT_FINAL_ASSEMBLY));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Times the backend's sparse products ran (the FusedSpGEMM event: symbolic and numeric phases) */
+static PetscErrorCode BackendProductCount(PetscLogDouble *count)
+{
+  PetscLogEvent      event;
+  PetscEventPerfInfo info;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventGetId("FusedSpGEMM", &event));
+  PetscCall(PetscLogEventGetPerfInfo(PETSC_DETERMINE, event, &info));
+  *count = info.count;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* F's product against R's: the same values (through products with a random vector), the same stored entries, and
+   whether it ran on the backend as `expect` says (the event count rose by `phases`, or did not change) */
+static PetscErrorCode AgreeBackend(Mat F, Mat R, PetscBool expect, PetscLogDouble before, PetscInt phases, const char *what)
+{
+  MatInfo        fi, ri;
+  PetscLogDouble after;
+
+  PetscFunctionBeginUser;
+  PetscCall(Agree(F, R, PETSC_BOOL3_TRUE, what));
+  PetscCall(MatGetInfo(F, MAT_LOCAL, &fi));
+  PetscCall(MatGetInfo(R, MAT_LOCAL, &ri));
+  PetscCall(BackendProductCount(&after));
+  PetscCall(Check((PetscBool)(fi.nz_used == ri.nz_used), "%s: %g stored entries, as MATAIJ's %g", what, fi.nz_used, ri.nz_used));
+  PetscCall(Check((PetscBool)(after - before == (expect ? phases : 0)), "%s: %g phases on the backend (expected %d)", what, after - before, expect ? (int)phases : 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The backend's sparse products (C = A B, A^T B, P^T A P with a MATSEQAIJFUSED A, one process): against MATAIJ's on
+   the test operator, on random rectangular matrices with empty rows, an empty product, reuse with new values, and a
+   changed pattern (an error on the backend).  expect: they run on the backend (-expect_backend_products) */
+static PetscErrorCode BackendProducts(PetscInt n, Mat F, Mat R, PetscBool expect)
+{
+  Mat            Pf, Pr, Cf, Cr, Xf, Xr, Yf, Yr, Wr;
+  PetscLogDouble before;
+
+  PetscFunctionBeginUser;
+  PetscCall(Prolongation(PETSC_COMM_SELF, n * n, MATAIJFUSED, &Pf));
+  PetscCall(Prolongation(PETSC_COMM_SELF, n * n, MATAIJ, &Pr));
+  PetscCall(BackendProductCount(&before));
+  PetscCall(MatPtAP(F, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatPtAP(R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "backend products: PtAP with an aij P"));
+  PetscCall(MatScale(F, 2.0));
+  PetscCall(MatScale(R, 2.0));
+  PetscCall(BackendProductCount(&before));
+  PetscCall(MatPtAP(F, Pr, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatPtAP(R, Pr, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(AgreeBackend(Cf, Cr, expect, before, 1, "backend products: PtAP reused after MatScale"));
+  PetscCall(MatScale(F, 0.5));
+  PetscCall(MatScale(R, 0.5));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  PetscCall(BackendProductCount(&before));
+  PetscCall(MatMatMult(F, Pf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatMatMult(R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "backend products: AB"));
+  PetscCall(BackendProductCount(&before));
+  PetscCall(MatTransposeMatMult(Pf, Cf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Yf));
+  PetscCall(MatTransposeMatMult(Pr, Cr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Yr));
+  PetscCall(AgreeBackend(Yf, Yr, expect, before, 2, "backend products: AtB"));
+  PetscCall(MatDestroy(&Yf));
+  PetscCall(MatDestroy(&Yr));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  /* random rectangular operands (columns in random order before assembly, empty rows), several sizes */
+  for (PetscInt m = 1; m <= 1500; m = 7 * m + 3) {
+    PetscCall(RandomSparse(m, m / 2 + 2, 9, 7 + m, MATAIJFUSED, &Xf));
+    PetscCall(RandomSparse(m, m / 2 + 2, 9, 7 + m, MATAIJ, &Xr));
+    PetscCall(RandomSparse(m / 2 + 2, m + 3, 6, 11 + m, MATAIJ, &Yr));
+    PetscCall(BackendProductCount(&before));
+    PetscCall(MatMatMult(Xf, Yr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+    PetscCall(MatMatMult(Xr, Yr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+    PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "backend products: AB of random matrices"));
+    PetscCall(MatDestroy(&Cf));
+    PetscCall(MatDestroy(&Cr));
+    PetscCall(RandomSparse(m, m + 3, 5, 13 + m, MATAIJ, &Wr));
+    PetscCall(BackendProductCount(&before));
+    PetscCall(MatTransposeMatMult(Xf, Wr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+    PetscCall(MatTransposeMatMult(Xr, Wr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+    PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "backend products: AtB of random matrices"));
+    PetscCall(MatDestroy(&Cf));
+    PetscCall(MatDestroy(&Cr));
+    PetscCall(MatDestroy(&Xf));
+    PetscCall(MatDestroy(&Xr));
+    PetscCall(MatDestroy(&Wr));
+    PetscCall(MatDestroy(&Yr));
+  }
+  /* an empty P: an empty product */
+  PetscCall(RandomSparse(n * n, 3, 0, 5, MATAIJ, &Yr));
+  PetscCall(BackendProductCount(&before));
+  PetscCall(MatPtAP(F, Yr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatPtAP(R, Yr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "backend products: PtAP with an empty P"));
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  PetscCall(MatDestroy(&Yr));
+  /* a new nonzero pattern of A after the symbolic phase: the backend's numeric phase refuses it */
+  if (expect) {
+    PetscErrorCode ierr;
+    PetscInt       row = 0, col = n * n - 1;
+    PetscScalar    one = 1.0;
+
+    PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &Xf));
+    PetscCall(MatPtAP(Xf, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+    PetscCall(MatSetOption(Xf, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_FALSE));
+    PetscCall(MatSetValues(Xf, 1, &row, 1, &col, &one, INSERT_VALUES));
+    PetscCall(MatAssemblyBegin(Xf, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(Xf, MAT_FINAL_ASSEMBLY));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatPtAP(Xf, Pr, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cf);
+    PetscCall(PetscPopErrorHandler());
+    PetscCall(Check((PetscBool)(ierr == PETSC_ERR_ARG_WRONGSTATE), "backend products: reuse after a new nonzero pattern is an error (%d)", (int)ierr));
+    PetscCall(MatDestroy(&Cf));
+    PetscCall(MatDestroy(&Xf));
+  }
+  PetscCall(MatDestroy(&Pf));
+  PetscCall(MatDestroy(&Pr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
-  MPI_Comm comm;
-  Mat      F, R;
-  PetscInt n = 12;
+  MPI_Comm   comm;
+  Mat        F, R;
+  PetscInt   n                = 12;
+  PetscBool3 backend_products = PETSC_BOOL3_UNKNOWN;
 
   PetscFunctionBeginUser;
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(FusedKSPInitializePackage());
   comm = PETSC_COMM_WORLD;
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
+  {
+    PetscBool set, flag;
+
+    PetscCall(PetscOptionsGetBool(NULL, NULL, "-expect_backend_products", &flag, &set));
+    if (set) {
+      PetscMPIInt size;
+
+      PetscCallMPI(MPI_Comm_size(comm, &size));
+      PetscCheck(size == 1, comm, PETSC_ERR_ARG_WRONG, "-expect_backend_products: one process");
+      backend_products = flag ? PETSC_BOOL3_TRUE : PETSC_BOOL3_FALSE;
+      PetscCall(PetscLogDefaultBegin());
+    }
+  }
   PetscCall(Operator(comm, n, MATAIJFUSED, &F));
   PetscCall(Operator(comm, n, MATAIJ, &R));
   PetscCall(Agree(F, R, PETSC_BOOL3_TRUE, "MatSetType(aijfused) gives the fused type of the communicator"));
@@ -813,6 +989,7 @@ int main(int argc, char **argv)
   PetscCall(Conversions(comm, n, F, R));
   PetscCall(Arithmetic(comm, n, F, R));
   PetscCall(Products(comm, n, F, R));
+  if (backend_products != PETSC_BOOL3_UNKNOWN) PetscCall(BackendProducts(n, F, R, backend_products == PETSC_BOOL3_TRUE ? PETSC_TRUE : PETSC_FALSE));
   PetscCall(Submatrices(comm, n, F, R));
   PetscCall(AssemblyAndIO(comm, n, F, R));
   PetscCall(Solve(comm, F, R, KSPGMRES, PCGAMG, NULL));

@@ -275,6 +275,22 @@ struct ILU0View {
   void           *schedule    = nullptr;
 };
 
+/* A sparse matrix product C = A B on the backend (Backend::spgemm_*; src/mat/aijfused_product.cxx): A (nrows x k) and
+   B (k x ncols) in CSR with ascending columns in each row and their nnz set, arrays in the backend's memory, which must
+   stay the same arrays from spgemm_symbolic to spgemm_free (their values may change).  C's arrays (backend memory)
+   belong to the product: spgemm_symbolic makes C's pattern (rowptr: nrows+1 entries, colidx: nnz; the columns of a
+   row in any order) and allocates vals, spgemm_numeric computes C's values for the current values of A and B, as often
+   as needed, without waiting for the device; spgemm_free releases C's arrays and the backend's analysis (`plan`), also
+   after a failed spgemm_symbolic.                                                                                   */
+struct SpGEMMView {
+  CSRView      A, B;
+  PetscInt64   nnz    = 0;       /* C's stored entries */
+  PetscInt    *rowptr = nullptr; /* C, backend memory */
+  PetscInt    *colidx = nullptr;
+  PetscScalar *vals   = nullptr;
+  void        *plan   = nullptr;
+};
+
 /* The level schedule of a triangular pattern (host arrays, the CSR of a TriangularView; upper as
    there): level(i) = 1 + the largest level of the rows row i depends on (0 without dependencies);
    rows[levelptr[l] .. levelptr[l+1]) are the rows of level l in ascending order.  levelptr has room
@@ -529,6 +545,13 @@ struct Backend {
   PetscErrorCode (*comm_destroy)(void **handle)                                 = nullptr;
   PetscErrorCode (*allreduce)(void *handle, PetscScalar *buf, PetscInt n)       = nullptr;
   PetscErrorCode (*exchange)(void *handle, const HaloPlan *plan)                = nullptr;
+
+  /* Sparse matrix products (SpGEMMView); NULL members: PETSc's host products.  The host backend's are the reference
+     (a row-by-row product with a dense accumulator, columns ascending), used where its memory is mirrored
+     (-fused_debug_mirror); CUDA: cuSPARSE's SpGEMM with reuse of the analysis (cusparseSpGEMMreuse_*).          */
+  PetscErrorCode (*spgemm_symbolic)(SpGEMMView *G) = nullptr;
+  PetscErrorCode (*spgemm_numeric)(SpGEMMView *G)  = nullptr;
+  PetscErrorCode (*spgemm_free)(SpGEMMView *G)     = nullptr;
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained

@@ -38,6 +38,11 @@ PetscErrorCode MatFusedOnBackend(std::initializer_list<Vec> vecs, PetscBool *bac
    product of a fused operator is fused)                                                           */
 PetscErrorCode MatProductSetFromOptions_AIJFused(Mat C);
 
+/* Chooses the backend's sparse products (src/mat/aijfused_product.cxx) for C = A B, A^T B or P^T A P with A a
+   MATSEQAIJFUSED, the other operand a MATSEQAIJ (fused or not), on a backend with memory of its own; *done says
+   whether it did (else PETSc's host products apply)                                                        */
+PetscErrorCode MatProductSetFromOptions_SeqAIJFusedBackend(Mat C, PetscBool *done);
+
 /* MATSEQAIJ's (MATMPIAIJ's) MatProductSetFromOptions() saved by a MATSEQAIJFUSED (MATMPIAIJFUSED) A;
    NULL when A is not of that type                                                                 */
 PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat));

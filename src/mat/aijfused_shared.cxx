@@ -145,7 +145,8 @@ PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, M
 }
 
 /*
-   MatProductSetFromOptions_AIJFused - see aijfused_private.hpp.  Operands that all count as the same AIJ
+   MatProductSetFromOptions_AIJFused - see aijfused_private.hpp.  The backend's products where they apply
+   (MatProductSetFromOptions_SeqAIJFusedBackend()); else, operands that all count as the same AIJ
    type: that type's MatProductSetFromOptions(); else the function MatProductSetFromOptions_<A>_<B>[_<C>]_C
    composed on any operand, with the types they count as; else an operand's own
    MatProductSetFromOptions_anytype_C (a MATTRANSPOSEVIRTUAL, a MATSHELL).  When none sets the symbolic
@@ -158,9 +159,11 @@ PetscErrorCode MatProductSetFromOptions_AIJFused(Mat C)
   std::string  types[3], name;
   PetscErrorCode (*host[3])(Mat) = {nullptr, nullptr, nullptr};
   PetscErrorCode (*f)(Mat)       = nullptr;
-  PetscBool same                 = PETSC_TRUE;
+  PetscBool same                 = PETSC_TRUE, backend;
 
   PetscFunctionBegin;
+  PetscCall(MatProductSetFromOptions_SeqAIJFusedBackend(C, &backend));
+  if (backend) PetscFunctionReturn(PETSC_SUCCESS);
   FusedKSPCallCXX(name = "MatProductSetFromOptions");
   for (int i = 0; i < 3 && ops[i]; ++i) {
     PetscCall(ProductOperandType(ops[i], &types[i], &host[i]));

@@ -276,6 +276,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(RegisterEvent("FusedSGMRESChunk", classid, &fusedksp::events.sgmres_chunk));
   PetscCall(RegisterEvent("FusedTrSolve", classid, &fusedksp::events.trsv));
   PetscCall(RegisterEvent("FusedBlockDiag", classid, &fusedksp::events.blockdiag));
+  PetscCall(RegisterEvent("FusedSpGEMM", classid, &fusedksp::events.spgemm));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -123,6 +123,9 @@ PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const Petsc
 PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscBool, PetscScalar *);
 PetscErrorCode SpMVOffDiagDots(const CSRView *, const PetscInt *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode SpGEMMSymbolic(SpGEMMView *);
+PetscErrorCode SpGEMMNumeric(SpGEMMView *);
+PetscErrorCode SpGEMMFree(SpGEMMView *);
 PetscErrorCode NCCLCommCreate(MPI_Comm, void **, const char **);
 PetscErrorCode NCCLCommDestroy(void **);
 PetscErrorCode NCCLAllreduce(void *, PetscScalar *, PetscInt);

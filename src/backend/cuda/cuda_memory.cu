@@ -444,7 +444,10 @@ const Backend *CUDABackend()
                                   cuda::NCCLCommCreate,
                                   cuda::NCCLCommDestroy,
                                   cuda::NCCLAllreduce,
-                                  cuda::NCCLExchange};
+                                  cuda::NCCLExchange,
+                                  cuda::SpGEMMSymbolic,
+                                  cuda::SpGEMMNumeric,
+                                  cuda::SpGEMMFree};
   static int           usable  = -1;
 
   if (usable < 0) {

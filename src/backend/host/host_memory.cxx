@@ -11,7 +11,7 @@ BackendCounters counters;
 ReduceTarget    target;
 
 /* PetscMalloc(); its failure names the bytes requested */
-static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
+PetscErrorCode MallocBytes(size_t bytes, void **ptr)
 {
   PetscFunctionBegin;
   *ptr = nullptr;
@@ -20,7 +20,7 @@ static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode FreeBytes(void *ptr)
+PetscErrorCode FreeBytes(void *ptr)
 {
   PetscFunctionBegin;
   PetscCall(PetscFree(ptr));
@@ -167,7 +167,10 @@ static Backend Table(PetscBool host_memory)
                  MPICommCreate,
                  MPICommDestroy,
                  MPICommAllreduce,
-                 MPICommExchange};
+                 MPICommExchange,
+                 host::SpGEMMSymbolic,
+                 host::SpGEMMNumeric,
+                 host::SpGEMMFree};
 }
 } // namespace host
 

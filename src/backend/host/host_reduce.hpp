@@ -97,6 +97,12 @@ PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const 
 PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
 PetscErrorCode TrsvFree(TriangularView *);
 PetscErrorCode BlockDiagMult(const BlockDiagView *, PetscBool, const PetscScalar *, PetscScalar *);
+PetscErrorCode SpGEMMSymbolic(SpGEMMView *);
+PetscErrorCode SpGEMMNumeric(SpGEMMView *);
+PetscErrorCode SpGEMMFree(SpGEMMView *);
+/* PetscMalloc() / PetscFree() of the backend's memory (host_memory.cxx) */
+PetscErrorCode MallocBytes(size_t, void **);
+PetscErrorCode FreeBytes(void *);
 PetscErrorCode Dots(PetscInt, const PetscScalar *, const PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode WAXPYDot(PetscInt, PetscScalar, const PetscScalar *, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, int,

@@ -1,0 +1,172 @@
+/*
+   CUDA backend: sparse matrix products C = A B (Backend::spgemm_*) with cuSPARSE's SpGEMM, in its form that
+   keeps the analysis for later products of the same patterns (cusparseSpGEMMreuse_*): the symbolic phase
+   estimates the work, counts and copies C's pattern once, and each numeric phase is one call that recomputes
+   C's values in place (GAMG's re-setup with new matrix values, PCMG's Galerkin reuse).  The handle runs on the
+   backend's stream, so a product is ordered with the fused kernels around it.
+*/
+#include "backend/cuda/cuda_common.cuh"
+#include <cusparse.h>
+
+/* Turns a cusparseStatus_t into a PETSc error (PETSC_ERR_MEM for a failed allocation) */
+#define FusedKSPCallCUSPARSE(...)                                                                                                                                                                                                                        \
+  do {                                                                                                                                                                                                                                                   \
+    const cusparseStatus_t fusedksp_cusparse_err_ = (__VA_ARGS__);                                                                                                                                                                                       \
+    PetscCheck(fusedksp_cusparse_err_ == CUSPARSE_STATUS_SUCCESS, PETSC_COMM_SELF, fusedksp_cusparse_err_ == CUSPARSE_STATUS_ALLOC_FAILED ? PETSC_ERR_MEM : PETSC_ERR_LIB, "cuSPARSE error %d (%s): %s", (int)fusedksp_cusparse_err_,                    \
+               cusparseGetErrorName(fusedksp_cusparse_err_), cusparseGetErrorString(fusedksp_cusparse_err_));                                                                                                                                            \
+  } while (0)
+
+namespace fusedksp
+{
+namespace cuda
+{
+namespace
+{
+cusparseHandle_t handle = nullptr;
+
+PetscErrorCode HandleFinalize(void)
+{
+  PetscFunctionBegin;
+  if (handle) FusedKSPCallCUSPARSE(cusparseDestroy(handle));
+  handle = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The cuSPARSE handle (created at first use, destroyed at PetscFinalize()), on the backend's stream */
+PetscErrorCode GetHandle(cusparseHandle_t *h)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCall(GetStream(&stream));
+  if (!handle) {
+    FusedKSPCallCUSPARSE(cusparseCreate(&handle));
+    PetscCall(PetscRegisterFinalize(HandleFinalize));
+  }
+  FusedKSPCallCUSPARSE(cusparseSetStream(handle, stream));
+  *h = handle;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* What cuSPARSE keeps between the phases of one product */
+struct SpGEMMPlan {
+  cusparseConstSpMatDescr_t a = nullptr, b = nullptr;
+  cusparseSpMatDescr_t      c          = nullptr;
+  cusparseSpGEMMDescr_t     desc       = nullptr;
+  void                     *buffers[5] = {}; /* cuSPARSE's work buffers 1-5; 4 and 5 live as long as the plan */
+  bool                      empty      = false;
+};
+
+constexpr cusparseOperation_t OP_N = CUSPARSE_OPERATION_NON_TRANSPOSE;
+constexpr cusparseSpGEMMAlg_t ALG  = CUSPARSE_SPGEMM_DEFAULT;
+
+PetscErrorCode Allocate(size_t bytes, void **ptr)
+{
+  PetscFunctionBegin;
+  PetscCall(CUDABackend()->malloc_bytes(bytes, ptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Release(void **ptr)
+{
+  PetscFunctionBegin;
+  if (*ptr) PetscCall(CUDABackend()->free_bytes(*ptr));
+  *ptr = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+} // namespace
+
+/* See Backend::spgemm_symbolic */
+PetscErrorCode SpGEMMSymbolic(SpGEMMView *G)
+{
+  const CSRView   &A = G->A, &B = G->B;
+  SpGEMMPlan      *plan = nullptr;
+  cusparseHandle_t h;
+  size_t           size[5] = {};
+  int64_t          rows, cols, nnz;
+
+  PetscFunctionBegin;
+  PetscCheck(A.ncols == B.nrows, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Sparse product of a %" PetscInt_FMT " x %" PetscInt_FMT " and a %" PetscInt_FMT " x %" PetscInt_FMT " matrix", A.nrows, A.ncols, B.nrows, B.ncols);
+  PetscCheck(A.nnz >= 0 && B.nnz >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A sparse product needs the operands' nnz");
+  FusedKSPCallCXX(plan = new SpGEMMPlan());
+  G->plan = plan;
+  PetscCall(Allocate(sizeof(PetscInt) * (A.nrows + 1), (void **)&G->rowptr));
+  if (!A.nrows || !B.ncols || !A.nnz || !B.nnz) { /* an empty product: cuSPARSE is not asked */
+    cudaStream_t stream;
+
+    PetscCall(GetStream(&stream));
+    FusedKSPCallCUDA(cudaMemsetAsync(G->rowptr, 0, sizeof(PetscInt) * (A.nrows + 1), stream));
+    plan->empty = true;
+    G->nnz      = 0;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(GetHandle(&h));
+  FusedKSPCallCUSPARSE(cusparseCreateConstCsr(&plan->a, A.nrows, A.ncols, A.nnz, A.rowptr, A.colidx, A.vals, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  FusedKSPCallCUSPARSE(cusparseCreateConstCsr(&plan->b, B.nrows, B.ncols, B.nnz, B.rowptr, B.colidx, B.vals, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  FusedKSPCallCUSPARSE(cusparseCreateCsr(&plan->c, A.nrows, B.ncols, 0, G->rowptr, nullptr, nullptr, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  FusedKSPCallCUSPARSE(cusparseSpGEMM_createDescr(&plan->desc));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_workEstimation(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[0], nullptr));
+  PetscCall(Allocate(size[0], &plan->buffers[0]));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_workEstimation(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[0], plan->buffers[0]));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_nnz(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[1], nullptr, &size[2], nullptr, &size[3], nullptr));
+  for (int i = 1; i < 4; ++i) PetscCall(Allocate(size[i], &plan->buffers[i]));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_nnz(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[1], plan->buffers[1], &size[2], plan->buffers[2], &size[3], plan->buffers[3]));
+  PetscCall(Release(&plan->buffers[0]));
+  PetscCall(Release(&plan->buffers[1]));
+  FusedKSPCallCUSPARSE(cusparseSpMatGetSize(plan->c, &rows, &cols, &nnz));
+  PetscCheck(nnz <= PETSC_INT_MAX, PETSC_COMM_SELF, PETSC_ERR_SUP, "The sparse product has %" PetscInt64_FMT " entries, more than %" PetscInt_FMT, (PetscInt64)nnz, PETSC_INT_MAX);
+  G->nnz = nnz;
+  PetscCall(Allocate(sizeof(PetscInt) * PetscMax(nnz, 1), (void **)&G->colidx));
+  PetscCall(Allocate(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&G->vals));
+  FusedKSPCallCUSPARSE(cusparseCsrSetPointers(plan->c, G->rowptr, G->colidx, G->vals));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_copy(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[4], nullptr));
+  PetscCall(Allocate(size[4], &plan->buffers[4]));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_copy(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[4], plan->buffers[4]));
+  PetscCall(Release(&plan->buffers[2]));
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::spgemm_numeric */
+PetscErrorCode SpGEMMNumeric(SpGEMMView *G)
+{
+  SpGEMMPlan      *plan  = static_cast<SpGEMMPlan *>(G->plan);
+  const double     alpha = 1, beta = 0;
+  cusparseHandle_t h;
+
+  PetscFunctionBegin;
+  PetscCheck(plan, PETSC_COMM_SELF, PETSC_ERR_ORDER, "spgemm_numeric before spgemm_symbolic");
+  if (plan->empty) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetHandle(&h));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_compute(h, OP_N, OP_N, &alpha, plan->a, plan->b, &beta, plan->c, CUDA_R_64F, ALG, plan->desc));
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::spgemm_free: after the work queued so far (buffers in use by it are not freed under it) */
+PetscErrorCode SpGEMMFree(SpGEMMView *G)
+{
+  SpGEMMPlan  *plan = static_cast<SpGEMMPlan *>(G->plan);
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCall(GetStream(&stream));
+  FusedKSPCallCUDA(cudaStreamSynchronize(stream));
+  if (plan) {
+    if (plan->a) FusedKSPCallCUSPARSE(cusparseDestroySpMat(plan->a));
+    if (plan->b) FusedKSPCallCUSPARSE(cusparseDestroySpMat(plan->b));
+    if (plan->c) FusedKSPCallCUSPARSE(cusparseDestroySpMat(plan->c));
+    if (plan->desc) FusedKSPCallCUSPARSE(cusparseSpGEMM_destroyDescr(plan->desc));
+    for (void *&buffer : plan->buffers) PetscCall(Release(&buffer));
+    delete plan;
+  }
+  PetscCall(Release((void **)&G->rowptr));
+  PetscCall(Release((void **)&G->colidx));
+  PetscCall(Release((void **)&G->vals));
+  G->plan = nullptr;
+  G->nnz  = 0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+} // namespace cuda
+} // namespace fusedksp
