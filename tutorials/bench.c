@@ -235,8 +235,9 @@ static PetscErrorCode CopyMatrix(Mat A, TypeSet t, Mat *B)
   PetscCall(MatSetSizes(*B, m, n, M, N));
   PetscCall(MatSetBlockSizesFromMats(*B, A, A));
   PetscCall(MatSetType(*B, TypeSetMat[t]));
-  PetscCall(MatSetFromOptions(*B)); /* -mat_aijfused_format */
-  PetscCall(MatXAIJSetPreallocation(*B, 1, dnnz, onnz, NULL, NULL));
+  PetscCall(MatSetFromOptions(*B));                  /* -mat_aijfused_format */
+  PetscCall(MatSeqAIJSetPreallocation(*B, 0, dnnz)); /* not MatXAIJSetPreallocation() with bs 1: it would reset A's block size */
+  PetscCall(MatMPIAIJSetPreallocation(*B, 0, dnnz, 0, onnz));
   PetscCall(PetscFree2(dnnz, onnz));
   PetscCall(MatSetOption(*B, MAT_NO_OFF_PROC_ENTRIES, PETSC_TRUE));
   for (PetscInt r = rstart; r < rend; r++) {

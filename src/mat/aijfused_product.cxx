@@ -225,12 +225,18 @@ PetscErrorCode MatProductSetFromOptions_SeqAIJFusedBackend(Mat C, PetscBool *don
   if (!fused) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(IsSeqAIJ(product->B, &seqaij));
   PetscCall(IsSeqAIJ(product->A, &any));
-  if (!seqaij || !any) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!seqaij || !any) {
+    PetscCall(PetscInfo(C, "%s on the host: an operand is not an assembled MATSEQAIJ with values\n", MatProductTypes[product->type]));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if (product->api_user) name = product->type == MATPRODUCT_AB ? "-matmatmult_backend_cpu" : (product->type == MATPRODUCT_AtB ? "-mattransposematmult_backend_cpu" : "-matptap_backend_cpu");
   PetscOptionsBegin(PetscObjectComm((PetscObject)C), ((PetscObject)C)->prefix, "MatProduct of a MATSEQAIJFUSED on its backend", "Mat");
   PetscCall(PetscOptionsBool(name, "Use PETSc's host product instead of the backend's (sparse products of aijfused matrices on a GPU)", "MatProductSetFromOptions", cpu, &cpu, nullptr));
   PetscOptionsEnd();
-  if (cpu) PetscFunctionReturn(PETSC_SUCCESS);
+  if (cpu) {
+    PetscCall(PetscInfo(C, "%s on the host: %s\n", MatProductTypes[product->type], name));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   C->ops->productsymbolic = ProductSymbolic;
   *done                   = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
