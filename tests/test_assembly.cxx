@@ -2,8 +2,8 @@ static char help[] = "Checks that MatAssemblyEnd() builds or refreshes the backe
 MatAIJFusedGetArraysGeneration().  Random matrices (values in [-1, 1], never 0, a dominant diagonal), random x in\n\
 [0.5, 1.5]; products compared with MATSEQAIJ's / MATMPIAIJ's to 1e-12 relative to the largest entry.\n\
 MATSEQAIJFUSED, in each format (csr, sell, auto), on every rank:\n\
-  after MatAssemblyEnd() the copy exists (generation >= 0) and the first product copies nothing to the backend\n\
-  (no more than a second product does); new values with the same pattern and a reassembly, MatScale(), MatShift()\n\
+  after the first MatAssemblyEnd() no copy exists (generation -1: a matrix never used on the backend is not copied);\n\
+  the first product makes it (generation >= 0); then a second product copies nothing more; new values with the same pattern and a reassembly, MatScale(), MatShift()\n\
   keep the generation and leave the copy current; MatDiagonalScale(), MatZeroEntries() (no assembly) keep it and the\n\
   product refreshes the values; MatZeroRows() and a new nonzero (MAT_NEW_NONZERO_ALLOCATION_ERR off) give a new\n\
   generation; a new format frees the copy (generation -1) until the next product; no two copies share a generation;\n\
@@ -184,7 +184,10 @@ static PetscErrorCode CheckSeq(PetscInt n, MatAIJFusedFormat format, std::mt1993
   }
   PetscCall(Assemble(Af, A));
 #define STAGE(what) (PetscSNPrintf(stage, sizeof(stage), "seq %s: %s", names[format], what), stage)
-  PetscCall(CheckGeneration(STAGE("after MatAssemblyEnd, before any product"), Af, PETSC_FALSE, &gen));
+  PetscCall(MatAIJFusedGetArraysGeneration(Af, &gen));
+  PetscCall(Check((PetscBool)(gen == -1), "%s: generation -1 (%" PetscInt64_FMT ")", STAGE("after MatAssemblyEnd, before any product: no copy yet"), gen));
+  PetscCall(CheckProducts(STAGE("assembled, first product"), Af, A, PETSC_FALSE, PETSC_TRUE, rng));
+  PetscCall(CheckGeneration(STAGE("after the first product"), Af, PETSC_FALSE, &gen));
   seen.push_back(gen);
   PetscCall(CheckProducts(STAGE("assembled"), Af, A, PETSC_TRUE, PETSC_TRUE, rng));
 
@@ -243,7 +246,10 @@ static PetscErrorCode CheckSeq(PetscInt n, MatAIJFusedFormat format, std::mt1993
   PetscCall(MatAIJFusedGetArraysGeneration(Af, &gen));
   PetscCall(Check((PetscBool)(gen == -1), "%s: generation -1 (%" PetscInt64_FMT ")", STAGE("new format, the copy freed"), gen));
   PetscCall(NewValues(Af, A, rng));
-  PetscCall(CheckGeneration(STAGE("new format, reassembled"), Af, PETSC_FALSE, &gen));
+  PetscCall(MatAIJFusedGetArraysGeneration(Af, &gen));
+  PetscCall(Check((PetscBool)(gen == -1), "%s: generation -1 (%" PetscInt64_FMT ")", STAGE("new format, reassembled: no copy until the next product"), gen));
+  PetscCall(CheckProducts(STAGE("new format, first product"), Af, A, PETSC_FALSE, PETSC_TRUE, rng));
+  PetscCall(CheckGeneration(STAGE("new format, after the first product"), Af, PETSC_FALSE, &gen));
   seen.push_back(gen);
   PetscCall(CheckProducts(STAGE("new format"), Af, A, PETSC_TRUE, PETSC_TRUE, rng));
 

@@ -5,8 +5,9 @@
    (-mat_aijfused_format), for the fused "SpMV + partial reductions" kernels and the device
    MatMult, MatMultAdd, MatMultTranspose(Add), MatGetDiagonal, MatScale and MatShift.
 
-   MatAssemblyEnd (MAT_FINAL_ASSEMBLY) brings the mirror up to date: the values, copied into its
-   existing arrays, and first the structure when the nonzero state changed (or no mirror exists).
+   The mirror is made at the first use on the backend (a product, a view for the solvers); from then on
+   MatAssemblyEnd (MAT_FINAL_ASSEMBLY) brings it up to date: the values, copied into its existing arrays,
+   and first the structure when the nonzero state changed.
    Every product checks the object state too, and refreshes the mirror the same way when the matrix
    changed without an assembly (MatZeroEntries, MatDiagonalScale, ...).  MatScale and MatShift
    update a current mirror in place instead.  MatAIJFusedGetArraysGeneration() tells when the
@@ -177,9 +178,12 @@ PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* PETSc's assembly; at the end of a final one the mirror (and with -mat_aijfused_transpose the one of
-   A^T) is brought up to date: the values into its existing arrays when the nonzero pattern is the
-   same, else first a new structure.  MATSEQAIJ's MatZeroRows() and MatZeroRowsColumns() call it too. */
+/* PETSc's assembly; at the end of a final one of a matrix that has a mirror (it was used on the backend) the
+   mirror (and with -mat_aijfused_transpose the one of A^T) is brought up to date: the values into its
+   existing arrays when the nonzero pattern is the same, else first a new structure.  A matrix never used on
+   the backend gets its mirror at its first use (GetMirror()): the matrices a setup makes and uses only on the
+   host (PCGAMG's graphs, intermediate products) are never copied.  MATSEQAIJ's MatZeroRows() and
+   MatZeroRowsColumns() call it too.                                                                    */
 PetscErrorCode MatAssemblyEnd_SeqAIJFused(Mat A, MatAssemblyType mode)
 {
   MatFusedData    *d = Data(A);
@@ -188,6 +192,7 @@ PetscErrorCode MatAssemblyEnd_SeqAIJFused(Mat A, MatAssemblyType mode)
   PetscFunctionBegin;
   PetscCall(d->host.assemblyend(A, mode));
   if (mode != MAT_FINAL_ASSEMBLY || A->structure_only) PetscFunctionReturn(PETSC_SUCCESS); /* a structure-only matrix has no values to mirror */
+  if (d->mirror.generation < 0) PetscFunctionReturn(PETSC_SUCCESS);                        /* never used on the backend: mirrored at its first use */
   PetscCall(StateAfterOperation((PetscObject)A, &state));
   PetscCall(d->keep_transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -622,8 +627,10 @@ PetscErrorCode MatSeqAIJFusedMultTransposeDots(Mat A, const PetscScalar *in, Pet
    Level: beginner
 
    Notes:
-   The backend copy is made by `MatAssemblyEnd()` (`MAT_FINAL_ASSEMBLY`); when only the values changed
-   (same nonzero state), only the values are copied again, into the same device arrays.  A product
+   The backend copy is made at the first product on fused vectors (or the first solve of a fused KSP); from
+   then on `MatAssemblyEnd()` (`MAT_FINAL_ASSEMBLY`) refreshes it: when only the values changed (same nonzero
+   state), only the values are copied again, into the same device arrays.  Matrices only used on the host
+   (the graphs and intermediate products of `PCGAMG`'s setup) are never copied.  A product
    after a change made without assembly (`MatZeroEntries()`, `MatDiagonalScale()`, ...) copies the
    values first.  `MatScale()` and `MatShift()` (when every row stores its diagonal entry) update
    the copy in place.  `MatMultTranspose()` on the device uses
