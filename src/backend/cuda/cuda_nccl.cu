@@ -113,7 +113,8 @@ inline void ScalarType(PetscInt n, int *type, size_t *count)
 
 /*
    NCCLCommCreate - Backend::comm_create: an NCCL communicator over comm's processes, one per rank (each
-   on its rank's device); collective on comm.  *handle NULL and *why set when NCCL is missing on any rank.
+   on its rank's device); collective on comm.  *handle NULL and *why set when NCCL is missing on any rank or
+   ranks share a GPU.
 */
 PetscErrorCode NCCLCommCreate(MPI_Comm comm, void **handle, const char **why)
 {
@@ -135,6 +136,18 @@ PetscErrorCode NCCLCommCreate(MPI_Comm comm, void **handle, const char **why)
   }
   PetscCallMPI(MPI_Comm_rank(comm, &rank));
   PetscCallMPI(MPI_Comm_size(comm, &size));
+  { /* NCCL refuses two ranks of a communicator on one GPU (ncclInvalidUsage at the init) */
+    CUDADeviceInfo info;
+    PetscMPIInt    shared, anyshared;
+
+    PetscCall(CUDAGetDeviceInfo(&info));
+    shared = info.sharing_ranks > 1 ? 1 : 0;
+    PetscCallMPI(MPIU_Allreduce(&shared, &anyshared, 1, MPI_INT, MPI_MAX, comm));
+    if (anyshared) {
+      *why = "MPI ranks share a GPU (NCCL needs one GPU per process)";
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+  }
   if (rank == 0) FusedKSPCallNCCL(nccl.GetUniqueId(&id));
   PetscCallMPI(MPI_Bcast(&id, (PetscMPIInt)sizeof(id), MPI_BYTE, 0, comm));
   FusedKSPCallCXX(c = new NCCLComm());
