@@ -118,7 +118,7 @@ PetscErrorCode EnsureHostArray(Vec v)
     h->array = HostArray(d->lent_by);
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCheck(!h->array_allocated, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The vector's host array is NULL while it owns one: was NULL given to VecPlaceArray()?");
+  PetscCheck(!h->array_allocated, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The vector shows no host array but owns one: NULL given to VecPlaceArray(), or VecResetArray() without VecPlaceArray()");
   if (d->mpi)
     PetscCall(PetscMalloc1(d->n, &h->array_allocated));
   else
