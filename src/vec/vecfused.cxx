@@ -22,8 +22,9 @@
    Every host access allocates the host array first (EnsureHostArray()) and, unless it only writes, makes it hold the
    values (SyncToHost()): VecGetArray(), VecGetArrayRead(), VecGetArrayWrite() (so everything PETSc does through them:
    VecSetValues() and the assembly's stash, VecGetValues(), VecLoad(), VecScatter / PetscSF, subvectors, the host
-   operations), VecPlaceArray() / VecResetArray(), VecView(), VecGetLocalVector*() (into a fused local vector, which
-   then shows v's arrays, on the local vector's first host access).  VecReplaceArray() gives the vector a host array.
+   operations), VecPlaceArray() / VecResetArray(), VecView(), VecGetLocalVector*() (into a plain vector: v's host array;
+   into a fused one, which shows v's arrays: when that vector's host side is first used).  VecReplaceArray() gives the
+   vector a host array.
    PETSc's own code reaches a VECSEQ / VECMPI array directly, not through those operations, only in the type's create
    (VecSetTypeWithoutHostArray()), destroy (frees array_allocated, NULL or ours), duplicate (VecDuplicate_Fused()) and
    place/replace/reset routines (called by the fused ones), and in VecGetArray*() without a type's operation.
