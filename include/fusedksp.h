@@ -76,3 +76,6 @@ PETSC_EXTERN PetscErrorCode FusedKSPGetLastChunkForm(const char **form, PetscInt
    PETSC_ERR_MEM (0: none); the number of allocations since the last FusedKSPDebugFailAllocation() */
 PETSC_EXTERN PetscErrorCode FusedKSPDebugFailAllocation(PetscInt64 n);
 PETSC_EXTERN PetscErrorCode FusedKSPDebugGetAllocationCount(PetscInt64 *count);
+/* Host arrays fused vectors allocated on first use of their host side (a backend whose memory is not host memory:
+   cuda, -fused_debug_mirror), on this process, since the program started.  For tests of backend-only vectors. */
+PETSC_EXTERN PetscErrorCode FusedKSPDebugGetHostArrayCount(PetscInt64 *count);

@@ -4,7 +4,10 @@ static char help[] = "Fused kernels and device->host copies per iteration of eac
                      "  fusedcg: 2 kernels/iteration; fusedbcgs: 4; fusedsgmres: 3 per inner step (no CGS2).\n"
                      "  Device->host copies (CUDA backend): 1 per iteration (inner step); fusedbcgs 2 on one process unless\n"
                      "  -ksp_fusedbcgs_one_reduction 1.  the three with -ksp_fused_check_interval k: 1/k copies per iteration.\n"
-                     "Options: -n <grid points per direction> -its <iterations> -expect_launches <kernels per iteration, overriding the design>\n";
+                     "With -max_host_arrays m: KSPSetUp() and the solves allocate at most m host arrays of fused vectors\n"
+                     "  (FusedKSPDebugGetHostArrayCount(): the solver's work vectors live on the backend only).\n"
+                     "Options: -n <grid points per direction> -its <iterations> -expect_launches <kernels per iteration, overriding the design>\n"
+                     "  -max_host_arrays <m>\n";
 
 #include <fusedksp.h>
 
@@ -14,7 +17,8 @@ int main(int argc, char **argv)
   Vec         x, b;
   KSP         ksp;
   PetscInt    n = 64, its = 30, done, rs, re;
-  PetscInt64  l0, l1, l2, d0, d1, d2;
+  PetscInt64  l0, l1, l2, d0, d1, d2, h0, h1;
+  PetscInt    max_host_arrays = -1;
   KSPType     type;
   const char *backend;
   PetscBool   cg, bcgs, sgmres, host;
@@ -55,6 +59,8 @@ int main(int argc, char **argv)
   PetscCall(KSPSetFromOptions(ksp));
   PetscCall(KSPSetConvergenceTest(ksp, KSPConvergedSkip, NULL, NULL));
   PetscCall(KSPSetTolerances(ksp, 0.0, 0.0, PETSC_CURRENT, its));
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-max_host_arrays", &max_host_arrays, NULL));
+  PetscCall(FusedKSPDebugGetHostArrayCount(&h0));
   PetscCall(KSPSetUp(ksp));
   PetscCall(KSPGetType(ksp, &type));
   PetscCall(PetscStrcmp(type, KSPFUSEDCG, &cg));
@@ -104,6 +110,11 @@ int main(int argc, char **argv)
   PetscCheck(launches >= want_launches && launches <= want_launches + slack, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f fused kernels per iteration, expected %g", type, (double)launches, (double)want_launches);
   PetscCall(PetscStrcmp(backend, "host", &host));
   if (!host) PetscCheck(copies >= want_copies && copies <= want_copies + slack_copies + 1e-12, PETSC_COMM_WORLD, PETSC_ERR_PLIB, "%s: %.3f device->host copies per iteration, expected %g", type, (double)copies, (double)want_copies);
+  PetscCall(FusedKSPDebugGetHostArrayCount(&h1));
+  if (max_host_arrays >= 0) {
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "host arrays of fused vectors allocated by KSPSetUp() and the solves: %" PetscInt64_FMT " on rank 0 (at most %" PetscInt_FMT ")\n", h1 - h0, max_host_arrays));
+    PetscCheck(h1 - h0 <= max_host_arrays, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%s: KSPSetUp() and the solves allocated %" PetscInt64_FMT " host arrays of fused vectors, at most %" PetscInt_FMT " expected", type, h1 - h0, max_host_arrays);
+  }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PASS test_counts %s\n", type));
   PetscCall(VecDestroy(&x));
   PetscCall(VecDestroy(&b));

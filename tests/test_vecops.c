@@ -7,12 +7,19 @@ vector is compared afterwards (relative 1e-12 of its largest entry) as well as e
 backend counters must show the device path (kernels launched, no host->device copy, one\n\
 device->host copy per reduction); with the host backend no backend work at all; operations\n\
 with a plain VECSTANDARD operand must fall back to the host (no kernel).  VecDuplicate() keeps an operation set with\n\
-VecSetOperation() (as VECSTANDARD does).\n\
+VecSetOperation() (as VECSTANDARD does).  With -fused_debug_mirror the host backend's kernels run on arrays of\n\
+their own (kernels counted, no copies for reductions).  Host arrays allocated on first use (cuda, -fused_debug_mirror):\n\
+a new vector reads as zeros on both sides, a vector used only by the backend gets no host array and no host<->device\n\
+copy, and every host path (VecGetArrayRead, VecView, VecLoad, VecSetValues + assembly, VecGetValues, VecPlaceArray,\n\
+VecReplaceArray, VecGetLocalVector, VecSetType) sees the right values; the offload mask says where they are.\n\
 Options:\n\
   -sizes <0,1,31,32,33,1000,1000003>: global vector sizes\n\
   -nvs <1,3,8,9,16,17,32,33,70>: numbers of vectors of VecMAXPY / VecMDot\n\n";
 
 #include <fusedksp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #define VEC_RTOL 1e-12
 #define DOT_RTOL 1e-10
@@ -32,6 +39,8 @@ typedef enum {
 typedef struct {
   MPI_Comm   comm;
   PetscBool  device; /* the backend runs the operations with its own kernels (cuda, kokkos), not PETSc's host ones */
+  PetscBool  mirror; /* -fused_debug_mirror: the host backend's kernels on arrays of their own (reductions copy nothing) */
+  PetscBool  lazy;   /* fused vectors allocate their host array on first use (the backend's memory is not host memory) */
   PetscInt   n, nlocal;
   PetscInt   checks, failures;
   PetscInt64 c0[3]; /* backend counters before the fused operation */
@@ -192,9 +201,9 @@ static PetscErrorCode Finish(Tester *t, const char *label, Path path, PetscInt d
   else if (path == FALLBACK)
     ok = (PetscBool)(dl == 0);
   else if (t->nlocal)
-    ok = (PetscBool)(dl >= 1 && dd == d2h && dh == 0);
-  else
-    ok = (PetscBool)(dl == 0 && dd == 0 && dh == 0);
+    ok = (PetscBool)(dl >= 1 && dd == (t->mirror ? 0 : d2h) && dh == 0);
+  else /* the host backend's kernels run (and count) with no entries */
+    ok = (PetscBool)((dl == 0 || t->mirror) && dd == 0 && dh == 0);
   PetscCall(PetscSNPrintf(what, sizeof(what), "backend counters: %" PetscInt64_FMT " launches, %" PetscInt64_FMT " device->host, %" PetscInt64_FMT " host->device (%s path, %" PetscInt_FMT " device->host expected)", dl, dd, dh,
                           path == DEVICE ? "device" : "fallback", d2h));
   loc[0] = ok ? 0 : 1;
@@ -669,6 +678,406 @@ static PetscErrorCode TestMixed(Tester *t, Operands *R, Operands *F)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* ---- host arrays allocated on first use ---- */
+
+/* A check whose outcome may differ between the ranks: recorded as failed when it fails on any rank */
+static PetscErrorCode RecordAll(Tester *t, PetscBool ok, const char *label, const char *what)
+{
+  PetscMPIInt bad = ok ? 0 : 1, any;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPIU_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, t->comm));
+  PetscCall(Record(t, (PetscBool)!any, label, what, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether fused vectors allocate their host array on first use: a new vector's offload mask is
+   PETSC_OFFLOAD_UNALLOCATED (else PETSC_OFFLOAD_CPU, its host array being the backend's memory).  The host backend
+   has host memory unless mirrored, cuda device memory; kokkos either, by its execution space. */
+static PetscErrorCode LazyBackend(Tester *t, const char *backend)
+{
+  Vec              v;
+  PetscOffloadMask mask;
+  PetscBool        host, cuda;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecCreate(t->comm, &v));
+  PetscCall(VecSetSizes(v, PETSC_DECIDE, 10));
+  PetscCall(VecSetType(v, VECFUSED));
+  PetscCall(VecGetOffloadMask(v, &mask));
+  PetscCall(VecDestroy(&v));
+  t->lazy = (PetscBool)(mask == PETSC_OFFLOAD_UNALLOCATED);
+  PetscCall(PetscStrcmp(backend, "host", &host));
+  PetscCall(PetscStrcmp(backend, "cuda", &cuda));
+  PetscCheck(mask == PETSC_OFFLOAD_UNALLOCATED || mask == PETSC_OFFLOAD_CPU, t->comm, PETSC_ERR_PLIB, "A new fused vector has the offload mask %s", PetscOffloadMaskToString(mask));
+  if (host || cuda) PetscCheck(t->lazy == (PetscBool)(cuda || t->mirror), t->comm, PETSC_ERR_PLIB, "A new fused vector on the %s backend%s has the offload mask %s", backend, t->mirror ? " (mirrored)" : "", PetscOffloadMaskToString(mask));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The offload mask of v is `lazy` where host arrays are allocated on first use, else always PETSC_OFFLOAD_CPU (on
+   ranks with local entries: an empty part is never accessed)                                                     */
+static PetscErrorCode CheckMask(Tester *t, const char *label, Vec v, PetscOffloadMask lazy)
+{
+  PetscOffloadMask mask, want = t->lazy ? lazy : PETSC_OFFLOAD_CPU;
+  PetscInt         nl;
+  char             what[128];
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetOffloadMask(v, &mask));
+  PetscCall(VecGetLocalSize(v, &nl));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "offload mask %s, expected %s", PetscOffloadMaskToString(mask), PetscOffloadMaskToString(want)));
+  PetscCall(RecordAll(t, (PetscBool)(mask == want || !nl), label, what));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* VecView() of v to an ASCII viewer: every value printed is 0, and there are as many as v has entries */
+static PetscErrorCode CheckViewZeros(Tester *t, const char *label, Vec v)
+{
+  char       *buf = NULL, *line, *save = NULL;
+  size_t      len = 0;
+  FILE       *fp;
+  PetscViewer viewer;
+  PetscInt    values = 0, nonzero = 0;
+  PetscMPIInt rank;
+  char        what[128];
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(t->comm, &rank));
+  fp = open_memstream(&buf, &len); /* rank 0 prints every rank's values */
+  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_SYS, "open_memstream() failed");
+  PetscCall(PetscViewerASCIIOpenWithFILE(t->comm, fp, &viewer));
+  PetscCall(VecView(v, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  fclose(fp);
+  for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) { /* value lines start with a digit or a sign */
+    if ((line[0] >= '0' && line[0] <= '9') || line[0] == '-') {
+      values++;
+      if (strtod(line, NULL) != 0.0) nonzero++;
+    }
+  }
+  free(buf);
+  PetscCall(PetscSNPrintf(what, sizeof(what), "VecView() printed %" PetscInt_FMT " values, %" PetscInt_FMT " of them nonzero (%" PetscInt_FMT " zeros expected)", values, nonzero, t->n));
+  PetscCall(RecordAll(t, (PetscBool)(rank || (values == t->n && !nonzero)), label, what));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* x = VecDuplicate(ref) with the entries set by VecSetValues(): ADD_VALUES of i + 1 at every owned index i and of
+   0.25 at the first index of the next rank (an off-process entry, stashed) */
+static PetscErrorCode SetByValues(Vec ref, Vec *x)
+{
+  PetscInt lo, hi, N;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecDuplicate(ref, x));
+  PetscCall(VecGetOwnershipRange(*x, &lo, &hi));
+  PetscCall(VecGetSize(*x, &N));
+  for (PetscInt i = lo; i < hi; ++i) PetscCall(VecSetValue(*x, i, (PetscScalar)(i + 1), ADD_VALUES));
+  if (N) PetscCall(VecSetValue(*x, hi % N, 0.25, ADD_VALUES));
+  PetscCall(VecAssemblyBegin(*x));
+  PetscCall(VecAssemblyEnd(*x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A vector used only by the backend (duplicates of a vector whose data are on the backend, written, read and
+   reduced there) gets no host array, and neither PETSc's log (a PETSc with a device) nor the backend counts a
+   host<->device copy (but the device->host copies of the 3 reductions' results, on cuda and kokkos) */
+static PetscErrorCode TestLazyBackendOnly(Tester *t, Operands *R, Operands *F)
+{
+  Vec            a, b, ra, rb;
+  PetscInt64     h[2], c[2][2], reductions = t->device && !t->mirror && t->nlocal ? 3 : 0;
+  PetscLogDouble copies;
+  PetscScalar    dr[2] = {0, 0}, df[2];
+  PetscReal      nf, nr, scale[2];
+  char           what[160];
+
+  PetscFunctionBeginUser;
+  PetscCall(FusedKSPDebugGetHostArrayCount(&h[0]));
+  PetscCall(FusedKSPGetBackendCounters(NULL, &c[0][0], &c[0][1]));
+  copies = petsc_ctog_ct + petsc_gtoc_ct;
+  PetscCall(VecDuplicate(F->x0, &a));
+  PetscCall(CheckMask(t, "new vector", a, PETSC_OFFLOAD_UNALLOCATED));
+  PetscCall(VecDuplicate(a, &b));
+  PetscCall(VecDot(b, F->x0, &df[0])); /* b read first by the backend: zeros there */
+  PetscCall(VecAXPY(a, 0.5, F->x0));
+  PetscCall(VecScale(a, 3.0));
+  PetscCall(VecAXPY(b, 1.0, a));
+  PetscCall(VecDot(a, b, &df[1]));
+  PetscCall(VecNorm(b, NORM_2, &nf));
+  PetscCall(CheckMask(t, "vector written by the backend", b, PETSC_OFFLOAD_GPU));
+  PetscCall(FusedKSPDebugGetHostArrayCount(&h[1]));
+  PetscCall(FusedKSPGetBackendCounters(NULL, &c[1][0], &c[1][1]));
+  copies = petsc_ctog_ct + petsc_gtoc_ct - copies;
+  PetscCall(PetscSNPrintf(what, sizeof(what), "%" PetscInt64_FMT " host arrays allocated, %g vector copies logged, %" PetscInt64_FMT " device->host and %" PetscInt64_FMT " host->device copies counted (0, 0, %" PetscInt64_FMT ", 0 expected)",
+                          h[1] - h[0], (double)copies, c[1][0] - c[0][0], c[1][1] - c[0][1], reductions));
+  PetscCall(RecordAll(t, (PetscBool)(h[1] == h[0] && copies == 0 && c[1][0] - c[0][0] == reductions && c[1][1] == c[0][1]), "vectors used only by the backend", what));
+
+  PetscCall(VecDuplicate(R->x0, &ra));
+  PetscCall(VecDuplicate(ra, &rb));
+  PetscCall(VecAXPY(ra, 0.5, R->x0));
+  PetscCall(VecScale(ra, 3.0));
+  PetscCall(VecAXPY(rb, 1.0, ra));
+  PetscCall(VecDot(ra, rb, &dr[1]));
+  PetscCall(VecNorm(rb, NORM_2, &nr));
+  PetscCall(DotScale(ra, rb, &scale[1]));
+  scale[0] = 0; /* <0, x0> is exactly 0 */
+  PetscCall(CompareValues(t, "vectors used only by the backend", "dot products", 2, dr, df, scale));
+  PetscCall(Record(t, (PetscBool)(PetscAbsReal(nf - nr) <= DOT_RTOL * nr), "vectors used only by the backend", "norm", PetscAbsReal(nf - nr), DOT_RTOL * nr));
+  PetscCall(CompareVec(t, "vectors used only by the backend", "a", ra, a));
+  PetscCall(CompareVec(t, "vectors used only by the backend", "b", rb, b));
+  PetscCall(VecDestroy(&a));
+  PetscCall(VecDestroy(&b));
+  PetscCall(VecDestroy(&ra));
+  PetscCall(VecDestroy(&rb));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* New vectors (duplicates of a vector whose data are on the backend) read as zeros on the host: VecNorm(),
+   VecGetArrayRead(), VecView() (ASCII, and binary read back by VecLoad() into a new vector and into one whose data
+   are on the backend) */
+static PetscErrorCode TestLazyZeros(Tester *t, Operands *R, Operands *F)
+{
+  Vec         z, zero, l[2];
+  PetscInt64  h[2];
+  PetscReal   nrm[3];
+  PetscViewer viewer;
+  char        file[64], info[72];
+  int         pid = (int)getpid();
+  PetscMPIInt rank;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecDuplicate(R->x0, &zero));
+  PetscCall(VecDuplicate(F->x0, &z));
+  PetscCall(FusedKSPDebugGetHostArrayCount(&h[0]));
+  PetscCall(CompareVec(t, "new vector", "VecGetArrayRead() zeros", zero, z));
+  PetscCall(FusedKSPDebugGetHostArrayCount(&h[1]));
+  PetscCall(RecordAll(t, (PetscBool)(h[1] - h[0] == (t->lazy && t->nlocal ? 1 : 0)), "new vector read on the host", "its host array allocated then (counted)"));
+  PetscCall(CheckMask(t, "new vector read on the host", z, PETSC_OFFLOAD_CPU));
+  PetscCall(VecDestroy(&z));
+  PetscCall(VecDuplicate(F->x0, &z));
+  PetscCall(VecNorm(z, NORM_1, &nrm[0]));
+  PetscCall(VecNorm(z, NORM_2, &nrm[1]));
+  PetscCall(VecNorm(z, NORM_INFINITY, &nrm[2]));
+  PetscCall(Record(t, (PetscBool)(nrm[0] == 0 && nrm[1] == 0 && nrm[2] == 0), "new vector", "VecNorm() 1, 2, infinity are 0", PetscMax(nrm[0], PetscMax(nrm[1], nrm[2])), 0));
+  PetscCall(VecDestroy(&z));
+  if (t->n <= 1000) {
+    PetscCall(VecDuplicate(F->x0, &z));
+    PetscCall(CheckViewZeros(t, "new vector", z));
+    PetscCall(VecDestroy(&z));
+  }
+
+  /* binary: a new vector and x0, into a vector whose data are on the backend and into a new one */
+  PetscCallMPI(MPI_Comm_rank(t->comm, &rank));
+  PetscCallMPI(MPI_Bcast(&pid, 1, MPI_INT, 0, t->comm));
+  PetscCall(PetscSNPrintf(file, sizeof(file), "test_vecops-%d.bin", pid));
+  PetscCall(PetscSNPrintf(info, sizeof(info), "%s.info", file));
+  PetscCall(VecDuplicate(F->x0, &z));
+  PetscCall(PetscViewerBinaryOpen(t->comm, file, FILE_MODE_WRITE, &viewer));
+  PetscCall(VecView(z, viewer));
+  PetscCall(VecView(F->x0, viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(VecDestroy(&z));
+  PetscCall(VecDuplicate(F->x0, &l[0]));
+  PetscCall(VecDuplicate(F->x0, &l[1]));
+  PetscCall(VecSet(l[0], 7.0));
+  PetscCall(PetscViewerBinaryOpen(t->comm, file, FILE_MODE_READ, &viewer));
+  PetscCall(VecLoad(l[0], viewer));
+  PetscCall(VecLoad(l[1], viewer));
+  PetscCall(PetscViewerDestroy(&viewer));
+  PetscCall(CompareVec(t, "VecView/VecLoad binary", "new vector", zero, l[0]));
+  PetscCall(CompareVec(t, "VecView/VecLoad binary", "x0", R->x0, l[1]));
+  PetscCall(VecDestroy(&l[0]));
+  PetscCall(VecDestroy(&l[1]));
+  PetscCallMPI(MPI_Barrier(t->comm)); /* every rank has closed the file */
+  if (rank == 0) {
+    (void)remove(file);
+    (void)remove(info);
+  }
+  PetscCall(VecDestroy(&zero));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* VecSetValues() + assembly (off-process entries through the stash) into a new vector, then a fused operation;
+   VecGetValues() of a vector whose data are on the backend; VecSetType() of a VECSTANDARD with values */
+static PetscErrorCode TestLazyValues(Tester *t, Operands *R, Operands *F)
+{
+  Vec         r, f;
+  PetscInt    lo, hi, idx[3], k = 0;
+  PetscScalar vr[3], vf[3];
+  PetscReal   scale[3];
+
+  PetscFunctionBeginUser;
+  PetscCall(SetByValues(R->x0, &r));
+  PetscCall(SetByValues(F->x0, &f));
+  PetscCall(CheckMask(t, "VecSetValues() + assembly", f, PETSC_OFFLOAD_CPU));
+  PetscCall(CompareVec(t, "VecSetValues() + assembly", "values", r, f));
+  PetscCall(VecAXPY(r, 2.0, R->x0));
+  PetscCall(VecAXPY(f, 2.0, F->x0));
+  PetscCall(VecScale(r, -1.5));
+  PetscCall(VecScale(f, -1.5));
+  PetscCall(CheckMask(t, "VecSetValues() + assembly, VecAXPY(), VecScale()", f, PETSC_OFFLOAD_GPU));
+
+  PetscCall(VecGetOwnershipRange(r, &lo, &hi));
+  if (hi > lo) {
+    idx[k++] = lo;
+    idx[k++] = (lo + hi) / 2;
+    idx[k++] = hi - 1;
+  }
+  PetscCall(VecGetValues(r, k, idx, vr));
+  PetscCall(VecGetValues(f, k, idx, vf));
+  for (PetscInt j = 0; j < k; ++j) scale[j] = PetscAbsScalar(vr[j]);
+  {
+    PetscBool ok = PETSC_TRUE;
+
+    for (PetscInt j = 0; j < k; ++j)
+      if (!(PetscAbsScalar(vr[j] - vf[j]) <= VEC_RTOL * scale[j])) ok = PETSC_FALSE;
+    PetscCall(RecordAll(t, ok, "VecGetValues() of a vector whose data are on the backend", "values"));
+  }
+  PetscCall(CompareVec(t, "VecSetValues() + assembly, VecAXPY(), VecScale()", "values", r, f));
+  PetscCall(VecDestroy(&f));
+
+  /* VECSTANDARD -> VECFUSED keeps the values (VecSetType() gives them to the new type by VecReplaceArray()) */
+  PetscCall(VecDuplicate(R->x0, &f));
+  PetscCall(VecCopy(R->x0, f));
+  PetscCall(VecSetType(f, VECFUSED));
+  PetscCall(CheckMask(t, "VecSetType() VECSTANDARD to VECFUSED", f, PETSC_OFFLOAD_CPU));
+  PetscCall(VecAXPY(f, 1.0, F->x0));
+  PetscCall(VecWAXPY(r, 1.0, R->x0, R->x0));
+  PetscCall(CompareVec(t, "VecSetType() VECSTANDARD to VECFUSED, VecAXPY()", "values", r, f));
+  PetscCall(VecDestroy(&f));
+  PetscCall(VecDestroy(&r));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* VecPlaceArray()/VecResetArray() on a new vector and on one whose data are on the backend: the placed array gets
+   the values at the reset, the vector its own values back; VecReplaceArray() of a new vector */
+static PetscErrorCode TestLazyArrays(Tester *t, Operands *R, Operands *F)
+{
+  Vec                zero, p, r;
+  PetscScalar       *buf, *a;
+  const PetscScalar *x;
+  PetscInt           lo, hi, nl;
+  PetscReal          diff = 0, big = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetOwnershipRange(R->x0, &lo, &hi));
+  nl = hi - lo;
+  PetscCall(VecDuplicate(R->x0, &zero));
+  PetscCall(VecDuplicate(R->x0, &r));
+  PetscCall(PetscMalloc1(nl, &buf));
+
+  /* a new vector: buf + x0 in buf after the reset, zeros in the vector */
+  for (PetscInt i = 0; i < nl; ++i) buf[i] = (PetscScalar)(lo + i + 1);
+  PetscCall(VecDuplicate(F->x0, &p));
+  PetscCall(VecPlaceArray(p, buf));
+  PetscCall(VecAXPY(p, 1.0, F->x0));
+  PetscCall(CheckMask(t, "VecPlaceArray(), VecAXPY()", p, PETSC_OFFLOAD_GPU));
+  PetscCall(VecResetArray(p));
+  PetscCall(CheckMask(t, "VecResetArray()", p, PETSC_OFFLOAD_CPU));
+  PetscCall(VecGetArrayRead(R->x0, &x));
+  for (PetscInt i = 0; i < nl; ++i) {
+    diff = PetscMax(diff, PetscAbsScalar(buf[i] - (x[i] + (PetscScalar)(lo + i + 1))));
+    big  = PetscMax(big, PetscAbsScalar(x[i] + (PetscScalar)(lo + i + 1)));
+  }
+  PetscCall(VecRestoreArrayRead(R->x0, &x));
+  PetscCall(RecordAll(t, (PetscBool)(diff <= VEC_RTOL * big), "VecPlaceArray(), VecAXPY(), VecResetArray() of a new vector", "placed array"));
+  PetscCall(VecNorm(p, NORM_INFINITY, &diff));
+  PetscCall(Record(t, (PetscBool)(diff == 0), "VecPlaceArray(), VecAXPY(), VecResetArray() of a new vector", "zeros after the reset (VecNorm)", diff, 0));
+  PetscCall(CompareVec(t, "VecPlaceArray(), VecAXPY(), VecResetArray() of a new vector", "zeros after the reset", zero, p));
+  PetscCall(VecDestroy(&p));
+
+  /* a vector whose data are on the backend: 1 in buf, its values back after the reset */
+  PetscCall(VecDuplicate(F->x0, &p));
+  PetscCall(VecCopy(F->x0, p));
+  PetscCall(VecPlaceArray(p, buf));
+  PetscCall(VecSet(p, 1.0));
+  PetscCall(VecResetArray(p));
+  diff = 0;
+  for (PetscInt i = 0; i < nl; ++i) diff = PetscMax(diff, PetscAbsScalar(buf[i] - 1.0));
+  PetscCall(RecordAll(t, (PetscBool)(diff == 0), "VecPlaceArray(), VecSet(), VecResetArray() of a vector on the backend", "placed array"));
+  PetscCall(CompareVec(t, "VecPlaceArray(), VecSet(), VecResetArray() of a vector on the backend", "values after the reset", R->x0, p));
+  PetscCall(VecDestroy(&p));
+  PetscCall(PetscFree(buf));
+
+  /* VecReplaceArray() of a new vector: the vector owns the array */
+  PetscCall(PetscMalloc1(nl, &a));
+  for (PetscInt i = 0; i < nl; ++i) a[i] = (PetscScalar)(lo + i + 1);
+  PetscCall(VecDuplicate(F->x0, &p));
+  PetscCall(VecReplaceArray(p, a));
+  PetscCall(CheckMask(t, "VecReplaceArray()", p, PETSC_OFFLOAD_CPU));
+  PetscCall(VecAXPY(p, 2.0, F->x0));
+  PetscCall(VecGetArrayWrite(r, &a));
+  for (PetscInt i = 0; i < nl; ++i) a[i] = (PetscScalar)(lo + i + 1);
+  PetscCall(VecRestoreArrayWrite(r, &a));
+  PetscCall(VecAXPY(r, 2.0, R->x0));
+  PetscCall(CompareVec(t, "VecReplaceArray() of a new vector, VecAXPY()", "values", r, p));
+  PetscCall(VecDestroy(&p));
+  PetscCall(VecDestroy(&r));
+  PetscCall(VecDestroy(&zero));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* VecGetLocalVectorRead() and VecGetLocalVector() of new vectors into a fused local vector: it shows the vector's
+   arrays (its host array allocated and filled on the local vector's first host access, one device->host copy), the
+   vector gets the local vector's changes, the local vector its own (zero) values back */
+static PetscErrorCode TestLazyLocal(Tester *t, Operands *R, Operands *F)
+{
+  Vec                v, w, ref;
+  const PetscScalar *a;
+  PetscInt           nl;
+  PetscReal          diff = 0;
+  PetscInt64         copies[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(F->x0, &nl));
+  PetscCall(VecCreate(PETSC_COMM_SELF, &w));
+  PetscCall(VecSetSizes(w, nl, nl));
+  PetscCall(VecSetType(w, VECSEQFUSED));
+  PetscCall(VecDuplicate(R->x0, &ref));
+
+  PetscCall(VecDuplicate(F->x0, &v));
+  PetscCall(VecSet(v, 3.0));
+  PetscCall(FusedKSPGetBackendCounters(NULL, &copies[0], NULL));
+  PetscCall(VecGetLocalVectorRead(v, w));
+  PetscCall(VecGetArrayRead(w, &a));
+  for (PetscInt i = 0; i < nl; ++i) diff = PetscMax(diff, PetscAbsScalar(a[i] - 3.0));
+  PetscCall(VecRestoreArrayRead(w, &a));
+  PetscCall(VecRestoreLocalVectorRead(v, w));
+  PetscCall(RecordAll(t, (PetscBool)(diff == 0), "VecGetLocalVectorRead() of a vector on the backend", "host values of the local vector"));
+  PetscCall(CheckMask(t, "VecRestoreLocalVectorRead() after a host read", v, PETSC_OFFLOAD_BOTH));
+  PetscCall(VecSet(ref, 3.0));
+  PetscCall(CompareVec(t, "VecGetLocalVectorRead() of a vector on the backend", "values", ref, v));
+  PetscCall(FusedKSPGetBackendCounters(NULL, &copies[1], NULL));
+  PetscCall(RecordAll(t, (PetscBool)(copies[1] - copies[0] == (t->lazy ? 1 : 0)), "VecGetLocalVectorRead() of a vector on the backend", "one device->host copy"));
+  PetscCall(VecDestroy(&v));
+
+  PetscCall(CheckMask(t, "local vector after VecRestoreLocalVectorRead()", w, PETSC_OFFLOAD_UNALLOCATED));
+  PetscCall(VecNorm(w, NORM_INFINITY, &diff));
+  PetscCall(Record(t, (PetscBool)(diff == 0), "local vector after VecRestoreLocalVectorRead()", "its own zeros", diff, 0));
+
+  PetscCall(VecDuplicate(F->x0, &v));
+  PetscCall(VecGetLocalVector(v, w));
+  PetscCall(VecSet(w, 4.0));
+  PetscCall(VecRestoreLocalVector(v, w));
+  PetscCall(CheckMask(t, "VecRestoreLocalVector() after a backend write", v, PETSC_OFFLOAD_GPU));
+  PetscCall(VecSet(ref, 4.0));
+  PetscCall(CompareVec(t, "VecGetLocalVector(), VecSet() of the local vector", "values", ref, v));
+  PetscCall(VecDestroy(&v));
+  PetscCall(VecDestroy(&ref));
+  PetscCall(VecDestroy(&w));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode TestLazy(Tester *t, Operands *R, Operands *F)
+{
+  PetscFunctionBeginUser;
+  PetscCall(TestLazyBackendOnly(t, R, F));
+  PetscCall(TestLazyZeros(t, R, F));
+  PetscCall(TestLazyValues(t, R, F));
+  PetscCall(TestLazyArrays(t, R, F));
+  PetscCall(TestLazyLocal(t, R, F));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
   PetscInt    sizes[MAXSIZES] = {0, 1, 31, 32, 33, 1000, 1000003}, nsizes = MAXSIZES;
@@ -690,8 +1099,10 @@ int main(int argc, char **argv)
   for (PetscInt k = 0; k < nnvs; ++k) PetscCheck(nvs[k] >= 1 && nvs[k] <= MAXNV, t.comm, PETSC_ERR_USER_INPUT, "-nvs: every count must be in [1, %d]", MAXNV);
   PetscCall(FusedKSPGetBackendName(&backend));
   PetscCall(PetscStrcmp(backend, "host", &t.device));
-  t.device = t.device ? PETSC_FALSE : PETSC_TRUE;
-  PetscCall(PetscPrintf(t.comm, "test_vecops: backend %s\n", backend));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-fused_debug_mirror", &t.mirror, NULL));
+  t.device = t.device && !t.mirror ? PETSC_FALSE : PETSC_TRUE;
+  PetscCall(PetscPrintf(t.comm, "test_vecops: backend %s%s\n", backend, t.mirror ? " (mirrored)" : ""));
+  PetscCall(LazyBackend(&t, backend));
 
   PetscCall(PetscRandomCreate(t.comm, &rnd));
   PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
@@ -710,6 +1121,7 @@ int main(int argc, char **argv)
     PetscCall(TestSplit(&t, &R, &F, nvs[nnvs - 1]));
     PetscCall(TestMixed(&t, &R, &F));
     PetscCall(TestDuplicateOps(&t, &F));
+    PetscCall(TestLazy(&t, &R, &F));
     PetscCall(DestroyVecs(&R));
     PetscCall(DestroyVecs(&F));
   }

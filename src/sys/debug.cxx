@@ -1,4 +1,4 @@
-/* Fault injection for the tests of the error paths */
+/* Debugging helpers for the tests: fault injection of the error paths, the fused vectors' host arrays */
 #include "sys/fusedksp_impl.hpp"
 
 namespace fusedksp
@@ -7,7 +7,13 @@ namespace
 {
 PetscInt64 allocations = 0; /* since the last FusedKSPDebugFailAllocation() */
 PetscInt64 fail_at     = 0; /* the allocation that fails (0: none) */
+PetscInt64 host_arrays = 0; /* FusedKSPDebugGetHostArrayCount() */
 } // namespace
+
+void HostArrayAllocated()
+{
+  ++host_arrays;
+}
 
 bool AllocationFails()
 {
@@ -67,5 +73,31 @@ PetscErrorCode FusedKSPDebugGetAllocationCount(PetscInt64 *count)
 {
   PetscFunctionBegin;
   *count = fusedksp::allocations;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@C
+  FusedKSPDebugGetHostArrayCount - The number of host arrays fused vectors (`VECSEQFUSED`, `VECMPIFUSED`) have
+  allocated since the program started
+
+  Not Collective
+
+  Output Parameter:
+. count - the host arrays allocated, on this process
+
+  Level: developer
+
+  Notes:
+  On a backend whose memory is not host memory (CUDA, the host backend with `-fused_debug_mirror`) a fused vector
+  allocates its host array when the host side is first used (`VecGetArray()`, `VecSetValues()`, `VecView()`, ...),
+  not at creation: a vector used only by the backend never has one.  Each such allocation counts.  On the other
+  backends the host array is allocated at creation, as for `VECSEQ` and `VECMPI`, and does not count.
+
+.seealso: `FusedKSPDebugGetAllocationCount()`, `VECFUSED`
+@*/
+PetscErrorCode FusedKSPDebugGetHostArrayCount(PetscInt64 *count)
+{
+  PetscFunctionBegin;
+  *count = fusedksp::host_arrays;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

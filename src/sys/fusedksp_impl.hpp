@@ -20,6 +20,9 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
 /* "WARNING: N MPI ranks on this node share GPU k" when ranks share a GPU (cuda backend), else "" */
 PetscErrorCode DeviceSharingWarning(char text[], size_t len);
 
+/* Counts a host array a fused vector allocated on first use of its host side (FusedKSPDebugGetHostArrayCount()) */
+void HostArrayAllocated();
+
 /* One logging event per fused kernel family, and the packed global reduction */
 struct Events {
   PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host, halo_pack, halo_mpi, spmv_offdiag, chunk_wait, graph_launch, cg_chunk, bcgs_chunk, sgmres_chunk, trsv, blockdiag, spgemm;

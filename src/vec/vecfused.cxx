@@ -1,13 +1,33 @@
 /*
-   VECSEQFUSED / VECMPIFUSED: PETSc's VECSEQ / VECMPI (the host array is always allocated and every
-   host operation stays PETSc's) plus a mirror of the local array in the backend's memory and
-   PETSc's offload mask (PETSC_OFFLOAD_CPU / GPU / BOTH).
+   VECSEQFUSED / VECMPIFUSED: PETSc's VECSEQ / VECMPI (every host operation stays PETSc's) plus a mirror of the local
+   array in the backend's memory and PETSc's offload mask.
 
-   The fused operations (src/ops) work on the backend array (VecFusedGetArray).  Every other
-   operation runs PETSc's host implementation, which reaches the array through VecGetArray*();
-   those accessors are overridden here to copy the backend data to the host first when it is newer,
-   so every PETSc Vec operation is correct on a fused vector.  With the host backend the "mirror"
-   is the host array itself and no copies happen.
+   The fused operations (src/ops) work on the backend array (VecFusedGetArray).  Every other operation runs PETSc's
+   host implementation, which reaches the array through VecGetArray*(); those accessors are overridden here to copy
+   the backend data to the host first when it is newer, so every PETSc Vec operation is correct on a fused vector.
+
+   Backends whose memory is host memory (the host backend, Kokkos on CPUs): the "mirror" is PETSc's host array itself,
+   allocated and zeroed at creation as for VECSEQ / VECMPI; no copies happen and the mask stays PETSC_OFFLOAD_CPU.
+
+   Other backends (CUDA, the host backend with -fused_debug_mirror): both arrays are allocated on first use, as PETSc's
+   CUDA vectors do, so that work vectors used only by the backend (a Krylov basis) never cost a host allocation.  The
+   offload mask says which copies hold the values:
+     PETSC_OFFLOAD_UNALLOCATED  a new vector: no copy holds values, the vector is zero (each array may or may not be
+                                allocated yet).  The first access of a side allocates its array and, unless the access
+                                only writes, zeroes it there (PetscArrayzero() on the host, the backend's BLAS set() on
+                                the backend): no copy between host and backend.
+     PETSC_OFFLOAD_CPU          the host array (allocated);
+     PETSC_OFFLOAD_GPU          the backend array (allocated);
+     PETSC_OFFLOAD_BOTH         both.
+   Every host access allocates the host array first (EnsureHostArray()) and, unless it only writes, makes it hold the
+   values (SyncToHost()): VecGetArray(), VecGetArrayRead(), VecGetArrayWrite() (so everything PETSc does through them:
+   VecSetValues() and the assembly's stash, VecGetValues(), VecLoad(), VecScatter / PetscSF, subvectors, the host
+   operations), VecPlaceArray() / VecResetArray(), VecView(), VecGetLocalVector*() (into a plain vector: v's host array;
+   into a fused one, which shows v's arrays: when that vector's host side is first used).  VecReplaceArray() gives the
+   vector a host array.
+   PETSc's own code reaches a VECSEQ / VECMPI array directly, not through those operations, only in the type's create
+   (VecSetTypeWithoutHostArray()), destroy (frees array_allocated, NULL or ours), duplicate (VecDuplicate_Fused()) and
+   place/replace/reset routines (called by the fused ones), and in VecGetArray*() without a type's operation.
 */
 #include "vec/vecfused.hpp"
 #include <petsc/private/vecimpl.h>
@@ -22,13 +42,15 @@ struct VecFusedData {
   const Backend *backend                                        = nullptr;
   PetscScalar   *barray                                         = nullptr; /* backend copy of the local array (NULL until first use) */
   PetscInt       n                                              = 0;
+  PetscBool      mpi                                            = PETSC_FALSE; /* VECMPIFUSED: its host array is freed as VECMPI's */
   PetscErrorCode (*host_destroy)(Vec)                           = nullptr;
   PetscErrorCode (*host_placearray)(Vec, const PetscScalar *)   = nullptr;
   PetscErrorCode (*host_replacearray)(Vec, const PetscScalar *) = nullptr;
   PetscErrorCode (*host_resetarray)(Vec)                        = nullptr;
   PetscErrorCode (*host_view)(Vec, PetscViewer)                 = nullptr;
-  Vec          lent_by                                          = nullptr; /* VecGetLocalVector*(): the vector whose arrays this one shows */
-  PetscScalar *own_barray                                       = nullptr; /* ... and this one's own backend array meanwhile */
+  Vec              lent_by                                      = nullptr;                   /* VecGetLocalVector*(): the vector whose arrays this one shows */
+  PetscScalar     *own_barray                                   = nullptr;                   /* ... and this one's own backend array meanwhile */
+  PetscOffloadMask own_mask                                     = PETSC_OFFLOAD_UNALLOCATED; /* ... and its own offload mask */
 };
 
 ObjectData<VecFusedData> registry;
@@ -38,9 +60,19 @@ inline VecFusedData *Data(Vec v)
   return registry.Get(v);
 }
 
+/* The members of VECSEQ's and VECMPI's data that both start with (vecimpl.h) */
+struct VecHeader {
+  VECHEADER
+};
+
+inline VecHeader *Header(Vec v)
+{
+  return static_cast<VecHeader *>(v->data);
+}
+
 inline PetscScalar *HostArray(Vec v)
 {
-  return *reinterpret_cast<PetscScalar **>(v->data); /* first member of Vec_Seq and Vec_MPI */
+  return Header(v)->array;
 }
 
 inline bool Mirrored(Vec v)
@@ -48,34 +80,95 @@ inline bool Mirrored(Vec v)
   return !Data(v)->backend->host_memory;
 }
 
-/* Copies the backend array to the host if the backend holds the only valid copy */
+/* Types v as VECSEQ or VECMPI without the host array, which their create routines allocate and zero: the routine
+   runs while v has an empty layout of the same communicator and block size, then v's own layout comes back.  The
+   VECSEQ / VECMPI data keep no sizes (their operations read v->map), and the norms cached for the empty vector (0)
+   are those of v's zero values.  EnsureHostArray() allocates the array when the host needs it.                  */
+PetscErrorCode VecSetTypeWithoutHostArray(Vec v, VecType type)
+{
+  PetscLayout    map = v->map, empty;
+  PetscInt      *range;
+  PetscMPIInt    size;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscLayoutSetUp(map));
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)v), &size));
+  PetscCall(PetscCalloc1(size + 1, &range));
+  PetscCall(PetscLayoutCreateFromRanges(PetscObjectComm((PetscObject)v), range, PETSC_OWN_POINTER, map->bs, &empty));
+  v->map = empty;
+  ierr   = VecSetType(v, type);
+  v->map = map;
+  PetscCall(PetscLayoutDestroy(&empty));
+  PetscCall(ierr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Allocates the host array of a vector made by VecSetTypeWithoutHostArray() if it has none yet (contents undefined;
+   the offload mask is the caller's).  The array is VECSEQ's or VECMPI's own (array_allocated), freed by its destroy
+   and by VecReplaceArray().  A local vector showing another vector's arrays (LendLocalVector()) gets that vector's. */
+PetscErrorCode EnsureHostArray(Vec v)
+{
+  VecFusedData *d = Data(v);
+  VecHeader    *h = Header(v);
+
+  PetscFunctionBegin;
+  if (!Mirrored(v) || h->array || !d->n) PetscFunctionReturn(PETSC_SUCCESS);
+  if (d->lent_by) {
+    PetscCall(EnsureHostArray(d->lent_by));
+    h->array = HostArray(d->lent_by);
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCheck(!h->array_allocated, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The vector shows no host array but owns one: NULL given to VecPlaceArray(), or VecResetArray() without VecPlaceArray()");
+  if (d->mpi)
+    PetscCall(PetscMalloc1(d->n, &h->array_allocated));
+  else
+    PetscCall(PetscShmgetAllocateArray(d->n, sizeof(PetscScalar), (void **)&h->array_allocated));
+  h->array = h->array_allocated;
+  HostArrayAllocated();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Makes the host array hold the values: copies the backend array there if the backend holds the only valid copy;
+   zeroes it if no copy holds values yet (a new vector) */
 PetscErrorCode SyncToHost(Vec v)
 {
   VecFusedData *d = Data(v);
 
   PetscFunctionBegin;
-  if (Mirrored(v) && v->offloadmask == PETSC_OFFLOAD_GPU) {
+  if (!Mirrored(v)) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(EnsureHostArray(v));
+  if (v->offloadmask == PETSC_OFFLOAD_GPU) {
     PetscCall(PetscLogEventBegin(events.to_host, v, 0, 0, 0));
     PetscCall(d->backend->copy_to_host(HostArray(v), d->barray, (size_t)d->n * sizeof(PetscScalar)));
     PetscCall(PetscLogEventEnd(events.to_host, v, 0, 0, 0));
     PetscCall(PetscLogGpuToCpu((PetscLogDouble)d->n * sizeof(PetscScalar)));
     v->offloadmask = PETSC_OFFLOAD_BOTH;
+  } else if (v->offloadmask == PETSC_OFFLOAD_UNALLOCATED) {
+    PetscCall(PetscArrayzero(HostArray(v), d->n));
+    v->offloadmask = PETSC_OFFLOAD_CPU;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Allocates the backend array if needed; with copy, makes it hold the values: copies the host array there if the
+   host holds the only valid copy, zeroes it if no copy holds values yet (a new vector) */
 PetscErrorCode SyncToBackend(Vec v, PetscBool copy)
 {
   VecFusedData *d = Data(v);
 
   PetscFunctionBegin;
   if (!d->barray && d->n) PetscCall(d->backend->malloc_bytes((size_t)d->n * sizeof(PetscScalar), (void **)&d->barray));
-  if (copy && v->offloadmask == PETSC_OFFLOAD_CPU) {
+  if (!copy) PetscFunctionReturn(PETSC_SUCCESS);
+  if (v->offloadmask == PETSC_OFFLOAD_CPU) {
     PetscCall(PetscLogEventBegin(events.to_device, v, 0, 0, 0));
     PetscCall(d->backend->copy_to_backend(d->barray, HostArray(v), (size_t)d->n * sizeof(PetscScalar)));
     PetscCall(PetscLogEventEnd(events.to_device, v, 0, 0, 0));
     PetscCall(PetscLogCpuToGpu((PetscLogDouble)d->n * sizeof(PetscScalar)));
     v->offloadmask = PETSC_OFFLOAD_BOTH;
+  } else if (v->offloadmask == PETSC_OFFLOAD_UNALLOCATED) {
+    PetscCall(BackendBlas(d->backend)->set(d->n, 0.0, d->barray));
+    v->offloadmask = PETSC_OFFLOAD_GPU;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -117,11 +210,13 @@ PetscErrorCode VecRestoreArrayRead_Fused(Vec, const PetscScalar **a)
 PetscErrorCode VecGetArrayWrite_Fused(Vec v, PetscScalar **a)
 {
   PetscFunctionBegin;
+  PetscCall(EnsureHostArray(v));
   *a             = HostArray(v);
   v->offloadmask = PETSC_OFFLOAD_CPU;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The host array set aside keeps v's values (zeros for a new vector), which VecResetArray() brings back */
 PetscErrorCode VecPlaceArray_Fused(Vec v, const PetscScalar *a)
 {
   PetscFunctionBegin;
@@ -162,9 +257,10 @@ PetscErrorCode LendLocalVector(Vec v, Vec w, PetscBool write)
     VecFusedData *dv = Data(v), *dw = Data(w);
 
     PetscCheck(!dw->lent_by, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The local vector already shows another vector's arrays: call VecRestoreLocalVector() first");
-    PetscCall(SyncToBackend(v, PETSC_FALSE)); /* v's backend array exists (w may copy its host data there) */
-    PetscCall(dw->host_placearray(w, HostArray(v)));
+    PetscCall(SyncToBackend(v, PETSC_FALSE));        /* v's backend array exists (w may copy its host data there) */
+    PetscCall(dw->host_placearray(w, HostArray(v))); /* NULL if v has none yet: EnsureHostArray() of w allocates v's */
     dw->own_barray = dw->barray;
+    dw->own_mask   = w->offloadmask;
     dw->barray     = dv->barray;
     dw->lent_by    = v;
     w->offloadmask = v->offloadmask;
@@ -180,7 +276,8 @@ PetscErrorCode LendLocalVector(Vec v, Vec w, PetscBool write)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The end of LendLocalVector(): v takes w's offload mask (after a read, only when w made both copies valid) */
+/* The end of LendLocalVector(): v takes w's offload mask (after a read, only when w made both copies valid), w gets its
+   own arrays and mask back */
 PetscErrorCode ReturnLocalVector(Vec v, Vec w, PetscBool write)
 {
   PetscBool wfused;
@@ -195,7 +292,7 @@ PetscErrorCode ReturnLocalVector(Vec v, Vec w, PetscBool write)
     dw->own_barray = nullptr;
     dw->lent_by    = nullptr;
     PetscCall(dw->host_resetarray(w));
-    w->offloadmask = PETSC_OFFLOAD_CPU;
+    w->offloadmask = dw->own_mask;
   } else if (write) { /* as PETSc does it */
     PetscScalar *a;
 
@@ -342,13 +439,18 @@ PetscErrorCode VecView_Fused(Vec v, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Turns a freshly typed VECSEQ/VECMPI into its fused counterpart */
-PetscErrorCode VecConvertToFused(Vec v, const char *name)
+/* Types a new vector as VECSEQ or VECMPI (mpi) and turns it into its fused counterpart `name`; on a backend whose
+   memory is not host memory, without a host array (VecSetTypeWithoutHostArray()) */
+PetscErrorCode VecCreateFused(Vec v, PetscBool mpi, const char *name)
 {
   VecFusedData  *d = nullptr;
   PetscErrorCode ierr;
 
   PetscFunctionBegin;
+  if (ActiveBackend()->host_memory)
+    PetscCall(VecSetType(v, mpi ? VECMPI : VECSEQ));
+  else
+    PetscCall(VecSetTypeWithoutHostArray(v, mpi ? VECMPI : VECSEQ));
   FusedKSPCallCXX(d = new VecFusedData);
   ierr = registry.Set(v, d);
   if (ierr) {
@@ -357,13 +459,14 @@ PetscErrorCode VecConvertToFused(Vec v, const char *name)
   }
   d->backend                     = ActiveBackend();
   d->n                           = v->map->n;
+  d->mpi                         = mpi;
   d->host_destroy                = v->ops->destroy;
   d->host_placearray             = v->ops->placearray;
   d->host_replacearray           = v->ops->replacearray;
   d->host_resetarray             = v->ops->resetarray;
   d->host_view                   = v->ops->view;
   v->ops->view                   = VecView_Fused;
-  v->offloadmask                 = PETSC_OFFLOAD_CPU;
+  v->offloadmask                 = Mirrored(v) ? PETSC_OFFLOAD_UNALLOCATED : PETSC_OFFLOAD_CPU;
   v->ops->destroy                = VecDestroy_Fused;
   v->ops->duplicate              = VecDuplicate_Fused;
   v->ops->duplicatevecs          = VecDuplicateVecs_Fused;
@@ -438,8 +541,7 @@ M*/
 PETSC_INTERN PetscErrorCode VecCreate_SeqFused(Vec v)
 {
   PetscFunctionBegin;
-  PetscCall(VecSetType(v, VECSEQ));
-  PetscCall(fusedksp::VecConvertToFused(v, VECSEQFUSED));
+  PetscCall(fusedksp::VecCreateFused(v, PETSC_FALSE, VECSEQFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -453,8 +555,7 @@ M*/
 PETSC_INTERN PetscErrorCode VecCreate_MPIFused(Vec v)
 {
   PetscFunctionBegin;
-  PetscCall(VecSetType(v, VECMPI));
-  PetscCall(fusedksp::VecConvertToFused(v, VECMPIFUSED));
+  PetscCall(fusedksp::VecCreateFused(v, PETSC_TRUE, VECMPIFUSED));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
