@@ -25,43 +25,18 @@
 
 #include "sys/requirements.hpp"
 #include "sys/errors.hpp"
+#include "sys/tuning.hpp"
 #include "core/recurrences.hpp"
 #include "backend/blas.hpp"
 
 namespace fusedksp
 {
 
-constexpr PetscInt FUSED_REDUCE_BLOCKS = 2048; // most partial sums of one dot product (first stage)
-constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  // most partial sums of each dot of a multi-dot (CUDA: more for few groups)
-constexpr PetscInt FUSED_MIN_CHUNK     = 256;  // fewest entries a block reduces (one per thread: short latency for small vectors)
-constexpr int      FUSED_MAX_DOTS      = 4;    // dot products fused into one SpMV
-constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one block reduces them all (no second stage)
+constexpr int FUSED_MAX_DOTS = 4; /* dot products fused into one SpMV */
 
-/* The most rows bcgs_chunk runs as one persistent kernel (CUDA): above, recomputing s from r and Ap for
-   the rows of As costs more memory traffic than the kernel boundaries of the steps save
-   (tutorials/results/README.md, "Why the thresholds are where they are")                          */
-constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 18;
-
-/* The most rows and (on average, per FUSED_BLOCK_CHUNK_ROWS rows) entries of one thread block of the
-   resident chunk kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory
-   and its rows of the matrix in shared memory.  Up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one
-   thread block cluster, which meets at the cluster's hardware barrier and reads the other blocks'
-   vector entries from their shared memory; 16 is the largest cluster Hopper allows (non-portable).
-   Up to 12288 rows the blocks are smaller (cuda_persistent.cuh, DispatchResidentBlocks()).  Up to
-   the 16K rows of a full cluster this beats the cooperative grid kernel, whose grid barrier costs
-   several cluster barriers and whose loads go through L2.                                         */
-constexpr PetscInt   FUSED_BLOCK_CHUNK_ROWS      = 1024;
-constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ       = 8192;
-constexpr int        FUSED_RESIDENT_CHUNK_BLOCKS = 16;
-
-/* The largest restart whose sgmres_chunk runs as one persistent kernel (CUDA): the kernel takes the
-   pointers of the cycle's 2m + 1 vectors as a parameter, within the 4 KB every toolkit accepts     */
-constexpr PetscInt FUSED_SGMRES_PERSISTENT_RESTART = 128;
-
-/* The most rows sgmres_chunk runs as one persistent kernel (CUDA): above, the steps' multi-dot kernel
-   (a grid of blocks per group of dot products) reads the basis faster than the cooperative grid does
-   (tutorials/results/README.md, "Why the thresholds are where they are")                          */
-constexpr PetscInt FUSED_SGMRES_PERSISTENT_ROWS = 1 << 17;
+constexpr PetscInt   FUSED_BCGS_PERSISTENT_ROWS   = 1 << 18;
+constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ        = 8192;
+constexpr PetscInt   FUSED_SGMRES_PERSISTENT_ROWS = 1 << 17;
 
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
    for large n, one block per FUSED_MIN_CHUNK entries for mid-size n, at most maxblocks; a single

@@ -216,6 +216,20 @@ FUSED_HD inline ChunkControl ChunkLimits(const ChunkControl &c, const PetscScala
   return c.start && c.normdot >= 0 ? ChunkStartLimits(c, prev[normsq - (j - 1) * nslot]) : c;
 }
 
+/* The coefficients of the chained CG update of chunk iteration j (prev: slot j - 1 of the chunk's
+   consecutive slots; symmetric_pc as in CGCoefficients()): alpha = beta = 0 for j = 0 (a chunk's
+   start); false when the chunk stops before iteration j (a coefficient fails, or the norm of
+   iteration j - 1 stops it: ChunkNormStops() with the limits of ChunkLimits())                    */
+FUSED_HD inline bool CGChainedCoefficients(const ChunkControl &c, const PetscScalar *prev, PetscInt j, bool symmetric_pc, PetscScalar *alpha, PetscScalar *beta)
+{
+  PetscScalar ref_rz = 0, ref_pq = 0;
+
+  *alpha = *beta = 0;
+  if (j == 0) return true;
+  CGReference(c, prev - (j - 1) * CG_NSLOT, &ref_rz, &ref_pq);
+  return CGCoefficients(prev, ref_rz, ref_pq, symmetric_pc, alpha, beta) == RecurrenceStatus::OK && !ChunkNormStops(ChunkLimits(c, prev, j, CG_NSLOT, c.normdot), j - 1, prev);
+}
+
 /* BiCGStab chunks (src/ksp/fusedbcgs.cxx): the values of one iteration in its slot */
 enum BCGSChunkSlot { BCGS_APR, BCGS_SS, BCGS_ASS, BCGS_ASAS, BCGS_ASR, BCGS_RRSTAR, BCGS_RR, BCGS_NSLOT };
 
@@ -239,6 +253,13 @@ FUSED_HD inline bool BCGSChunkOmegaBeta(const PetscScalar *cur, PetscScalar *ome
 {
   PetscReal rnorm2;
   return BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], omega, beta, &rnorm2) == RecurrenceStatus::OK;
+}
+
+/* alpha, omega and beta of the chained BiCGStab update of a chunk iteration (prev, cur: the slots of the
+   iteration before and of this one); false: the chunk stops before the update                     */
+FUSED_HD inline bool BCGSChainedCoefficients(const PetscScalar *prev, const PetscScalar *cur, PetscScalar *alpha, PetscScalar *omega, PetscScalar *beta)
+{
+  return BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], alpha) == RecurrenceStatus::OK && BCGSChunkOmegaBeta(cur, omega, beta);
 }
 
 /* Simpler GMRES chunks (src/ksp/fusedsgmres.cxx), restart m: the slot of step i of a cycle holds the

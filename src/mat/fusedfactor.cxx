@@ -19,6 +19,7 @@
    exact arithmetic).  For a nonsymmetric A it is ILU(0), where PETSc's ICC reads the upper triangle only.
 */
 #include "sys/fusedksp_impl.hpp"
+#include "sys/tuning.hpp"
 #include "vec/vecfused.hpp"
 #include "mat/mirror.hpp"
 #include <petsc/private/matimpl.h>
@@ -33,10 +34,8 @@ static const char *const TrsvChoices[] = {"syncfree", "levels", "jacobi", "auto"
 /* The default is LEVELS (exact, as PETSc's factors).  AUTO decides per matrix, at the first numeric phase of a pattern:
    JACOBI when theta = max over the rows of both factors of the absolute row sum of D^{-1} N (TriangularView: the
    infinity norm of the Jacobi iteration matrix, which bounds the error of s sweeps by theta^(s+1)) is at most
-   AUTO_JACOBI_MAX_THETA, else LEVELS.  SYNCFREE is never chosen: it passes its tests but did not finish an
+   tuning.trsv_jacobi_max_theta (-fused_tune_trsv_jacobi_max_theta), else LEVELS.  SYNCFREE is never chosen: it passes its tests but did not finish an
    ICC(0)-preconditioned CG solve of 262144 rows on an H100.                                                       */
-constexpr PetscReal AUTO_JACOBI_MAX_THETA = 0.75;
-
 /* One triangular factor: host arrays (the reference, and the solves on non-fused vectors) and the
    backend's copy (the same arrays on the host backend) */
 struct Triangle {
@@ -50,7 +49,7 @@ struct FusedFactor {
   const Backend   *be     = nullptr; /* the backend of the symbolic phase */
   TrsvChoice       choice = TrsvChoice::LEVELS;
   PetscInt         sweeps = 2;  /* -pc_factor_fused_trsv_sweeps */
-  PetscReal        theta  = -1; /* AUTO: the measure of its decision (see AUTO_JACOBI_MAX_THETA); -1: not made */
+  PetscReal        theta  = -1; /* AUTO: the measure of its decision (see tuning.trsv_jacobi_max_theta); -1: not made */
   PetscInt         n      = 0;
   PetscInt64       nnz    = 0;       /* entries of A */
   PetscInt        *diag   = nullptr; /* position of the diagonal entry of each row in A's CSR */
@@ -340,7 +339,7 @@ static PetscReal JacobiNorm(PetscInt n, const Triangle *t)
   return theta;
 }
 
-/* -pc_factor_fused_trsv auto, at the first numeric phase of a pattern: JACOBI when theta <= AUTO_JACOBI_MAX_THETA (the
+/* -pc_factor_fused_trsv auto, at the first numeric phase of a pattern: JACOBI when theta <= tuning.trsv_jacobi_max_theta (the
    triangles' schedules are made again for it), else the LEVELS of the symbolic phase; theta as the backend's numeric
    phase measured it, or < 0: measured here on the host factors */
 static PetscErrorCode AutoChoose(Mat F, PetscReal theta)
@@ -349,8 +348,8 @@ static PetscErrorCode AutoChoose(Mat F, PetscReal theta)
 
   PetscFunctionBegin;
   f->theta = theta >= 0 ? theta : PetscMax(JacobiNorm(f->n, &f->L), JacobiNorm(f->n, &f->U)); /* < 0: not measured by the backend */
-  PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= AUTO_JACOBI_MAX_THETA ? "Jacobi sweeps" : "level scheduling"));
-  if (!(f->theta <= AUTO_JACOBI_MAX_THETA)) PetscFunctionReturn(PETSC_SUCCESS); /* NaN factors too: levels */
+  PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= tuning.trsv_jacobi_max_theta ? "Jacobi sweeps" : "level scheduling"));
+  if (!(f->theta <= tuning.trsv_jacobi_max_theta)) PetscFunctionReturn(PETSC_SUCCESS); /* NaN factors too: levels */
   for (Triangle *t : {&f->L, &f->U}) {
     PetscCall(f->be->trsv_free(&t->dev));
     PetscCall(HostBackend()->trsv_free(&t->host));

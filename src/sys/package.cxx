@@ -1,5 +1,6 @@
 /* Package initialization: type registration, logging events, backend selection */
 #include "sys/fusedksp_impl.hpp"
+#include "sys/tuning.hpp"
 #include <cstdlib>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ static PetscErrorCode SelectBackend()
   PetscCall(
       PetscOptionsRangeInt("-fused_kokkos_threads", "Threads of the kokkos backend per MPI rank (0: OMP_NUM_THREADS if set, else the node's cores divided among its ranks)", "FusedKSPInitializePackage", threads, &threads, nullptr, 0, PETSC_INT_MAX));
   PetscCall(PetscOptionsRangeInt("-fused_debug_fail_alloc", "Make the n-th allocation of FusedKSP fail, for tests of the error paths (0: none)", "FusedKSPDebugFailAllocation", fail, &fail, &fail_set, 0, PETSC_INT_MAX));
+  PetscCall(TuningSetFromOptions(PetscOptionsObject));
   PetscCall(PetscOptionsBool("-fused_debug_mirror", "Host backend: keep the fused types' data in buffers of its own, copied as for a GPU (tests the host/device bookkeeping without a GPU)", "FusedKSPInitializePackage", mirror, &mirror, nullptr));
   PetscOptionsEnd();
   if (fail_set) PetscCall(FusedKSPDebugFailAllocation(fail));

@@ -1,5 +1,6 @@
 /* CUDA backend: the BiCGStab vector kernels (seed 000 Alg. 4) */
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/iteration.hpp"
 
 namespace fusedksp
 {
@@ -53,12 +54,7 @@ __device__ inline void BCGSUpdateBlock(PetscInt n, PetscInt chunk, PetscScalar a
 
 #pragma unroll 4
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    const PetscScalar pi = p[i];
-    const PetscScalar dx = alpha * pi + omega * s[i];
-    const PetscScalar ri = s[i] - omega * As[i];
-    x[i] += wr ? wr[i] * dx : dx;
-    r[i] = ri;
-    p[i] = ri + beta * (pi - omega * Ap[i]);
+    const PetscScalar ri = BCGSUpdateEntry(alpha, omega, beta, s[i], As[i], Ap[i], wr, wr ? wr[i] : 1, x[i], r[i], p[i]);
     acc[0] += ri * rstar[i];
     acc[1] += ri * ri;
     if (ndots > 2) acc[2] += ri * rhat[i];
@@ -80,7 +76,7 @@ __global__ void BCGSUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscS
   PetscScalar alpha = 0, omega = 0, beta = 0;
 
   if (ctl->stopped >= 0) return;
-  if (BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha) != RecurrenceStatus::OK || !BCGSChunkOmegaBeta(cur, &omega, &beta)) {
+  if (!BCGSChainedCoefficients(prev, cur, &alpha, &omega, &beta)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 1;

@@ -1,16 +1,11 @@
 /* CUDA backend: a chunk of BiCGStab iterations as one persistent kernel (Backend::bcgs_chunk) */
 #include "backend/cuda/cuda_persistent.cuh"
+#include "backend/iteration.hpp"
 
 namespace fusedksp
 {
 namespace cuda
 {
-
-/* s = r - alpha Ap at one entry (the same instructions wherever it is computed) */
-__device__ __forceinline__ PetscScalar BCGSEntryS(PetscScalar alpha, PetscScalar r, PetscScalar Ap)
-{
-  return __fma_rn(-alpha, Ap, r);
-}
 
 /* The load policy of As = Op s: entry c of s from r and Ap (read from L2: other blocks wrote them) */
 struct LoadS {
@@ -79,12 +74,7 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
   return false;
 }
 
-/* The grid kernel for matrices of at least BCGS_GRID_OCCUPANCY_ROWS rows is compiled for 3 blocks per
-   SM (80 registers, 44 bytes spilled), smaller ones without a bound (110 registers: 2 blocks): from
-   that size more resident warps hide the memory latency better than the spills cost; below, the
-   unbounded kernel is faster.                                                                      */
 constexpr PetscInt BCGS_GRID_OCCUPANCY_ROWS = 1 << 17;
-constexpr int      BCGS_GRID_BLOCKS_PER_SM  = 3;
 
 /*
    BCGSChunkKernel - chunk iterations 1..k of fusedbcgs (the two-reduction form of its chunks), each:
@@ -190,12 +180,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
     { /* C */
       PetscScalar acc[2] = {0, 0};
       for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += BLOCK_SIZE) {
-        const PetscScalar pi = a.p[i], si = a.s[i];
-        const PetscScalar dx = alpha * pi + omega * si;
-        const PetscScalar ri = si - omega * a.As[i];
-        a.x[i] += a.wr ? a.wr[i] * dx : dx;
-        a.r[i] = ri;
-        a.p[i] = ri + beta * (pi - omega * a.Ap[i]);
+        const PetscScalar ri = BCGSUpdateEntry(alpha, omega, beta, a.s[i], a.As[i], a.Ap[i], a.wr, a.wr ? a.wr[i] : 1, a.x[i], a.r[i], a.p[i]);
         acc[0] += ri * a.rstar[i];
         acc[1] += ri * ri;
       }
@@ -339,14 +324,9 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
     for (int t = 0; t < R; ++t) {
       const PetscInt i = threadIdx.x + t * THREADS;
       if (i < nloc) {
-        const PetscScalar pi = p[t], si = s[t];
-        const PetscScalar dx = alpha * pi + omega * si;
-        const PetscScalar ri = si - omega * ass[i];
-        x[t] += a.wr ? a.wr[begin + i] * dx : dx;
-        r[t]   = ri;
-        p[t]   = ri + beta * (pi - omega * aps[i]);
-        ps[i]  = p[t];
-        rsm[i] = ri;
+        const PetscScalar ri = BCGSUpdateEntry(alpha, omega, beta, s[t], ass[i], aps[i], a.wr, a.wr ? a.wr[begin + i] : 1, x[t], r[t], p[t]);
+        ps[i]                = p[t];
+        rsm[i]               = ri;
         upd[0] += ri * rs[t];
         upd[1] += ri * ri;
       }

@@ -1,5 +1,6 @@
 /* CUDA backend: the CG vector update (seed 000 Alg. 2, lines 10-12, preconditioned) */
 #include "backend/cuda/cuda_common.cuh"
+#include "backend/iteration.hpp"
 
 namespace fusedksp
 {
@@ -15,22 +16,9 @@ __device__ inline void CGUpdateBlock(PetscInt n, PetscInt chunk, PetscScalar a, 
   PetscScalar      acc[3] = {0, 0, 0};
 
 #pragma unroll 4
-  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    const PetscScalar ri = r[i] - a * q[i];
-    PetscScalar       zi;
-    if (w)
-      zi = w[i] * ri;
-    else if (z)
-      zi = z[i] = z[i] - a * u[i];
-    else
-      zi = ri;
-    x[i] += a * p[i];
-    r[i] = ri;
-    p[i] = zi + b * p[i];
-    acc[0] += ri * zi;
-    acc[1] += ri * ri;
-    acc[2] += zi * zi;
-  }
+  for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x)
+    CGUpdateEntry(
+        a, b, q[i], [&](PetscScalar ri) { return w ? w[i] * ri : (z ? z[i] = z[i] - a * u[i] : ri); }, x[i], r[i], p[i], acc);
   ReduceBlocks(acc, 3, red);
 }
 
@@ -46,11 +34,10 @@ __global__ void CGUpdateKernel(PetscInt n, PetscInt chunk, PetscScalar a, PetscS
 __global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscScalar *__restrict__ prev, ChunkControl *ctl, PetscInt j, PetscScalar *__restrict__ x, PetscScalar *__restrict__ r, PetscScalar *__restrict__ z, PetscScalar *__restrict__ p,
                                       const PetscScalar *__restrict__ q, const PetscScalar *__restrict__ u, const PetscScalar *__restrict__ w, const Reduction red)
 {
-  PetscScalar a = 0, b = 0, ref_rz = 0, ref_pq = 0;
+  PetscScalar a, b;
 
   if (ctl->stopped >= 0) return;
-  if (j > 0) CGReference(*ctl, prev - (j - 1) * CG_NSLOT, &ref_rz, &ref_pq); /* the chunk's slots are consecutive */
-  if (j > 0 && (CGCoefficients(prev, ref_rz, ref_pq, u == nullptr, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev))) {
+  if (!CGChainedCoefficients(*ctl, prev, j, u == nullptr, &a, &b)) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
       ctl->stopped = j - 1;
       ctl->stage   = 0;

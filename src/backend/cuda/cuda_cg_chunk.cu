@@ -1,5 +1,6 @@
 /* CUDA backend: a chunk of CG iterations as one persistent kernel (Backend::cg_chunk) */
 #include "backend/cuda/cuda_persistent.cuh"
+#include "backend/iteration.hpp"
 
 namespace fusedksp
 {
@@ -29,12 +30,10 @@ struct CGChunkKernelArgs {
   PetscInt           bnorm; /* with b: the norm of b of the start's limits (ChunkBNorm)  */
 };
 
-/* The grid kernel for matrices of at least CG_GRID_OCCUPANCY_ROWS rows is compiled for 6 blocks per SM
-   (40 registers, some spilled), smaller ones without a bound (48 registers, 5 blocks): from DRAM the
-   kernel waits on memory latency, and more resident warps keep more loads in flight; below, the
-   bound gains nothing.  The steps' update kernels have no bound: it made them slower.             */
+/* The grid kernel for matrices of at least tuning.cg_grid_occupancy_rows rows is compiled for
+   CG_GRID_BLOCKS_PER_SM blocks per SM (sys/tuning.hpp); the steps' update kernels have no bound: it
+   made them slower                                                                                  */
 constexpr PetscInt CG_GRID_OCCUPANCY_ROWS = 1 << 19;
-constexpr int      CG_GRID_BLOCKS_PER_SM  = 6;
 
 /*
    CGChunkKernel - chunk iterations 1..k of fusedcg, each: alpha and beta from the sums of the
@@ -84,18 +83,14 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
       return;
     }
     for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += BLOCK_SIZE) {
-      const PetscScalar pi = j ? a.p[i] : 0, ri = j ? a.r[i] - alpha * a.q[i] : (a.guess ? a.r[i] : a.b[i]);
-      const PetscScalar zi = a.w ? a.w[i] * ri : ri;
-      if (j)
-        a.x[i] += alpha * pi;
-      else if (!a.guess)
-        a.x[i] = 0;
+      PetscScalar xi = j || a.guess ? a.x[i] : 0, ri = j || a.guess ? a.r[i] : a.b[i], pi = j ? a.p[i] : 0;
+
       if (!j && a.bnorm != CHUNK_BNORM_NONE) bnorm[0] += ChunkBNormTerm(a.bnorm, a.b[i], a.w ? a.w[i] : 1);
+      CGUpdateEntry(
+          alpha, beta, j ? a.q[i] : 0, [&](PetscScalar rn) { return a.w ? a.w[i] * rn : rn; }, xi, ri, pi, acc);
+      if (j || !a.guess) a.x[i] = xi; /* a start from a guess leaves x: other blocks may still read it for r = b - A x */
       a.r[i] = ri;
-      a.p[i] = zi + beta * pi;
-      acc[CG_RZ] += ri * zi;
-      acc[CG_RR] += ri * ri;
-      acc[CG_ZZ] += zi * zi;
+      a.p[i] = pi;
     }
     GridBarrier();
     for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
@@ -106,9 +101,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
       if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
       if (lane == 0 && row < range.end) {
         a.q[row] = sum;
-        acc[CG_PQ] += sum * __ldcg(a.p + row);
-        acc[CG_QZ] += a.w ? sum * a.w[row] * a.r[row] : sum * a.r[row];
-        acc[CG_QU] += a.w ? sum * a.w[row] * sum : sum * sum;
+        CGProductTerms(sum, __ldcg(a.p + row), a.r[row], a.w, a.w ? a.w[row] : 1, acc);
       }
     }
     acc[CG_RU] = acc[CG_QZ]; /* M = diag(w)^{-1} is symmetric */
@@ -206,14 +199,9 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
     for (int t = 0; t < R; ++t) {
       const PetscInt i = threadIdx.x + t * THREADS;
       if (i < nloc) {
-        const PetscScalar ri = r[t] - alpha * qs[i], zi = a.w ? w[t] * ri : ri;
-        x[t] += alpha * p[t];
-        r[t]  = ri;
-        p[t]  = zi + beta * p[t];
+        CGUpdateEntry(
+            alpha, beta, qs[i], [&](PetscScalar rn) { return a.w ? w[t] * rn : rn; }, x[t], r[t], p[t], acc);
         ps[i] = p[t];
-        acc[CG_RZ] += ri * zi;
-        acc[CG_RR] += ri * ri;
-        acc[CG_ZZ] += zi * zi;
       }
     }
     ResidentSync<CLUSTER>();
@@ -234,7 +222,7 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
 #pragma unroll
     for (int t = 0; t < R; ++t) {
       const PetscInt i = threadIdx.x + t * THREADS;
-      if (i < nloc) acc[CG_QZ] += qs[i] * (a.w ? w[t] * r[t] : r[t]);
+      if (i < nloc) acc[CG_QZ] += a.w ? qs[i] * w[t] * r[t] : qs[i] * r[t]; /* as CGProductTerms() */
     }
     acc[CG_RU] = acc[CG_QZ]; /* M = diag(w)^{-1} is symmetric */
     ResidentSums<CLUSTER>(acc, prev, (int)(j % 2));

@@ -52,8 +52,6 @@ inline bool ClearLastError()
   return cudaPeekAtLastError() != cudaSuccess;
 }
 
-constexpr int BLOCK_SIZE = 256; /* threads per block of every fused kernel */
-
 extern BackendCounters counters;
 
 /* The backend's stream (created on first use) */

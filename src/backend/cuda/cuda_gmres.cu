@@ -13,15 +13,13 @@
    products back in ONE device->host copy however many launches it took.
 */
 #include "backend/cuda/cuda_rows.cuh"
+#include "backend/iteration.hpp"
 #include <climits>
 
 namespace fusedksp
 {
 namespace cuda
 {
-
-constexpr int MAX_TABLE  = 240; /* vectors per launch (see above)                           */
-constexpr int MDOT_GROUP = 8;   /* dot products per thread block of mdot (one y load for 8) */
 
 /* The vectors of one mdot launch */
 template <int CAP> struct VectorTable {
@@ -65,10 +63,8 @@ template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, 
   PetscScalar      acc[1] = {0};
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    PetscScalar yi = y[i];
-    for (int j = 0; j < count; ++j) yi -= table.coef[j] * table.v[j][i];
-    yi *= scale;
-    y[i] = yi;
+    PetscScalar yi = SGMRESOrthogonalEntry(y[i], count, table.coef, [&](PetscInt j) { return table.v[j][i]; }) * scale;
+    y[i]           = yi;
     acc[0] += yi * (dotvec ? dotvec[i] : yi);
   }
   ReduceBlocks(acc, withdot ? 1 : 0, red);
@@ -83,11 +79,9 @@ __global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_cons
   PetscScalar      acc[1] = {0};
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    PetscScalar wi = w[i];
-    for (int j = 0; j < count; ++j) wi -= table.coef[j] * table.v[j][i];
-    wi *= scale;
+    PetscScalar       wi = SGMRESOrthogonalEntry(w[i], count, table.coef, [&](PetscInt j) { return table.v[j][i]; });
+    const PetscScalar zi = SGMRESUpdateEntry(scale, eta, zold[i], wi);
     w[i]                 = wi;
-    const PetscScalar zi = zold[i] - eta * wi;
     znew[i]              = zi;
     acc[0] += zi * zi;
   }
@@ -117,11 +111,9 @@ __global__ void SGMRESUpdateChainedKernel(PetscInt n, PetscInt chunk, const __gr
   if (blockIdx.x == 0 && threadIdx.x == 0) cur[m + 2] = res * res;
   const PetscScalar scale = 1 / h;
   for (PetscInt64 k = range.begin + threadIdx.x; k < range.end; k += blockDim.x) {
-    PetscScalar wk = w[k];
-    for (PetscInt v = 0; v < i - 1; ++v) wk -= cur[v] * table.v[v][k];
-    wk *= scale;
+    PetscScalar       wk = SGMRESOrthogonalEntry(w[k], i - 1, cur, [&](PetscInt v) { return table.v[v][k]; });
+    const PetscScalar zk = SGMRESUpdateEntry(scale, eta, zold[k], wk);
     w[k]                 = wk;
-    const PetscScalar zk = zold[k] - eta * wk;
     znew[k]              = zk;
     acc[0] += zk * zk;
   }

@@ -3,7 +3,7 @@
 
    Row i of the factors depends on the rows k of its entries left of the diagonal (their U parts), so the rows are
    factored level by level in the level schedule of L: one kernel per level, one warp per row, the level kernels
-   recorded once by the analysis as a CUDA graph (up to ILU0_GRAPH_MAX_LEVELS levels; more: stream launches).  A warp
+   recorded once by the analysis as a CUDA graph (up to GRAPH_MAX_LEVELS levels; more: stream launches).  A warp
    takes the row's entries left of the diagonal in increasing column order (each needs the updates of the earlier
    ones): l_ik = a_ik / u_kk, then its lanes stride through row k of U and subtract l_ik u_kj from entry (i, j) where
    row i has one (a binary search in the row's sorted columns), the same operations in the same order per entry as
@@ -18,8 +18,7 @@ namespace fusedksp
 namespace cuda
 {
 
-constexpr int      ILU0_WARPS            = BLOCK_SIZE / 32;
-constexpr PetscInt ILU0_GRAPH_MAX_LEVELS = 1 << 14; /* as the triangular solves' (cuda_trsv.cu) */
+constexpr int ILU0_WARPS = BLOCK_SIZE / 32;
 
 /* What ilu0_numeric returns, in one copy */
 struct ILU0Outcome {
@@ -167,7 +166,7 @@ PetscErrorCode ILU0Analysis(ILU0View *F, PetscInt nlevels, const PetscInt *level
   PetscCall(be->malloc_bytes(PetscMax(F->n, 1) * sizeof(PetscScalar), (void **)&sc->invdiag));
   PetscCall(be->malloc_bytes(sizeof(ILU0Outcome), (void **)&sc->outcome));
   PetscCall(be->copy_to_backend(sc->rows, rows, F->n * sizeof(PetscInt)));
-  if (nlevels > 1 && nlevels <= ILU0_GRAPH_MAX_LEVELS) {
+  if (nlevels > 1 && nlevels <= GRAPH_MAX_LEVELS) {
     const ILU0ToRecord r = {F, sc};
 
     PetscCall(RecordOnSideStream(LaunchILU0Levels, &r, &sc->graph));

@@ -90,7 +90,6 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
    entries through distributed shared memory: an iteration reads no global memory.  (With the matrix
    in global memory a cluster was much slower per iteration, its loads waiting on L1TEX after every
    cluster barrier, whose acquire semantics appear to drop the SM's L1 lines.)                     */
-constexpr int RESIDENT_THREADS = 512; /* the threads of a block of FUSED_BLOCK_CHUNK_ROWS rows (2 rows each) */
 static_assert(FUSED_BLOCK_CHUNK_ROWS == 2 * RESIDENT_THREADS && FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0, "the largest resident block: 2 rows per thread, whole SELL-P slices");
 
 /* Entry `offset` of the vector at 32-bit shared address `base` in the shared memory of the cluster's

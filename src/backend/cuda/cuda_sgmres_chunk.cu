@@ -1,5 +1,6 @@
 /* CUDA backend: a chunk of simpler GMRES steps as one persistent kernel (Backend::sgmres_chunk) */
 #include "backend/cuda/cuda_persistent.cuh"
+#include "backend/iteration.hpp"
 
 namespace fusedksp
 {
@@ -130,11 +131,6 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
   }
 }
 
-/* The blocks per SM SGMRESChunkKernel is compiled for: 64 registers without spills, against 94-100
-   registers for 2 blocks: more resident warps hide the latency of the multi-dot and the update, and
-   4 blocks were as fast as 3 or faster at every size the kernel runs (tutorials/results/README.md).  */
-constexpr int SGMRES_GRID_BLOCKS_PER_SM = 4;
-
 /*
    SGMRESChunkKernel - steps i = i0+1 .. i0+k of a restart cycle, each: w = v_i = Op z_i on the
    block's rows (z_i read from L2: other blocks wrote it); the block's partials of the multi-dot; a
@@ -198,12 +194,9 @@ template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE,
     if (blockIdx.x == 0 && threadIdx.x == 0) slot[m + 2] = res2;
     const PetscScalar scale = 1 / h;
     for (PetscInt64 r = range.begin + threadIdx.x; r < range.end; r += BLOCK_SIZE) {
-      PetscScalar wk = own.V(a, i, r);
-#pragma unroll 8
-      for (PetscInt v = 0; v < i - 1; ++v) wk -= cur[v] * own.V(a, v + 1, r);
-      wk *= scale;
+      PetscScalar       wk = SGMRESOrthogonalEntry(own.V(a, i, r), i - 1, cur, [&](PetscInt v) { return own.V(a, v + 1, r); });
+      const PetscScalar zk = SGMRESUpdateEntry(scale, eta, own.Z(a, i, r), wk);
       own.SetV(a, i, r, wk);
-      const PetscScalar zk = own.Z(a, i, r) - eta * wk;
       own.SetZ(a, i + 1, r, zk);
       acc[0] += zk * zk;
     }
@@ -280,7 +273,6 @@ template <class Rows> static PetscErrorCode LaunchSGMRESChunk(const SGMRESChunkA
 
 /* The resident kernel (restart at most SGMRES_RESIDENT_RESTART): a step's reduced values fit one
    warp, value d in lane d - the multi-dot d = 0..i and <z_i,z_i> at i + 1                         */
-constexpr PetscInt SGMRES_RESIDENT_RESTART = 30;
 static_assert(SGMRES_RESIDENT_RESTART + 2 <= 32, "a step's values fit one warp");
 
 /* The resident kernel's scalars and vectors (see SGMRESChunkKernelArgs).  chunk: the rows of the
@@ -457,10 +449,9 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
         for (PetscInt v = 0; v < vs; ++v) wk -= cur[v] * basis[v * stride + r];
 #pragma unroll 8
         for (PetscInt v = vs; v < i - 1; ++v) wk -= cur[v] * a.V[v + 1][begin + r];
-        wk *= scale;
+        z[q] = SGMRESUpdateEntry(scale, eta, z[q], wk);
         if (i <= nshared) basis[(i - 1) * stride + r] = wk;
-        a.V[i][begin + r] = wk;
-        z[q] -= eta * wk;
+        a.V[i][begin + r]     = wk;
         a.Z[i + 1][begin + r] = z[q];
         zs[r]                 = z[q];
         if (a.wr) zw[r] = wr[q] * z[q];

@@ -14,7 +14,7 @@
 
    LEVELS: the level schedule (TriangularLevels(), computed on the host by the analysis) with the rows
    of each level in a device array; one kernel per level, one warp per row of the level.  The level
-   kernels are recorded once by the analysis as a CUDA graph (up to TRSV_GRAPH_MAX_LEVELS levels) and
+   kernels are recorded once by the analysis as a CUDA graph (up to GRAPH_MAX_LEVELS levels) and
    replayed by each solve: a 3D 7-point ILU(0) of N rows has ~3 N^(1/3) levels, each a small kernel whose launch
    costs more than its work, and a replay starts the next node sooner than a stream launch.  The kernels
    of the graph read b and x from a device slot that one small kernel sets before each replay.
@@ -28,9 +28,7 @@ namespace fusedksp
 namespace cuda
 {
 
-constexpr int      TRSV_WARPS            = BLOCK_SIZE / 32; /* warps (rows) per thread block */
-constexpr PetscInt TRSV_GRAPH_MAX_LEVELS = 1 << 14;         /* more levels: stream launches (the graph's memory and
-                                                              recording time grow with its nodes) */
+constexpr int TRSV_WARPS = BLOCK_SIZE / 32; /* warps (rows) per thread block */
 
 /* The analysis data of one factor (TriangularView::schedule) */
 struct TrsvSchedule {
@@ -191,7 +189,7 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
     PetscCall(PetscArraycpy(sc->levelptr, levelptr, nlevels + 1));
     PetscCall(be->malloc_bytes(T->n * sizeof(PetscInt), (void **)&sc->rows));
     PetscCall(be->copy_to_backend(sc->rows, rows, T->n * sizeof(PetscInt)));
-    if (nlevels > 1 && nlevels <= TRSV_GRAPH_MAX_LEVELS) {
+    if (nlevels > 1 && nlevels <= GRAPH_MAX_LEVELS) {
       const LevelsToRecord r = {T, sc};
 
       PetscCall(be->malloc_bytes(2 * sizeof(PetscScalar *), (void **)&sc->io));

@@ -1,5 +1,6 @@
 /* Host backend: the CG vector update (seed 000 Alg. 2, lines 10-12, preconditioned) */
 #include "backend/host/host_reduce.hpp"
+#include "backend/iteration.hpp"
 
 namespace fusedksp
 {
@@ -11,44 +12,10 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
 {
   PetscFunctionBegin;
   BlockedReduce<3>(n, dots, [=](PetscInt i, PetscScalar *part) {
-    const PetscScalar ri = r[i] - a * q[i];
-    PetscScalar       zi;
-    if (w)
-      zi = w[i] * ri;
-    else if (z)
-      zi = z[i] = z[i] - a * u[i];
-    else
-      zi = ri;
-    x[i] += a * p[i];
-    r[i] = ri;
-    p[i] = zi + b * p[i];
-    part[0] += ri * zi;
-    part[1] += ri * ri;
-    part[2] += zi * zi;
+    CGUpdateEntry(
+        a, b, q[i], [&](PetscScalar ri) { return w ? w[i] * ri : (z ? z[i] = z[i] - a * u[i] : ri); }, x[i], r[i], p[i], part);
   });
   counters.launches++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* See Backend::cg_update_chained */
-PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w)
-{
-  PetscScalar a = 0, b = 0, all[3], ref_rz = 0, ref_pq = 0;
-
-  PetscFunctionBegin;
-  if (j > 0) CGReference(*ctl, prev - (j - 1) * CG_NSLOT, &ref_rz, &ref_pq); /* the chunk's slots are consecutive */
-  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
-  if (ctl->stopped >= 0 || (j > 0 && (CGCoefficients(prev, ref_rz, ref_pq, u == nullptr, &a, &b) != RecurrenceStatus::OK || ChunkNormStops(ChunkLimits(*ctl, prev, j, CG_NSLOT, ctl->normdot), j - 1, prev)))) {
-    if (ctl->stopped < 0) {
-      ctl->stopped = j - 1;
-      ctl->stage   = 0;
-    }
-    target = {};
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(CGUpdate(n, a, b, x, r, z, p, q, u, w, all));
-  StoreResults(3, all, nullptr);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -1,5 +1,6 @@
 /* Host backend: the Gram-Schmidt kernels of simpler GMRES (seed 000 Alg. 6) */
 #include "backend/host/host_reduce.hpp"
+#include "backend/iteration.hpp"
 
 namespace fusedksp
 {
@@ -35,10 +36,8 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
 
   PetscFunctionBegin;
   BlockedReduce<1>(n, &sum, [=](PetscInt i, PetscScalar *part) {
-    PetscScalar yi = y[i];
-    for (PetscInt j = 0; j < nv; ++j) yi -= coef[j] * V[j][i];
-    yi *= scale;
-    y[i] = yi;
+    PetscScalar yi = SGMRESOrthogonalEntry(y[i], nv, coef, [&](PetscInt j) { return V[j][i]; }) * scale;
+    y[i]           = yi;
     part[0] += yi * (dotvec ? dotvec[i] : yi);
   });
   if (dot) *dot = sum;
@@ -51,39 +50,13 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
 {
   PetscFunctionBegin;
   BlockedReduce<1>(n, dots, [=](PetscInt i, PetscScalar *part) {
-    PetscScalar wi = w[i];
-    for (PetscInt j = 0; j < nv; ++j) wi -= coef[j] * V[j][i];
-    wi *= scale;
+    PetscScalar       wi = SGMRESOrthogonalEntry(w[i], nv, coef, [&](PetscInt j) { return V[j][i]; });
+    const PetscScalar zi = SGMRESUpdateEntry(scale, eta, zold[i], wi);
     w[i]                 = wi;
-    const PetscScalar zi = zold[i] - eta * wi;
     znew[i]              = zi;
     part[0] += zi * zi;
   });
   counters.launches++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* See Backend::sgmres_update_chained */
-PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
-{
-  PetscScalar h = 1, eta = 0, all[1];
-  PetscReal   res = 0;
-  int         stop;
-
-  PetscFunctionBegin;
-  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "sgmres_update_chained needs a reduce target");
-  if (ctl->stopped >= 0 || (stop = SGMRESChunkStep(*ctl, j, i, m, keep, prev, cur, &h, &eta, &res)) >= 0) {
-    if (ctl->stopped < 0) {
-      ctl->stopped = j - 1;
-      ctl->stage   = stop;
-    }
-    target = {};
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  cur[m + 2] = res * res;
-  PetscCall(SGMRESUpdate(n, i - 1, cur, V, w, 1 / h, eta, zold, znew, all));
-  StoreResults(1, all, nullptr);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -139,31 +139,6 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::sgmres_update_chained (coefficients on the host, as cg_update_chained) */
-PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal keep, const PetscScalar *const *V, PetscScalar *w, const PetscScalar *zold, PetscScalar *znew, const PetscScalar *prev, PetscScalar *cur, ChunkControl *ctl, PetscInt j)
-{
-  PetscScalar h = 1, eta = 0, all[1];
-  PetscReal   res = 0;
-  int         stop;
-
-  PetscFunctionBegin;
-  static_assert(host_memory, "the chained operations compute their coefficients on the host");
-  PetscCheck(target.slot, PETSC_COMM_SELF, PETSC_ERR_ORDER, "sgmres_update_chained needs a reduce target");
-  if (ctl->stopped >= 0 || (stop = SGMRESChunkStep(*ctl, j, i, m, keep, prev, cur, &h, &eta, &res)) >= 0) {
-    if (ctl->stopped < 0) {
-      ctl->stopped = j - 1;
-      ctl->stage   = stop;
-    }
-    target = {};
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  cur[m + 2] = res * res;
-  PetscCall(SGMRESUpdate(n, i - 1, cur, V, w, 1 / h, eta, zold, znew, all));
-  PetscCall(StoreResults(1, all, nullptr));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* See Backend::sgmres_chunk: the start (args->b: <b,b> as Backend::dots sums it, to its slot, then
    SGMRESChunkStart() and z_1 = b / rho), then the operations of its steps */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
