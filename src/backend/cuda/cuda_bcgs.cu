@@ -92,22 +92,7 @@ __global__ void BCGSUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscS
 */
 PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const PetscScalar *v, PetscScalar *y, PetscScalar dots[1])
 {
-  Partition    part;
-  cudaStream_t stream;
-  Reduction    red;
-
-  PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)WAXPYDotKernel, n, &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    PetscCall(GetReduction(1, part.nblocks, &red));
-    WAXPYDotKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, x, v, y, red);
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
-  PetscCall(FinishReduction(1, part.nblocks, dots));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return LaunchReducing(WAXPYDotKernel, n, false, 1, dots, a, x, v, y);
 }
 
 /*
@@ -117,22 +102,9 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
                           const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *dots)
 {
-  Partition    part;
-  cudaStream_t stream;
-  Reduction    red;
-
   PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)BCGSUpdateKernel, n, &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ndots == 2 || ndots == 3, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "bcgs_update computes 2 or 3 dot products, asked for %d", ndots);
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    PetscCall(GetReduction(ndots, part.nblocks, &red));
-    BCGSUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, rhat, ndots, red);
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
-  PetscCall(FinishReduction(ndots, part.nblocks, dots));
+  PetscCall(LaunchReducing(BCGSUpdateKernel, n, false, ndots, dots, alpha, omega, beta, wr, x, r, p, s, Ap, As, rstar, rhat, ndots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -143,40 +115,18 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
 */
 PetscErrorCode WAXPYDotChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *x, const PetscScalar *v, PetscScalar *y)
 {
-  Partition    part;
-  cudaStream_t stream;
-  Reduction    red;
-
   PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)WAXPYDotChainedKernel, PetscMax(n, 1), &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "waxpy_dot_chained needs a reduce target");
-  PetscCall(GetStream(&stream));
-  PetscCall(GetReduction(1, part.nblocks, &red));
-  WAXPYDotChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, cur, ctl, j, x, v, y, red);
-  FusedKSPCheckLaunch();
-  counters.launches++;
-  PetscCall(FinishReduction(1, part.nblocks, nullptr));
+  PetscCall(LaunchReducing(WAXPYDotChainedKernel, n, true, 1, nullptr, prev, cur, ctl, j, x, v, y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode BCGSUpdateChained(PetscInt n, const PetscScalar *prev, const PetscScalar *cur, ChunkControl *ctl, PetscInt j, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap,
                                  const PetscScalar *As, const PetscScalar *rstar)
 {
-  Partition    part;
-  cudaStream_t stream;
-  Reduction    red;
-
   PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)BCGSUpdateChainedKernel, PetscMax(n, 1), &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "bcgs_update_chained needs a reduce target");
-  PetscCall(GetStream(&stream));
-  PetscCall(GetReduction(2, part.nblocks, &red));
-  BCGSUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, cur, ctl, j, wr, x, r, p, s, Ap, As, rstar, red);
-  FusedKSPCheckLaunch();
-  counters.launches++;
-  PetscCall(FinishReduction(2, part.nblocks, nullptr));
+  PetscCall(LaunchReducing(BCGSUpdateChainedKernel, n, true, 2, nullptr, prev, cur, ctl, j, wr, x, r, p, s, Ap, As, rstar));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

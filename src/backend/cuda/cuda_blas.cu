@@ -187,22 +187,7 @@ template <class Term> __global__ void SumKernel(PetscInt n, PetscInt chunk, Term
 /* One SumKernel launch and one device->host copy (neither when n == 0, the sum is then 0) */
 template <class Term> PetscErrorCode LaunchSum(PetscInt n, const Term &term, PetscScalar *sum)
 {
-  Partition    part;
-  Reduction    red;
-  cudaStream_t stream;
-
-  PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)SumKernel<Term>, n, &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    PetscCall(GetReduction(1, part.nblocks, &red));
-    SumKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, term, red);
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
-  PetscCall(FinishReduction(1, part.nblocks, sum));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return LaunchReducing(SumKernel<Term>, n, false, 1, sum, term);
 }
 
 /* The terms of the reductions */
@@ -375,22 +360,7 @@ PetscErrorCode Norm1(PetscInt n, const PetscScalar *x, PetscReal *val)
 /* One MaxAbsKernel launch, one device->host copy of the maximum */
 PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
-  Partition    part;
-  Reduction    red;
-  cudaStream_t stream;
-
-  PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)MaxAbsKernel, n, &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    PetscCall(GetReduction(1, part.nblocks, &red));
-    MaxAbsKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, x, red);
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
-  PetscCall(FinishReduction(1, part.nblocks, val));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return LaunchReducing(MaxAbsKernel, n, false, 1, val, x);
 }
 
 } // namespace

@@ -53,22 +53,7 @@ __global__ void CGUpdateChainedKernel(PetscInt n, PetscInt chunk, const PetscSca
 */
 PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar dots[3])
 {
-  Partition    part;
-  cudaStream_t stream;
-  Reduction    red;
-
-  PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)CGUpdateKernel, n, &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    PetscCall(GetReduction(3, part.nblocks, &red));
-    CGUpdateKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, a, b, x, r, z, p, q, u, w, red);
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
-  PetscCall(FinishReduction(3, part.nblocks, dots));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return LaunchReducing(CGUpdateKernel, n, false, 3, dots, a, b, x, r, z, p, q, u, w);
 }
 
 /*
@@ -77,20 +62,9 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
 */
 PetscErrorCode CGUpdateChained(PetscInt n, const PetscScalar *prev, ChunkControl *ctl, PetscInt j, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w)
 {
-  Partition    part;
-  cudaStream_t stream;
-  Reduction    red;
-
   PetscFunctionBegin;
-  PetscCall(PartitionWave((const void *)CGUpdateChainedKernel, PetscMax(n, 1), &part));
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   PetscCheck(ReduceTargetIsSet(), PETSC_COMM_SELF, PETSC_ERR_ORDER, "cg_update_chained needs a reduce target");
-  PetscCall(GetStream(&stream));
-  PetscCall(GetReduction(3, part.nblocks, &red));
-  CGUpdateChainedKernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, prev, ctl, j, x, r, z, p, q, u, w, red);
-  FusedKSPCheckLaunch();
-  counters.launches++;
-  PetscCall(FinishReduction(3, part.nblocks, nullptr));
+  PetscCall(LaunchReducing(CGUpdateChainedKernel, n, true, 3, nullptr, prev, ctl, j, x, r, z, p, q, u, w));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -203,6 +203,30 @@ inline PetscErrorCode PartitionWave(const void *kernel, PetscInt n, Partition *p
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* One launch of a reducing kernel of the fused operations, kernel(n, chunk, args..., red), on the grid of
+   PartitionWave() on the backend's stream, then FinishReduction() of its ndots sums into dots (NULL:
+   the reduce target).  A chained kernel (`always`) runs for n == 0 too (one block writing zero sums);
+   otherwise nothing runs when n == 0 and the sums are 0.                                              */
+template <class... KernelArgs, class... Args> PetscErrorCode LaunchReducing(void (*kernel)(PetscInt, PetscInt, KernelArgs...), PetscInt n, bool always, int ndots, PetscScalar *dots, const Args &...args)
+{
+  Partition    part;
+  cudaStream_t stream;
+  Reduction    red;
+
+  PetscFunctionBegin;
+  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
+  PetscCall(PartitionWave((const void *)kernel, always ? PetscMax(n, 1) : n, &part));
+  if (part.nblocks) {
+    PetscCall(GetStream(&stream));
+    PetscCall(GetReduction(ndots, part.nblocks, &red));
+    kernel<<<part.nblocks, BLOCK_SIZE, 0, stream>>>(n, part.chunk, args..., red);
+    FusedKSPCheckLaunch();
+    counters.launches++;
+  }
+  PetscCall(FinishReduction(ndots, part.nblocks, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The half-open range [begin, end) of this thread block's chunk */
 struct ChunkRange {
   PetscInt64 begin, end;
