@@ -179,4 +179,32 @@ PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *a)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/*
+   SGMRESChunkHostMemory - Backend::sgmres_chunk of a backend in host memory (host, Kokkos on CPU
+   threads): the start of a chunk that starts the solve (args->b: <b,b> to its slot as Backend::dots
+   sums it, SGMRESChunkStart() on the host, z_1 = b / rho as VecScale() by 1 / rho), then the steps
+*/
+PetscErrorCode SGMRESChunkHostMemory(const Backend *be, const BlasKernels *blas, const SGMRESChunkArgs *args)
+{
+  const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
+
+  PetscFunctionBegin;
+  PetscCheck(be->host_memory, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The start of an SGMRES chunk on the host needs a backend in host memory");
+  PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
+  if (args->b) {
+    const DotSpec self;
+    PetscReal     rho;
+
+    PetscCall(be->reduce_target(args->slots + args->m + 2, nullptr));
+    PetscCall(be->dots(n, nullptr, args->b, 1, &self, nullptr));
+    rho = SGMRESChunkStart(args->ctl, args->slots, args->m);
+    if (rho != 0) {
+      PetscCall(blas->copy(n, args->b, args->Z[1]));
+      PetscCall(blas->scale(n, 1 / rho, args->Z[1]));
+    }
+  }
+  PetscCall(SGMRESChunkSteps(be, args));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace fusedksp

@@ -60,28 +60,10 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::sgmres_chunk: the start (args->b: <b,b> as Backend::dots sums it, then
-   SGMRESChunkStart() and z_1 = b / rho), then the operations of its steps                   */
+/* See Backend::sgmres_chunk */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
 {
-  const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
-
-  PetscFunctionBegin;
-  PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
-  if (args->b) {
-    const DotSpec self;
-    PetscScalar   bb[1];
-    PetscReal     rho;
-
-    PetscCall(Dots(n, nullptr, args->b, 1, &self, bb)); /* as fusedsgmres's own start sums it */
-    args->slots[args->m + 2] = bb[0];
-    rho                      = SGMRESChunkStart(args->ctl, args->slots, args->m);
-    if (rho != 0)
-      for (PetscInt i = 0; i < n; ++i) args->Z[1][i] = args->b[i] * (1 / rho); /* as VecScale() by 1 / rho */
-    counters.launches++;
-  }
-  PetscCall(SGMRESChunkSteps(HostBackend(), args));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return SGMRESChunkHostMemory(HostBackend(), HostBlas(), args);
 }
 
 } // namespace host

@@ -139,31 +139,10 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::sgmres_chunk: the start (args->b: <b,b> as Backend::dots sums it, to its slot, then
-   SGMRESChunkStart() and z_1 = b / rho), then the operations of its steps */
+/* See Backend::sgmres_chunk */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
 {
-  const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
-
-  PetscFunctionBegin;
-  PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
-  if (args->b) {
-    const DotSpec      self;
-    const PetscScalar *b  = args->b;
-    PetscScalar       *z1 = args->Z[1];
-    PetscReal          rho;
-
-    target = {args->slots + args->m + 2, nullptr};
-    PetscCall(Dots(n, nullptr, b, 1, &self, nullptr));
-    rho = SGMRESChunkStart(args->ctl, args->slots, args->m);
-    if (rho != 0) {
-      const PetscScalar scale = 1 / rho;
-      ForEach(
-          "fusedksp::sgmres_start", n, KOKKOS_LAMBDA(const PetscInt i) { z1[i] = b[i] * scale; });
-    }
-  }
-  PetscCall(SGMRESChunkSteps(KokkosBackend(), args));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return SGMRESChunkHostMemory(KokkosBackend(), KokkosBlas(), args);
 }
 
 } // namespace kokkos
