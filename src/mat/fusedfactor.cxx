@@ -535,17 +535,8 @@ static PetscErrorCode HostFactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode MatLUFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
-{
-  PetscFunctionBegin;
-  if (((FusedFactor *)F->data)->host)
-    PetscCall(HostFactorNumeric(F, A, info));
-  else
-    PetscCall(FactorNumeric(F, A, info));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode MatCholeskyFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
+/* The numeric phase of ILU(0) and ICC(0) */
+static PetscErrorCode MatFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
   if (((FusedFactor *)F->data)->host)
@@ -702,7 +693,7 @@ static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
    PCApplySymmetricLeft/Right apply: forward x = D^{-1/2} L^{-1} b, backward x = U^{-1} D^{1/2} b, whose product is
    M^{-1} (for a symmetric A: S^{-1} and S^{-T} with M = S S^T, S = L D^{1/2}, as PETSc's ICC splits its factor).  On
    the host (fused vectors are synchronized to the host). */
-static PetscErrorCode HalfSolve(Mat F, PetscBool forward, Vec b, Vec x)
+template <PetscBool forward> static PetscErrorCode HalfSolve(Mat F, Vec b, Vec x)
 {
   FusedFactor       *f = (FusedFactor *)F->data;
   const PetscScalar *bp;
@@ -734,20 +725,6 @@ static PetscErrorCode HalfSolve(Mat F, PetscBool forward, Vec b, Vec x)
   }
   PetscCall(VecRestoreArrayWrite(x, &xp));
   PetscCall(VecRestoreArrayRead(b, &bp));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode MatForwardSolve_FusedFactor(Mat F, Vec b, Vec x)
-{
-  PetscFunctionBegin;
-  PetscCall(HalfSolve(F, PETSC_TRUE, b, x));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode MatBackwardSolve_FusedFactor(Mat F, Vec b, Vec x)
-{
-  PetscFunctionBegin;
-  PetscCall(HalfSolve(F, PETSC_FALSE, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -862,7 +839,7 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   approximate inverse of each factor: s sweeps of Jacobi's iteration from the diagonal's solve, the first s + 1 terms of
   the Neumann series (exact once s reaches the number of levels less one), s kernels of the cost of a product with the
   factor each. It changes the preconditioner (a weaker one, usually some more iterations, each much cheaper), and keeps it
-  symmetric for ICC(0); see tutorials/results/README.md for measurements.
+  symmetric for ICC(0); see tutorials/results/RESULTS.md for measurements.
 
   Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,
   `-pc_factor_mat_ordering_type`, a drop tolerance) get PETSc's own factorization and host solves. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
@@ -902,13 +879,13 @@ PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat A, MatFactorType 
   PetscCall(PetscStrallocpy(MATSOLVERFUSED, &B->solvertype));
   B->ops->ilufactorsymbolic     = fusedksp::MatILUFactorSymbolic_FusedFactor;
   B->ops->iccfactorsymbolic     = fusedksp::MatICCFactorSymbolic_FusedFactor;
-  B->ops->lufactornumeric       = fusedksp::MatLUFactorNumeric_FusedFactor;
-  B->ops->choleskyfactornumeric = fusedksp::MatCholeskyFactorNumeric_FusedFactor;
+  B->ops->lufactornumeric       = fusedksp::MatFactorNumeric_FusedFactor;
+  B->ops->choleskyfactornumeric = fusedksp::MatFactorNumeric_FusedFactor;
   B->ops->solve                 = fusedksp::MatSolve_FusedFactor;
   B->ops->solvetranspose        = fusedksp::MatSolveTranspose_FusedFactor;
   if (ftype == MAT_FACTOR_ICC) { /* PCICC's symmetric application; MATSEQAIJ's ILU factor has none either */
-    B->ops->forwardsolve  = fusedksp::MatForwardSolve_FusedFactor;
-    B->ops->backwardsolve = fusedksp::MatBackwardSolve_FusedFactor;
+    B->ops->forwardsolve  = fusedksp::HalfSolve<PETSC_TRUE>;
+    B->ops->backwardsolve = fusedksp::HalfSolve<PETSC_FALSE>;
   }
   B->ops->getinfo = fusedksp::MatGetInfo_FusedFactor;
   B->ops->view    = fusedksp::MatView_FusedFactor;
