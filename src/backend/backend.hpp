@@ -39,7 +39,7 @@ constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; // up to this many entries one bl
 
 /* The most rows bcgs_chunk runs as one persistent kernel (CUDA): above, recomputing s from r and Ap for
    the rows of As costs more memory traffic than the kernel boundaries of the steps save
-   (tutorials/results/README.md, "Why the thresholds are where they are")                          */
+   (tutorials/results/RESULTS.md, "Why the thresholds are where they are")                          */
 constexpr PetscInt FUSED_BCGS_PERSISTENT_ROWS = 1 << 18;
 
 /* The most rows and (on average, per FUSED_BLOCK_CHUNK_ROWS rows) entries of one thread block of the
@@ -60,7 +60,7 @@ constexpr PetscInt FUSED_SGMRES_PERSISTENT_RESTART = 128;
 
 /* The most rows sgmres_chunk runs as one persistent kernel (CUDA): above, the steps' multi-dot kernel
    (a grid of blocks per group of dot products) reads the basis faster than the cooperative grid does
-   (tutorials/results/README.md, "Why the thresholds are where they are")                          */
+   (tutorials/results/RESULTS.md, "Why the thresholds are where they are")                          */
 constexpr PetscInt FUSED_SGMRES_PERSISTENT_ROWS = 1 << 17;
 
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
