@@ -659,33 +659,20 @@ static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangl
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* x = U^{-1} L^{-1} b */
-static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
+/* MatSolve(): x = M^{-1} b = U^{-1} L^{-1} b; MatSolveTranspose() (transpose): x = M^{-T} b = Ut^{-1} Lt^{-1} b with the
+   transposed factors (TransposeFactors()), where MatSolve() runs.  ICC(0) too: its factor is ILU(0) of the whole
+   matrix (see the top), whose transpose is M's only for a symmetric A.                                         */
+template <PetscBool transpose> static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
 {
   FusedFactor *f = (FusedFactor *)F->data;
 
   PetscFunctionBegin;
   if (f->host) {
-    PetscCall(MatSolve(f->host, b, x));
+    PetscCall(transpose ? MatSolveTranspose(f->host, b, x) : MatSolve(f->host, b, x));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(SolveTriangles(F, &f->L, &f->U, b, x));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* x = M^{-T} b = Ut^{-1} Lt^{-1} b with the transposed factors (TransposeFactors()), where MatSolve() runs.  ICC(0) too:
-   its factor is ILU(0) of the whole matrix (see the top), whose transpose is M's only for a symmetric A. */
-static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
-{
-  FusedFactor *f = (FusedFactor *)F->data;
-
-  PetscFunctionBegin;
-  if (f->host) {
-    PetscCall(MatSolveTranspose(f->host, b, x));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(TransposeFactors(f));
-  PetscCall(SolveTriangles(F, &f->Lt, &f->Ut, b, x));
+  if (transpose) PetscCall(TransposeFactors(f));
+  PetscCall(transpose ? SolveTriangles(F, &f->Lt, &f->Ut, b, x) : SolveTriangles(F, &f->L, &f->U, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -881,8 +868,8 @@ PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat A, MatFactorType 
   B->ops->iccfactorsymbolic     = fusedksp::MatICCFactorSymbolic_FusedFactor;
   B->ops->lufactornumeric       = fusedksp::MatFactorNumeric_FusedFactor;
   B->ops->choleskyfactornumeric = fusedksp::MatFactorNumeric_FusedFactor;
-  B->ops->solve                 = fusedksp::MatSolve_FusedFactor;
-  B->ops->solvetranspose        = fusedksp::MatSolveTranspose_FusedFactor;
+  B->ops->solve                 = fusedksp::MatSolve_FusedFactor<PETSC_FALSE>;
+  B->ops->solvetranspose        = fusedksp::MatSolve_FusedFactor<PETSC_TRUE>;
   if (ftype == MAT_FACTOR_ICC) { /* PCICC's symmetric application; MATSEQAIJ's ILU factor has none either */
     B->ops->forwardsolve  = fusedksp::HalfSolve<PETSC_TRUE>;
     B->ops->backwardsolve = fusedksp::HalfSolve<PETSC_FALSE>;
