@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The CPU benchmark of the kokkos backend (tutorials/results/README.md, "Kokkos backend on CPU cores"): 2D Poisson,
+# The CPU benchmark of the kokkos backend (tutorials/results/RESULTS.md, "Kokkos backend on CPU cores"): 2D Poisson,
 # PC jacobi and none, fused solvers on the kokkos backend (1 rank x P threads, P ranks x 1 thread) and on the host
 # backend (1 and P ranks), PETSc's classical cg/bcgs/gmres on PETSc's own types (-types petsc) on 1 and P ranks.
 # One CSV: the bench columns plus the configuration (ranks x threads, backend).

@@ -381,10 +381,10 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   Logically Collective
 
   Input Parameters:
-+ ksp - a `KSPFUSEDCG`
++ ksp - a `KSPFUSEDCG`, `KSPFUSEDBCGS` or `KSPFUSEDSGMRES`
 - k   - the interval, at least 1, or `PETSC_DETERMINE` for the default rule
 
-  Options Database Key:
+  Options Database Keys:
 + -ksp_fused_check_interval <k> - the interval
 . -ksp_fused_persistent <bool> - let the backend run a whole chunk as one persistent kernel (default true)
 . -fused_reduction <mpi,nccl> - how the global sums of several processes travel on a GPU (default mpi)
@@ -393,77 +393,20 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   Level: intermediate
 
   Notes:
-  With k = 1 every iteration copies its reduced dot products to the host and waits for them (seed 000's
-  scheme).  With k > 1 the recurrence coefficients are computed on the device from the dot products of
-  the previous iteration, the reduced values of every iteration go to a device array, and the host
-  copies that array once per k iterations (one wait per chunk); a chunk of the full length is recorded
-  as a CUDA graph and replayed (`KSPFusedSetUseGraph()`).  The host then replays the iterations: the
-  monitors, the residual history, `-ksp_converged_reason` and the convergence test see every iteration
-  exactly as with k = 1, and the solve ends at the same iteration.
+  With k = 1 every iteration copies its reduced dot products to the host and waits for them.  With k > 1
+  the coefficients are computed on the device and the host copies the reduced values of a chunk of k
+  iterations at once; it then replays the iterations, so monitors, the residual history and the
+  convergence test see every iteration and the solve ends at the same iteration as with k = 1 (with a
+  convergence test other than `KSPConvergedDefault()` a chunk may run up to k - 1 iterations past the stop).
 
-  With several MPI processes the dot products of an iteration need a global reduction.  On the GPU the default
-  (-fused_reduction mpi) makes it with one host `MPI_Allreduce()` per iteration: k = 1, one device->host copy,
-  the allreduce (a few microseconds within a node) and one host->device step per iteration.  With
-  -fused_reduction nccl the sums (`ncclAllReduce()`) and the halo exchanges of the products (`ncclSend()`/
-  `ncclRecv()` in one group) are queued on the GPU's stream between the kernels, so chunks of k iterations and
-  their graphs run across GPUs with one host wait per chunk: one sum per iteration for `KSPFUSEDCG`, three for
-  `KSPFUSEDBCGS`, two per step for `KSPFUSEDSGMRES`; the products' dot products then run as a pass of their own
-  after the off-diagonal block, and no chunk runs as a persistent kernel.  NCCL (2.9 or later) is loaded when
-  first needed, from the library path or -fused_nccl_library; where it is missing on any process the solve
-  keeps k = 1 and `-ksp_view` says why.  On a backend in host memory (host, Kokkos on CPU threads) the sums
-  and exchanges of a chunk go through MPI as they are issued (chunks only when k is set: the default there
-  is k = 1).  A `KSPFUSEDSGMRES` cycle with several processes starts on the host.
+  Default: k = 1 on the host backend, with a user convergence test, with several MPI processes (unless
+  -fused_reduction nccl), with operands that are not fused types or with a general preconditioner; else
+  32 for `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI` (one persistent kernel per chunk),
+  16 otherwise, 4 above 4M rows; `KSPFUSEDSGMRES` runs one chunk per restart cycle.  A chunk never runs
+  past the maximum number of iterations.  `-ksp_monitor_true_residual` sees the solution of the chunk's end.
 
-  `-ksp_monitor_true_residual` (and any monitor that builds the solution or the residual) sees, for every
-  iteration of a chunk, the solution as it is at the end of the chunk: the true residual is computed at
-  chunk ends only.  `-log_view` logs the operations of a chunk when they are issued (a direct run or the
-  recording); a replayed record appears as one `FusedGraphLaunch` event and each chunk's copy and wait as
-  one `FusedChunkWait` event.
-
-  `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI` and `KSPConvergedDefault()` (or
-  `KSPConvergedSkip()`) let the first chunk compute the start of the solve too: x = 0, r = b (BiCGStab:
-  r = r* = p = M^{-1} b) or, `KSPFUSEDCG` from a nonzero initial guess, r = b - A x, and the start's dot
-  products are computed by the chunk as its iteration 0, which also tests the initial norm and sets the
-  limits of its tests as `KSPConvergedDefault()` does (ttol = max(rtol rnorm0, abstol), divtol rnorm0, with
-  rnorm0 = ||r_0||, or from a nonzero guess the norm of b of the norm type, which the chunk computes too);
-  the host then replays iteration 0 (monitors, history, test) before the chunk's other iterations.  A solve
-  then costs one launch and one wait per chunk and nothing before the first.  `KSPFUSEDBCGS` starts from a
-  nonzero initial guess on the host.  `KSPFUSEDSGMRES` (a zero initial guess) lets its first chunk compute
-  ||b|| and z_1 = b / ||b|| the same way; its later restart cycles start from the true residual on the host.
-
-  The kernels stop by themselves at the first iteration where a coefficient fails (breakdown, an
-  indefinite matrix or preconditioner, NaN or Inf) or where `KSPConvergedDefault()` would stop, so with
-  the default test no iteration runs past the one that ended the solve.  With another convergence test,
-  which the device cannot apply, a chunk may run up to k - 1 iterations past the one where the test
-  stops; the solution then includes them (for CG each one lowers the energy norm of the error, so the
-  solution is not worse) and `KSPGetIterationNumber()` reports the iterations actually performed.
-
-  The default rule: k = 1 on the host backend (no round trip to save), with a user convergence test,
-  with several MPI processes (each iteration's global reduction needs the host), operands that are not
-  fused types or a general preconditioner (its `PCApply()` is called from the host in every iteration of
-  a chunk: the iterations of the last chunk past the end of the solve would apply it in full, which costs
-  more than the round trips chunks save); otherwise k = 4 above 4M rows, where the round trip is a small
-  part of an iteration;
-  k = 32 where the solver hands whole chunks to the backend (`KSPFUSEDCG`, `KSPFUSEDBCGS` with `PCNONE`
-  or `PCJACOBI`, -ksp_fused_persistent): the persistent kernel ends where the solve ends, so a longer
-  chunk costs nothing and its launch and copy are shared by more iterations; k = 16 otherwise, where the
-  stopped iterations of the last chunk cost their kernel launches, which return at once;
-  `KSPFUSEDSGMRES` takes one chunk per restart cycle.  A chunk never runs past the maximum number of
-  iterations.
-
-  `KSPFUSEDCG`, `KSPFUSEDBCGS` and `KSPFUSEDSGMRES` with `PCNONE` or `PCJACOBI` hand each chunk to the
-  backend whole: the CUDA backend runs it as ONE persistent (cooperative) kernel whose thread blocks meet
-  at grid barriers (two per CG iteration or simpler GMRES step, three per BiCGStab iteration) instead of
-  kernel boundaries, so an iteration costs no launch at all (-ksp_fused_persistent 0: one kernel per
-  step; simpler GMRES with a restart above 128 always runs its steps).
-
-  `KSPFUSEDBCGS` runs its chunks in the two-reduction form (alpha from <Ap,r*> computed in the same
-  chunk, no transposed operator needed) and keeps k = 1 with a general preconditioner (`PCApply()`).
-  `KSPFUSEDSGMRES` runs chunks inside a restart cycle (a chunk never crosses a restart; the solution
-  update and the true residual at the restart stay on the host), keeps k = 1 with a general
-  preconditioner or CGS2, and hands a step back to the host when its column of R needs the explicit
-  norm (cancellation), ends the cycle (lucky breakdown) or is NaN; extra steps of a chunk never enter
-  its solution, which is built from the steps the test accepted.
+  docs/chunks.md describes chunks in full: the start of a solve computed in the first chunk, where the
+  kernels stop, -fused_reduction nccl, persistent kernels, logging and what each solver does.
 
 .seealso: `KSPFUSEDCG`, `KSPFUSEDBCGS`, `KSPFUSEDSGMRES`, `KSPFusedGetCheckInterval()`, `KSPFusedSetUseGraph()`
 @*/

@@ -41,10 +41,10 @@ namespace
 #define FUSED_SEQAIJ_OPS(X)                                                                                                                                                                                                                              \
   X(destroy, MatDestroy_SeqAIJFused)                                                                                                                                                                                                                     \
   X(assemblyend, MatAssemblyEnd_SeqAIJFused)                                                                                                                                                                                                             \
-  X(mult, MatMult_SeqAIJFused)                                                                                                                                                                                                                           \
-  X(multadd, MatMultAdd_SeqAIJFused)                                                                                                                                                                                                                     \
-  X(multtranspose, MatMultTranspose_SeqAIJFused)                                                                                                                                                                                                         \
-  X(multtransposeadd, MatMultTransposeAdd_SeqAIJFused)                                                                                                                                                                                                   \
+  X(mult, (MatAIJFusedMult<SeqProducts, PETSC_FALSE>))                                                                                                                                                                                                   \
+  X(multadd, (MatAIJFusedProduct<SeqProducts, PETSC_FALSE, true>))                                                                                                                                                                                       \
+  X(multtranspose, (MatAIJFusedMult<SeqProducts, PETSC_TRUE>))                                                                                                                                                                                           \
+  X(multtransposeadd, (MatAIJFusedProduct<SeqProducts, PETSC_TRUE, true>))                                                                                                                                                                               \
   X(getdiagonal, MatGetDiagonal_SeqAIJFused)                                                                                                                                                                                                             \
   X(scale, MatScale_SeqAIJFused)                                                                                                                                                                                                                         \
   X(shift, MatShift_SeqAIJFused)                                                                                                                                                                                                                         \
@@ -58,9 +58,7 @@ namespace
 
 /* MATSEQAIJ's implementations of those operations, called for the host work */
 struct HostOps {
-#define FUSED_DECLARE_HOST_OP(op, fn) decltype(_MatOps::op) op = nullptr;
   FUSED_SEQAIJ_OPS(FUSED_DECLARE_HOST_OP)
-#undef FUSED_DECLARE_HOST_OP
 };
 
 /* The data of a MATSEQAIJFUSED, in Mat->spptr (the slot PETSc leaves to AIJ subclasses): it moves with
@@ -172,8 +170,7 @@ PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
 
   PetscFunctionBegin;
   PetscCall(FreeData(A));
-  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr, nullptr));
   PetscCall(host_destroy(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -247,59 +244,29 @@ PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = A x on the backend when both vectors are fused, else PETSc's host product */
-PetscErrorCode MatMult_SeqAIJFused(Mat A, Vec x, Vec y)
-{
-  PetscBool device;
-
-  PetscFunctionBegin;
-  PetscCall(MatFusedOnBackend({x, y}, &device));
-  if (device)
-    PetscCall(MultDevice(A, PETSC_FALSE, x, y));
-  else
-    PetscCall(Data(A)->host.mult(A, x, y));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MatMultAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
-{
-  PetscBool device;
-
-  PetscFunctionBegin;
-  PetscCall(MatFusedOnBackend({x, y, z}, &device));
-  if (device)
-    PetscCall(MultAddDevice(A, PETSC_FALSE, x, z, y));
-  else
-    PetscCall(Data(A)->host.multadd(A, x, z, y));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* y = A^T x: the product with the explicit transpose, kept after the first use */
-PetscErrorCode MatMultTranspose_SeqAIJFused(Mat A, Vec x, Vec y)
-{
-  PetscBool device;
-
-  PetscFunctionBegin;
-  PetscCall(MatFusedOnBackend({x, y}, &device));
-  if (device) {
-    PetscCall(MultDevice(A, PETSC_TRUE, x, y));
-  } else
-    PetscCall(Data(A)->host.multtranspose(A, x, y));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MatMultTransposeAdd_SeqAIJFused(Mat A, Vec x, Vec z, Vec y)
-{
-  PetscBool device;
-
-  PetscFunctionBegin;
-  PetscCall(MatFusedOnBackend({x, y, z}, &device));
-  if (device) {
-    PetscCall(MultAddDevice(A, PETSC_TRUE, x, z, y));
-  } else
-    PetscCall(Data(A)->host.multtransposeadd(A, x, z, y));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+/* The products of MATSEQAIJFUSED (MatAIJFusedProduct()): on the backend when the vectors are fused; y = A^T x with the
+   explicit transpose, kept after its first use                                                                  */
+struct SeqProducts {
+  static const HostOps &Host(Mat A)
+  {
+    return Data(A)->host;
+  }
+  static PetscErrorCode OnBackend(Mat, std::initializer_list<Vec> vecs, PetscBool *backend)
+  {
+    PetscFunctionBegin;
+    PetscCall(MatFusedOnBackend(vecs, backend));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  static PetscErrorCode Device(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
+  {
+    PetscFunctionBegin;
+    if (z)
+      PetscCall(MultAddDevice(A, transpose, x, z, y));
+    else
+      PetscCall(MultDevice(A, transpose, x, y));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+};
 
 PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
 {
@@ -449,9 +416,13 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatConvert_SeqAIJFused_SeqAIJ(Mat, MatType, MatReuse, Mat *);
-PetscErrorCode MatConvert_SeqAIJ_SeqAIJFused(Mat, MatType, MatReuse, Mat *);
+PetscErrorCode MatConvertToFused(Mat);
 PetscErrorCode MatConvertFromFused(Mat);
+
+/* MatConvert() from MATSEQAIJ to MATSEQAIJFUSED (found by MatConvert() on a MATSEQAIJFUSED, and by MatSetType() of an
+   assembled MATSEQAIJ; the values are kept, in place or in a duplicate), and back to MATSEQAIJ (or MATAIJ)         */
+constexpr MatConvertFn MatConvert_SeqAIJ_SeqAIJFused = MatAIJFusedConverter<MatConvertToFused>;
+constexpr MatConvertFn MatConvert_SeqAIJFused_SeqAIJ = MatAIJFusedConverter<MatConvertFromFused>;
 
 /* In-place factorizations: the factors replace A's data (MatHeaderMerge()), after which A is a factored
    MATSEQAIJ with no products, so A becomes a plain MATSEQAIJ first and MATSEQAIJ factors it */
@@ -493,20 +464,9 @@ PetscErrorCode MatConvertToFused(Mat A)
   MatFusedData *d;
 
   PetscFunctionBegin;
-  PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix MATSEQAIJFUSED in place: it is not a plain MATSEQAIJ", ((PetscObject)A)->type_name);
-  FusedKSPCallCXX(d = new MatFusedData);
-  d->backend = ActiveBackend();
-  A->spptr   = d;
-#define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \
-  d->host.op = A->ops->op;                                                                                                                                                                                                                               \
-  if (d->host.op) A->ops->op = fn; /* only where the AIJ type has the operation */
+  PetscCall(MatAIJFusedNewData(A, MATSEQAIJ, MATSEQAIJFUSED, &d));
   FUSED_SEQAIJ_OPS(FUSED_INSTALL_OP)
-#undef FUSED_INSTALL_OP
-  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_SeqAIJFused));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, MatConvert_SeqAIJ_SeqAIJFused, MatConvert_SeqAIJFused_SeqAIJ));
-  A->ops->convertfrom = MatConvertFrom_AIJFused;
-  PetscCall(MatSetVecType(A, VECFUSED));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQAIJFUSED));
+  PetscCall(MatAIJFusedFinishTypeChange(A, MATSEQAIJ, MATSEQAIJFUSED, MatConvert_SeqAIJ_SeqAIJFused, MatConvert_SeqAIJFused_SeqAIJ, MatAIJFusedSetFormat_SeqAIJFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -517,31 +477,8 @@ PetscErrorCode MatConvertFromFused(Mat A)
 
   PetscFunctionBegin;
   PetscCall(FreeData(A));
-#define FUSED_RESTORE_OP(op, fn) A->ops->op = host.op;
   FUSED_SEQAIJ_OPS(FUSED_RESTORE_OP)
-#undef FUSED_RESTORE_OP
-  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr));
-  A->ops->convertfrom = nullptr; /* as MATAIJ */
-  PetscCall(MatSetVecType(A, VECSTANDARD));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATSEQAIJ));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* MatConvert() from MATSEQAIJ to MATSEQAIJFUSED (found by MatConvert() on a MATSEQAIJFUSED, and by
-   MatSetType() of an assembled MATSEQAIJ): the values are kept, in place or in a duplicate       */
-PetscErrorCode MatConvert_SeqAIJ_SeqAIJFused(Mat A, MatType, MatReuse reuse, Mat *M)
-{
-  PetscFunctionBegin;
-  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertToFused));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* MatConvert() from MATSEQAIJFUSED to MATSEQAIJ (or MATAIJ) */
-PetscErrorCode MatConvert_SeqAIJFused_SeqAIJ(Mat A, MatType, MatReuse reuse, Mat *M)
-{
-  PetscFunctionBegin;
-  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertFromFused));
+  PetscCall(MatAIJFusedFinishTypeChange(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -660,11 +597,8 @@ PETSC_INTERN PetscErrorCode MatCreate_SeqAIJFused(Mat A)
 M*/
 PETSC_INTERN PetscErrorCode MatCreate_AIJFused(Mat A)
 {
-  PetscMPIInt size;
-
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)A), &size));
-  PetscCall(MatSetType(A, size == 1 ? MATSEQAIJFUSED : MATMPIAIJFUSED));
+  PetscCall(fusedksp::FusedSetTypeForComm(A, MATSEQAIJFUSED, MATMPIAIJFUSED, MatSetType));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

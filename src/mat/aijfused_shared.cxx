@@ -128,11 +128,12 @@ PetscErrorCode MatFusedOnBackend(std::initializer_list<Vec> vecs, PetscBool *bac
 /*
    MatAIJFusedComposeFunctions - see aijfused_private.hpp
 */
-PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused)
+PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused, MatSetFormatFn set_format)
 {
   std::string to, from;
 
   PetscFunctionBegin;
+  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", set_format));
   FusedKSPCallCXX(to = std::string("MatConvert_") + base + "_" + fused + "_C"; from = std::string("MatConvert_") + fused + "_" + base + "_C");
   PetscCall(PetscObjectComposeFunction((PetscObject)A, to.c_str(), to_fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)A, from.c_str(), from_fused));
@@ -141,6 +142,19 @@ PetscErrorCode MatAIJFusedComposeFunctions(Mat A, MatType base, MatType fused, M
     A->ops->convert = MatConvert_AIJFusedAsBase;
   else if (!to_fused && A->ops->convert == MatConvert_AIJFusedAsBase)
     A->ops->convert = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MatAIJFusedFinishTypeChange - see aijfused_private.hpp
+*/
+PetscErrorCode MatAIJFusedFinishTypeChange(Mat A, MatType base, MatType fused, MatConvertFn to_fused, MatConvertFn from_fused, MatSetFormatFn set_format)
+{
+  PetscFunctionBegin;
+  PetscCall(MatAIJFusedComposeFunctions(A, base, fused, to_fused, from_fused, set_format));
+  A->ops->convertfrom = to_fused ? MatConvertFrom_AIJFused : nullptr; /* MATAIJ has none */
+  PetscCall(MatSetVecType(A, to_fused ? VECFUSED : VECSTANDARD));
+  PetscCall(PetscObjectChangeTypeName((PetscObject)A, to_fused ? fused : base));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

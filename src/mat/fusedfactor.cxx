@@ -534,17 +534,8 @@ static PetscErrorCode HostFactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode MatLUFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
-{
-  PetscFunctionBegin;
-  if (((FusedFactor *)F->data)->host)
-    PetscCall(HostFactorNumeric(F, A, info));
-  else
-    PetscCall(FactorNumeric(F, A, info));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode MatCholeskyFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
+/* The numeric phase of ILU(0) and ICC(0) */
+static PetscErrorCode MatFactorNumeric_FusedFactor(Mat F, Mat A, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
   if (((FusedFactor *)F->data)->host)
@@ -667,33 +658,20 @@ static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangl
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* x = U^{-1} L^{-1} b */
-static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
+/* MatSolve(): x = M^{-1} b = U^{-1} L^{-1} b; MatSolveTranspose() (transpose): x = M^{-T} b = Ut^{-1} Lt^{-1} b with the
+   transposed factors (TransposeFactors()), where MatSolve() runs.  ICC(0) too: its factor is ILU(0) of the whole
+   matrix (see the top), whose transpose is M's only for a symmetric A.                                         */
+template <PetscBool transpose> static PetscErrorCode MatSolve_FusedFactor(Mat F, Vec b, Vec x)
 {
   FusedFactor *f = (FusedFactor *)F->data;
 
   PetscFunctionBegin;
   if (f->host) {
-    PetscCall(MatSolve(f->host, b, x));
+    PetscCall(transpose ? MatSolveTranspose(f->host, b, x) : MatSolve(f->host, b, x));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(SolveTriangles(F, &f->L, &f->U, b, x));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* x = M^{-T} b = Ut^{-1} Lt^{-1} b with the transposed factors (TransposeFactors()), where MatSolve() runs.  ICC(0) too:
-   its factor is ILU(0) of the whole matrix (see the top), whose transpose is M's only for a symmetric A. */
-static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
-{
-  FusedFactor *f = (FusedFactor *)F->data;
-
-  PetscFunctionBegin;
-  if (f->host) {
-    PetscCall(MatSolveTranspose(f->host, b, x));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(TransposeFactors(f));
-  PetscCall(SolveTriangles(F, &f->Lt, &f->Ut, b, x));
+  if (transpose) PetscCall(TransposeFactors(f));
+  PetscCall(transpose ? SolveTriangles(F, &f->Lt, &f->Ut, b, x) : SolveTriangles(F, &f->L, &f->U, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -701,7 +679,7 @@ static PetscErrorCode MatSolveTranspose_FusedFactor(Mat F, Vec b, Vec x)
    PCApplySymmetricLeft/Right apply: forward x = D^{-1/2} L^{-1} b, backward x = U^{-1} D^{1/2} b, whose product is
    M^{-1} (for a symmetric A: S^{-1} and S^{-T} with M = S S^T, S = L D^{1/2}, as PETSc's ICC splits its factor).  On
    the host (fused vectors are synchronized to the host). */
-static PetscErrorCode HalfSolve(Mat F, PetscBool forward, Vec b, Vec x)
+template <PetscBool forward> static PetscErrorCode HalfSolve(Mat F, Vec b, Vec x)
 {
   FusedFactor       *f = (FusedFactor *)F->data;
   const PetscScalar *bp;
@@ -733,20 +711,6 @@ static PetscErrorCode HalfSolve(Mat F, PetscBool forward, Vec b, Vec x)
   }
   PetscCall(VecRestoreArrayWrite(x, &xp));
   PetscCall(VecRestoreArrayRead(b, &bp));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode MatForwardSolve_FusedFactor(Mat F, Vec b, Vec x)
-{
-  PetscFunctionBegin;
-  PetscCall(HalfSolve(F, PETSC_TRUE, b, x));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode MatBackwardSolve_FusedFactor(Mat F, Vec b, Vec x)
-{
-  PetscFunctionBegin;
-  PetscCall(HalfSolve(F, PETSC_FALSE, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -861,7 +825,7 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   approximate inverse of each factor: s sweeps of Jacobi's iteration from the diagonal's solve, the first s + 1 terms of
   the Neumann series (exact once s reaches the number of levels less one), s kernels of the cost of a product with the
   factor each. It changes the preconditioner (a weaker one, usually some more iterations, each much cheaper), and keeps it
-  symmetric for ICC(0); see tutorials/results/README.md for measurements.
+  symmetric for ICC(0); see tutorials/results/RESULTS.md for measurements.
 
   Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,
   `-pc_factor_mat_ordering_type`, a drop tolerance) get PETSc's own factorization and host solves. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow
@@ -901,13 +865,13 @@ PETSC_INTERN PetscErrorCode MatGetFactor_SeqAIJFused_Fused(Mat A, MatFactorType 
   PetscCall(PetscStrallocpy(MATSOLVERFUSED, &B->solvertype));
   B->ops->ilufactorsymbolic     = fusedksp::MatILUFactorSymbolic_FusedFactor;
   B->ops->iccfactorsymbolic     = fusedksp::MatICCFactorSymbolic_FusedFactor;
-  B->ops->lufactornumeric       = fusedksp::MatLUFactorNumeric_FusedFactor;
-  B->ops->choleskyfactornumeric = fusedksp::MatCholeskyFactorNumeric_FusedFactor;
-  B->ops->solve                 = fusedksp::MatSolve_FusedFactor;
-  B->ops->solvetranspose        = fusedksp::MatSolveTranspose_FusedFactor;
+  B->ops->lufactornumeric       = fusedksp::MatFactorNumeric_FusedFactor;
+  B->ops->choleskyfactornumeric = fusedksp::MatFactorNumeric_FusedFactor;
+  B->ops->solve                 = fusedksp::MatSolve_FusedFactor<PETSC_FALSE>;
+  B->ops->solvetranspose        = fusedksp::MatSolve_FusedFactor<PETSC_TRUE>;
   if (ftype == MAT_FACTOR_ICC) { /* PCICC's symmetric application; MATSEQAIJ's ILU factor has none either */
-    B->ops->forwardsolve  = fusedksp::MatForwardSolve_FusedFactor;
-    B->ops->backwardsolve = fusedksp::MatBackwardSolve_FusedFactor;
+    B->ops->forwardsolve  = fusedksp::HalfSolve<PETSC_TRUE>;
+    B->ops->backwardsolve = fusedksp::HalfSolve<PETSC_FALSE>;
   }
   B->ops->getinfo = fusedksp::MatGetInfo_FusedFactor;
   B->ops->view    = fusedksp::MatView_FusedFactor;

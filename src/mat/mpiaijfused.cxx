@@ -71,10 +71,10 @@ struct Halo {
 #define FUSED_MPIAIJ_OPS(X)                                                                                                                                                                                                                              \
   X(destroy, MatDestroy_MPIAIJFused)                                                                                                                                                                                                                     \
   X(assemblyend, MatAssemblyEnd_MPIAIJFused)                                                                                                                                                                                                             \
-  X(mult, MatMult_MPIAIJFused)                                                                                                                                                                                                                           \
-  X(multadd, MatMultAdd_MPIAIJFused)                                                                                                                                                                                                                     \
-  X(multtranspose, MatMultTranspose_MPIAIJFused)                                                                                                                                                                                                         \
-  X(multtransposeadd, MatMultTransposeAdd_MPIAIJFused)                                                                                                                                                                                                   \
+  X(mult, (MatAIJFusedMult<MPIProducts, PETSC_FALSE>))                                                                                                                                                                                                   \
+  X(multadd, (MatAIJFusedProduct<MPIProducts, PETSC_FALSE, true>))                                                                                                                                                                                       \
+  X(multtranspose, (MatAIJFusedMult<MPIProducts, PETSC_TRUE>))                                                                                                                                                                                           \
+  X(multtransposeadd, (MatAIJFusedProduct<MPIProducts, PETSC_TRUE, true>))                                                                                                                                                                               \
   X(getdiagonal, MatGetDiagonal_MPIAIJFused)                                                                                                                                                                                                             \
   X(view, MatView_MPIAIJFused)                                                                                                                                                                                                                           \
   X(createsubmatrix, MatCreateSubMatrix_MPIAIJFused)                                                                                                                                                                                                     \
@@ -83,9 +83,7 @@ struct Halo {
 
 /* MATMPIAIJ's implementations of those operations, called for the host work */
 struct HostOps {
-#define FUSED_DECLARE_HOST_OP(op, fn) decltype(_MatOps::op) op = nullptr;
   FUSED_MPIAIJ_OPS(FUSED_DECLARE_HOST_OP)
-#undef FUSED_DECLARE_HOST_OP
 };
 
 /* The data of a MATMPIAIJFUSED, in Mat->spptr (moves with the header, see aijfused.cxx) */
@@ -482,30 +480,8 @@ PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
 
   PetscFunctionBegin;
   PetscCall(FreeData(A));
-  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr));
+  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr, nullptr));
   PetscCall(host_destroy(A));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* y = A x on the backend when both vectors are fused, else PETSc's host product */
-PetscErrorCode MatMult_MPIAIJFused(Mat A, Vec x, Vec y)
-{
-  PetscBool    fx, fy;
-  PetscScalar *xa, *ya;
-
-  PetscFunctionBegin;
-  PetscCall(VecIsFused(x, &fx));
-  PetscCall(VecIsFused(y, &fy));
-  if (!fx || !fy || Data(A)->backend != ActiveBackend()) {
-    PetscCall(Data(A)->host.mult(A, x, y));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-  PetscCall(MatMPIAIJFusedMultDots(A, nullptr, nullptr, xa, ya, 0, nullptr, nullptr));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -607,45 +583,17 @@ PetscErrorCode OnBackend(Mat A, std::initializer_list<Vec> vecs, PetscBool *devi
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatMultAdd_MPIAIJFused(Mat A, Vec x, Vec z, Vec y)
-{
-  PetscBool device;
-
-  PetscFunctionBegin;
-  PetscCall(OnBackend(A, {x, y, z}, &device));
-  if (device)
-    PetscCall(MultDevice(A, PETSC_FALSE, x, z, y));
-  else
-    PetscCall(Data(A)->host.multadd(A, x, z, y));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* y = A^T x with the explicit transposes of both blocks, built at the first use and kept (refreshed when A changes) */
-PetscErrorCode MatMultTranspose_MPIAIJFused(Mat A, Vec x, Vec y)
-{
-  PetscBool device;
-
-  PetscFunctionBegin;
-  PetscCall(OnBackend(A, {x, y}, &device));
-  if (device)
-    PetscCall(MultDevice(A, PETSC_TRUE, x, nullptr, y));
-  else
-    PetscCall(Data(A)->host.multtranspose(A, x, y));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MatMultTransposeAdd_MPIAIJFused(Mat A, Vec x, Vec z, Vec y)
-{
-  PetscBool device;
-
-  PetscFunctionBegin;
-  PetscCall(OnBackend(A, {x, y, z}, &device));
-  if (device)
-    PetscCall(MultDevice(A, PETSC_TRUE, x, z, y));
-  else
-    PetscCall(Data(A)->host.multtransposeadd(A, x, z, y));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+/* The products of MATMPIAIJFUSED (MatAIJFusedProduct()): on the backend when the vectors are fused and A lives with the
+   active backend; y = A^T x with the explicit transposes of both blocks, built at the first use and kept (refreshed
+   when A changes)                                                                                              */
+struct MPIProducts {
+  static const HostOps &Host(Mat A)
+  {
+    return Data(A)->host;
+  }
+  static constexpr auto OnBackend = fusedksp::OnBackend;
+  static constexpr auto Device    = MultDevice;
+};
 
 /* The diagonal from the mirror of the diagonal block (square matrices with the same row and column layout;
    else PETSc's).  Collective, as the mirror may be refreshed. */
@@ -669,7 +617,12 @@ PetscErrorCode MatGetDiagonal_MPIAIJFused(Mat A, Vec v)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat, MatType, MatReuse, Mat *);
+PetscErrorCode MatConvertToMPIFused(Mat);
+PetscErrorCode MatConvertFromMPIFused(Mat);
+
+/* MatConvert() from MATMPIAIJ to MATMPIAIJFUSED and back (see MatConvert_SeqAIJ_SeqAIJFused) */
+constexpr MatConvertFn MatConvert_MPIAIJ_MPIAIJFused = MatAIJFusedConverter<MatConvertToMPIFused>;
+constexpr MatConvertFn MatConvert_MPIAIJFused_MPIAIJ = MatAIJFusedConverter<MatConvertFromMPIFused>;
 
 /* MATMPIAIJ's submatrix, made fused: some of MATMPIAIJ's paths assemble it from its blocks, whose type
    (MATSEQAIJ) decides the parallel type, and a submatrix is used in products (PCFIELDSPLIT, PCGASM) */
@@ -758,29 +711,15 @@ PetscErrorCode MatAIJFusedSetFormat_MPIAIJFused(Mat A, MatAIJFusedFormat format)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat, MatType, MatReuse, Mat *);
-PetscErrorCode MatConvert_MPIAIJFused_MPIAIJ(Mat, MatType, MatReuse, Mat *);
-
 /* Turns the MATMPIAIJ A (new, or assembled: its values stay) into a MATMPIAIJFUSED */
 PetscErrorCode MatConvertToMPIFused(Mat A)
 {
   MatMPIFusedData *d;
 
   PetscFunctionBegin;
-  PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix MATMPIAIJFUSED in place: it is not a plain MATMPIAIJ", ((PetscObject)A)->type_name);
-  FusedKSPCallCXX(d = new MatMPIFusedData);
-  d->backend = ActiveBackend();
-  A->spptr   = d;
-#define FUSED_INSTALL_OP(op, fn)                                                                                                                                                                                                                         \
-  d->host.op = A->ops->op;                                                                                                                                                                                                                               \
-  if (d->host.op) A->ops->op = fn; /* only where the AIJ type has the operation */
+  PetscCall(MatAIJFusedNewData(A, MATMPIAIJ, MATMPIAIJFUSED, &d));
   FUSED_MPIAIJ_OPS(FUSED_INSTALL_OP)
-#undef FUSED_INSTALL_OP
-  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", MatAIJFusedSetFormat_MPIAIJFused));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, MatConvert_MPIAIJ_MPIAIJFused, MatConvert_MPIAIJFused_MPIAIJ));
-  A->ops->convertfrom = MatConvertFrom_AIJFused;
-  PetscCall(MatSetVecType(A, VECFUSED));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJFUSED));
+  PetscCall(MatAIJFusedFinishTypeChange(A, MATMPIAIJ, MATMPIAIJFUSED, MatConvert_MPIAIJ_MPIAIJFused, MatConvert_MPIAIJFused_MPIAIJ, MatAIJFusedSetFormat_MPIAIJFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -793,30 +732,8 @@ PetscErrorCode MatConvertFromMPIFused(Mat A)
   PetscFunctionBegin;
   PetscCall(FreeData(A));
   PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatGetDiagonalBlock_C", host_getdiagonalblock));
-#define FUSED_RESTORE_OP(op, fn) A->ops->op = host.op;
   FUSED_MPIAIJ_OPS(FUSED_RESTORE_OP)
-#undef FUSED_RESTORE_OP
-  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatAIJFusedSetFormat_C", nullptr));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr));
-  A->ops->convertfrom = nullptr; /* as MATAIJ */
-  PetscCall(MatSetVecType(A, VECSTANDARD));
-  PetscCall(PetscObjectChangeTypeName((PetscObject)A, MATMPIAIJ));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* MatConvert() from MATMPIAIJ to MATMPIAIJFUSED (see MatConvert_SeqAIJ_SeqAIJFused()) */
-PetscErrorCode MatConvert_MPIAIJ_MPIAIJFused(Mat A, MatType, MatReuse reuse, Mat *M)
-{
-  PetscFunctionBegin;
-  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertToMPIFused));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* MatConvert() from MATMPIAIJFUSED to MATMPIAIJ (or MATAIJ) */
-PetscErrorCode MatConvert_MPIAIJFused_MPIAIJ(Mat A, MatType, MatReuse reuse, Mat *M)
-{
-  PetscFunctionBegin;
-  PetscCall(MatAIJFusedConvert(A, reuse, M, MatConvertFromMPIFused));
+  PetscCall(MatAIJFusedFinishTypeChange(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -184,8 +184,9 @@ static PetscErrorCode BlockDiagUpload(PC pc, BlockDiagData *d)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode PCApply_BlockDiagFused(PC, Vec, Vec);
-static PetscErrorCode PCApplyTranspose_BlockDiagFused(PC, Vec, Vec);
+template <PetscBool transpose> static PetscErrorCode BlockDiagApply(PC, Vec, Vec);
+constexpr PetscErrorCode (*PCApply_BlockDiagFused)(PC, Vec, Vec)          = BlockDiagApply<PETSC_FALSE>;
+constexpr PetscErrorCode (*PCApplyTranspose_BlockDiagFused)(PC, Vec, Vec) = BlockDiagApply<PETSC_TRUE>;
 
 /* Puts the wrappers of apply and applytranspose in front of PETSc's current ones (PCVPBJACOBI sets its own in its
    setup); an operation PETSc leaves NULL stays NULL, so PCApplyTransposeExists() answers as for PETSc's PC       */
@@ -214,7 +215,7 @@ static PetscErrorCode PCSetUp_BlockDiagFused(PC pc)
 }
 
 /* y = D^{-1} x (transpose: D^{-T} x) on the backend for fused vectors, else PETSc's host operation */
-static PetscErrorCode BlockDiagApply(PC pc, Vec x, Vec y, PetscBool transpose)
+template <PetscBool transpose> static PetscErrorCode BlockDiagApply(PC pc, Vec x, Vec y)
 {
   BlockDiagData *d;
   PetscBool      fx, fy;
@@ -244,20 +245,6 @@ static PetscErrorCode BlockDiagApply(PC pc, Vec x, Vec y, PetscBool transpose)
     PetscCall((*(transpose ? d->applytranspose : d->apply))(pc, x, y));
     d->napply_host++;
   }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode PCApply_BlockDiagFused(PC pc, Vec x, Vec y)
-{
-  PetscFunctionBegin;
-  PetscCall(BlockDiagApply(pc, x, y, PETSC_FALSE));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode PCApplyTranspose_BlockDiagFused(PC pc, Vec x, Vec y)
-{
-  PetscFunctionBegin;
-  PetscCall(BlockDiagApply(pc, x, y, PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -20,6 +20,18 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
 /* "WARNING: N MPI ranks on this node share GPU k" when ranks share a GPU (cuda backend), else "" */
 PetscErrorCode DeviceSharingWarning(char text[], size_t len);
 
+/* The create routine of VECFUSED and MATAIJFUSED (the types named after no communicator size): obj takes the type
+   `seq` on one process, else `mpi` (settype: VecSetType(), MatSetType())                                   */
+template <class T> PetscErrorCode FusedSetTypeForComm(T obj, const char *seq, const char *mpi, PetscErrorCode (*settype)(T, const char *))
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)obj), &size));
+  PetscCall(settype(obj, size == 1 ? seq : mpi));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Counts a host array a fused vector allocated on first use of its host side (FusedKSPDebugGetHostArrayCount()) */
 void HostArrayAllocated();
 

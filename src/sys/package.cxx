@@ -34,7 +34,7 @@ const BlasKernels *BackendBlas(const Backend *backend)
 }
 
 /* Chooses the backend: -fused_backend host|cuda|kokkos; the default is cuda when every rank has a usable GPU,
-   else kokkos when the library has it (the faster one on CPU cores: tutorials/results/README.md), else host.
+   else kokkos when the library has it (the faster one on CPU cores: tutorials/results/RESULTS.md), else host.
    On cuda, binds each rank to a GPU (-fused_device_id, default: node-local rank modulo the node's GPUs); on
    kokkos, starts Kokkos (-fused_kokkos_threads).                                                     */
 static PetscErrorCode SelectBackend()

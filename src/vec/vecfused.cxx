@@ -247,7 +247,7 @@ PetscErrorCode VecResetArray_Fused(Vec v)
    backend shows v's arrays, host and backend, with v's offload mask: a sub-solve on w (PCBJACOBI's block,
    whose matrix is MATSEQAIJFUSED) runs where v's data is, with no copy.  Any other w gets v's host array,
    as PETSc does for every vector type without these operations.                                     */
-PetscErrorCode LendLocalVector(Vec v, Vec w, PetscBool write)
+template <PetscBool write> PetscErrorCode LendLocalVector(Vec v, Vec w)
 {
   PetscBool wfused;
 
@@ -277,8 +277,8 @@ PetscErrorCode LendLocalVector(Vec v, Vec w, PetscBool write)
 }
 
 /* The end of LendLocalVector(): v takes w's offload mask (after a read, only when w made both copies valid), w gets its
-   own arrays and mask back */
-PetscErrorCode ReturnLocalVector(Vec v, Vec w, PetscBool write)
+   own arrays and mask back: VecRestoreLocalVector() and VecRestoreLocalVectorRead() */
+template <PetscBool write> PetscErrorCode ReturnLocalVector(Vec v, Vec w)
 {
   PetscBool wfused;
 
@@ -306,34 +306,6 @@ PetscErrorCode ReturnLocalVector(Vec v, Vec w, PetscBool write)
     PetscCall(VecRestoreArrayRead(v, &a));
     PetscCall(VecResetArray(w));
   }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode VecGetLocalVector_Fused(Vec v, Vec w)
-{
-  PetscFunctionBegin;
-  PetscCall(LendLocalVector(v, w, PETSC_TRUE));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode VecRestoreLocalVector_Fused(Vec v, Vec w)
-{
-  PetscFunctionBegin;
-  PetscCall(ReturnLocalVector(v, w, PETSC_TRUE));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode VecGetLocalVectorRead_Fused(Vec v, Vec w)
-{
-  PetscFunctionBegin;
-  PetscCall(LendLocalVector(v, w, PETSC_FALSE));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode VecRestoreLocalVectorRead_Fused(Vec v, Vec w)
-{
-  PetscFunctionBegin;
-  PetscCall(ReturnLocalVector(v, w, PETSC_FALSE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -480,10 +452,10 @@ PetscErrorCode VecCreateFused(Vec v, PetscBool mpi, const char *name)
   v->ops->placearray             = VecPlaceArray_Fused;
   v->ops->replacearray           = VecReplaceArray_Fused;
   v->ops->resetarray             = VecResetArray_Fused;
-  v->ops->getlocalvector         = VecGetLocalVector_Fused;
-  v->ops->restorelocalvector     = VecRestoreLocalVector_Fused;
-  v->ops->getlocalvectorread     = VecGetLocalVectorRead_Fused;
-  v->ops->restorelocalvectorread = VecRestoreLocalVectorRead_Fused;
+  v->ops->getlocalvector         = LendLocalVector<PETSC_TRUE>;
+  v->ops->restorelocalvector     = ReturnLocalVector<PETSC_TRUE>;
+  v->ops->getlocalvectorread     = LendLocalVector<PETSC_FALSE>;
+  v->ops->restorelocalvectorread = ReturnLocalVector<PETSC_FALSE>;
   v->ops->getsubvector           = VecGetSubVector_Fused;
   v->ops->restoresubvector       = VecRestoreSubVector_Fused;
   PetscCall(VecFusedInstallDeviceOps(v));
@@ -572,10 +544,7 @@ PETSC_INTERN PetscErrorCode VecCreate_MPIFused(Vec v)
 M*/
 PETSC_INTERN PetscErrorCode VecCreate_Fused(Vec v)
 {
-  PetscMPIInt size;
-
   PetscFunctionBegin;
-  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)v), &size));
-  PetscCall(VecSetType(v, size == 1 ? VECSEQFUSED : VECMPIFUSED));
+  PetscCall(fusedksp::FusedSetTypeForComm(v, VECSEQFUSED, VECMPIFUSED, VecSetType));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -17,7 +17,7 @@
 #include "vec/vecfused.hpp"
 #include "backend/blas.hpp"
 #include <petsc/private/vecimpl.h>
-#include <initializer_list>
+#include <cstddef>
 #include <vector>
 
 namespace fusedksp
@@ -29,9 +29,12 @@ enum Kind { KIND_SEQ = 0, KIND_MPI = 1 };
 
 _VecOps host_ops[2]; /* the VECSEQ and VECMPI operations, saved at installation */
 
+/* The access modes, short */
+constexpr PetscMemoryAccessMode READ = PETSC_MEMORY_ACCESS_READ, WRITE = PETSC_MEMORY_ACCESS_WRITE, READ_WRITE = PETSC_MEMORY_ACCESS_READ_WRITE;
+
 /* The device kernels for these operands, or NULL (then the host operation runs): NULL on the
    host backend and when any operand is not a fused vector of the active backend             */
-PetscErrorCode DeviceKernels(std::initializer_list<Vec> vecs, const BlasKernels **blas)
+template <std::size_t N> PetscErrorCode DeviceKernels(const Vec (&vecs)[N], const BlasKernels **blas)
 {
   PetscFunctionBegin;
   *blas = nullptr;
@@ -63,7 +66,7 @@ PetscErrorCode GetArraysRead(PetscInt nv, const Vec Y[], std::vector<const Petsc
   for (PetscInt j = 0; j < nv; ++j) {
     PetscScalar *a;
 
-    PetscCall(VecFusedGetArray(Y[j], PETSC_MEMORY_ACCESS_READ, &a));
+    PetscCall(VecFusedGetArray(Y[j], READ, &a));
     arrays[j] = a;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -75,7 +78,7 @@ PetscErrorCode RestoreArraysRead(PetscInt nv, const Vec Y[], std::vector<const P
   for (PetscInt j = 0; j < nv; ++j) {
     PetscScalar *a = const_cast<PetscScalar *>(arrays[j]);
 
-    PetscCall(VecFusedRestoreArray(Y[j], PETSC_MEMORY_ACCESS_READ, &a));
+    PetscCall(VecFusedRestoreArray(Y[j], READ, &a));
   }
   arrays.clear();
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -87,43 +90,41 @@ inline PetscLogDouble ReductionFlops(PetscInt n, PetscLogDouble per_entry)
   return PetscMax(per_entry * n - 1.0, 0.0);
 }
 
-template <Kind K> PetscErrorCode VecAXPY_Fused(Vec y, PetscScalar a, Vec x)
+/* The form of the operations below: `host()` (the saved host operation) when DeviceKernels() finds no
+   kernels for vecs; else kernel(blas, a) on their backend arrays a[], got in the order of vecs with
+   modes (a vector written after it was read gets the array that read synchronized) and restored in
+   the same order, then `flops` logged as GPU flops                                                 */
+template <std::size_t N, class Host, class Kernel> PetscErrorCode RunOp(const Vec (&vecs)[N], const PetscMemoryAccessMode (&modes)[N], PetscLogDouble flops, Host host, Kernel kernel)
 {
   const BlasKernels *blas;
-  PetscScalar       *xa, *ya;
+  PetscScalar       *a[N];
 
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({y, x}, &blas));
+  PetscCall(DeviceKernels(vecs, &blas));
   if (!blas) {
-    PetscCall(host_ops[K].axpy(y, a, x));
+    PetscCall(host());
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
-  PetscCall(blas->axpy(y->map->n, a, xa, ya));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
-  PetscCall(PetscLogGpuFlops(2.0 * y->map->n));
+  for (std::size_t i = 0; i < N; ++i) PetscCall(VecFusedGetArray(vecs[i], modes[i], &a[i]));
+  PetscCall(kernel(blas, a));
+  for (std::size_t i = 0; i < N; ++i) PetscCall(VecFusedRestoreArray(vecs[i], modes[i], &a[i]));
+  PetscCall(PetscLogGpuFlops(flops));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+template <Kind K> PetscErrorCode VecAXPY_Fused(Vec y, PetscScalar a, Vec x)
+{
+  PetscFunctionBegin;
+  PetscCall(RunOp(
+      {x, y}, {READ, READ_WRITE}, 2.0 * y->map->n, [&] { return host_ops[K].axpy(y, a, x); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->axpy(y->map->n, a, v[0], v[1]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 template <Kind K> PetscErrorCode VecAYPX_Fused(Vec y, PetscScalar b, Vec x)
 {
-  const BlasKernels *blas;
-  PetscScalar       *xa, *ya;
-
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({y, x}, &blas));
-  if (!blas) {
-    PetscCall(host_ops[K].aypx(y, b, x));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
-  PetscCall(blas->aypx(y->map->n, b, xa, ya));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
-  PetscCall(PetscLogGpuFlops(2.0 * y->map->n));
+  PetscCall(RunOp(
+      {x, y}, {READ, READ_WRITE}, 2.0 * y->map->n, [&] { return host_ops[K].aypx(y, b, x); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->aypx(y->map->n, b, v[0], v[1]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -131,7 +132,7 @@ template <Kind K> PetscErrorCode VecAYPX_Fused(Vec y, PetscScalar b, Vec x)
 template <Kind K> PetscErrorCode VecAXPBY_Fused(Vec y, PetscScalar a, PetscScalar b, Vec x)
 {
   const BlasKernels          *blas;
-  const PetscMemoryAccessMode ymode = b == (PetscScalar)0.0 ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ_WRITE;
+  const PetscMemoryAccessMode ymode = b == (PetscScalar)0.0 ? WRITE : READ_WRITE;
   const PetscLogDouble        flops = a == (PetscScalar)0.0 ? (b == (PetscScalar)0.0 ? 0.0 : 1.0) : (b == (PetscScalar)0.0 ? 1.0 : 3.0);
   PetscScalar                *xa    = nullptr, *ya;
 
@@ -141,10 +142,10 @@ template <Kind K> PetscErrorCode VecAXPBY_Fused(Vec y, PetscScalar a, PetscScala
     PetscCall(host_ops[K].axpby(y, a, b, x));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  if (a != (PetscScalar)0.0) PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  if (a != (PetscScalar)0.0) PetscCall(VecFusedGetArray(x, READ, &xa));
   PetscCall(VecFusedGetArray(y, ymode, &ya));
   PetscCall(blas->axpby(y->map->n, a, b, xa, ya));
-  if (a != (PetscScalar)0.0) PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  if (a != (PetscScalar)0.0) PetscCall(VecFusedRestoreArray(x, READ, &xa));
   PetscCall(VecFusedRestoreArray(y, ymode, &ya));
   PetscCall(PetscLogGpuFlops(flops * y->map->n));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -153,47 +154,21 @@ template <Kind K> PetscErrorCode VecAXPBY_Fused(Vec y, PetscScalar a, PetscScala
 /* z = a x + b y + c z; z is not read when c == 0 */
 template <Kind K> PetscErrorCode VecAXPBYPCZ_Fused(Vec z, PetscScalar a, PetscScalar b, PetscScalar c, Vec x, Vec y)
 {
-  const BlasKernels          *blas;
-  const PetscMemoryAccessMode zmode = c == (PetscScalar)0.0 ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ_WRITE;
-  PetscScalar                *xa, *ya, *za;
+  const bool zero = c == (PetscScalar)0.0;
 
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({z, x, y}, &blas));
-  if (!blas) {
-    PetscCall(host_ops[K].axpbypcz(z, a, b, c, x, y));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(VecFusedGetArray(z, zmode, &za));
-  PetscCall(blas->axpbypcz(z->map->n, a, b, c, xa, ya, za));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(VecFusedRestoreArray(z, zmode, &za));
-  PetscCall(PetscLogGpuFlops((c == (PetscScalar)0.0 ? 3.0 : 5.0) * z->map->n));
+  PetscCall(RunOp(
+      {x, y, z}, {READ, READ, zero ? WRITE : READ_WRITE}, (zero ? 3.0 : 5.0) * z->map->n, [&] { return host_ops[K].axpbypcz(z, a, b, c, x, y); },
+      [&](const BlasKernels *blas, PetscScalar **v) { return blas->axpbypcz(z->map->n, a, b, c, v[0], v[1], v[2]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* w = a x + y (PETSc guarantees w differs from x and y) */
 template <Kind K> PetscErrorCode VecWAXPY_Fused(Vec w, PetscScalar a, Vec x, Vec y)
 {
-  const BlasKernels *blas;
-  PetscScalar       *xa, *ya, *wa;
-
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({w, x, y}, &blas));
-  if (!blas) {
-    PetscCall(host_ops[K].waxpy(w, a, x, y));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(VecFusedGetArray(w, PETSC_MEMORY_ACCESS_WRITE, &wa));
-  PetscCall(blas->waxpy(w->map->n, a, xa, ya, wa));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(VecFusedRestoreArray(w, PETSC_MEMORY_ACCESS_WRITE, &wa));
-  PetscCall(PetscLogGpuFlops(2.0 * w->map->n));
+  PetscCall(RunOp(
+      {x, y, w}, {READ, READ, WRITE}, 2.0 * w->map->n, [&] { return host_ops[K].waxpy(w, a, x, y); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->waxpy(w->map->n, a, v[0], v[1], v[2]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -211,10 +186,10 @@ template <Kind K> PetscErrorCode VecMAXPY_Fused(Vec y, PetscInt nv, const PetscS
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(GetArraysRead(nv, X, xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+  PetscCall(VecFusedGetArray(y, READ_WRITE, &ya));
   PetscCall(blas->maxpy(y->map->n, nv, alpha, xa.data(), ya));
   PetscCall(RestoreArraysRead(nv, X, xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+  PetscCall(VecFusedRestoreArray(y, READ_WRITE, &ya));
   PetscCall(PetscLogGpuFlops(2.0 * nv * y->map->n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -222,78 +197,38 @@ template <Kind K> PetscErrorCode VecMAXPY_Fused(Vec y, PetscInt nv, const PetscS
 /* x = a x; x is not read when a == 0 */
 template <Kind K> PetscErrorCode VecScale_Fused(Vec x, PetscScalar a)
 {
-  const BlasKernels          *blas;
-  const PetscMemoryAccessMode mode = a == (PetscScalar)0.0 ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ_WRITE;
-  PetscScalar                *xa;
+  const bool zero = a == (PetscScalar)0.0;
 
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({x}, &blas));
-  if (!blas) {
-    PetscCall(host_ops[K].scale(x, a));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, mode, &xa));
-  PetscCall(blas->scale(x->map->n, a, xa));
-  PetscCall(VecFusedRestoreArray(x, mode, &xa));
-  if (a != (PetscScalar)0.0) PetscCall(PetscLogGpuFlops(x->map->n));
+  PetscCall(RunOp(
+      {x}, {zero ? WRITE : READ_WRITE}, zero ? 0.0 : x->map->n, [&] { return host_ops[K].scale(x, a); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->scale(x->map->n, a, v[0]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 template <Kind K> PetscErrorCode VecSet_Fused(Vec x, PetscScalar a)
 {
-  const BlasKernels *blas;
-  PetscScalar       *xa;
-
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({x}, &blas));
-  if (!blas) {
-    PetscCall(host_ops[K].set(x, a));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_WRITE, &xa));
-  PetscCall(blas->set(x->map->n, a, xa));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_WRITE, &xa));
+  PetscCall(RunOp(
+      {x}, {WRITE}, 0.0, [&] { return host_ops[K].set(x, a); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->set(x->map->n, a, v[0]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* y = x (x may be fused and y not, or the other way round: then the host operation runs) */
 template <Kind K> PetscErrorCode VecCopy_Fused(Vec x, Vec y)
 {
-  const BlasKernels *blas;
-  PetscScalar       *xa, *ya;
-
   PetscFunctionBegin;
   if (x == y) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(DeviceKernels({x, y}, &blas));
-  if (!blas) {
-    PetscCall(host_ops[K].copy(x, y));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-  PetscCall(blas->copy(x->map->n, xa, ya));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+  PetscCall(RunOp(
+      {x, y}, {READ, WRITE}, 0.0, [&] { return host_ops[K].copy(x, y); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->copy(x->map->n, v[0], v[1]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 template <Kind K> PetscErrorCode VecSwap_Fused(Vec x, Vec y)
 {
-  const BlasKernels *blas;
-  PetscScalar       *xa, *ya;
-
   PetscFunctionBegin;
   if (x == y) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(DeviceKernels({x, y}, &blas));
-  if (!blas) {
-    PetscCall(host_ops[K].swap(x, y));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
-  PetscCall(blas->swap(x->map->n, xa, ya));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ_WRITE, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+  PetscCall(RunOp(
+      {x, y}, {READ_WRITE, READ_WRITE}, 0.0, [&] { return host_ops[K].swap(x, y); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->swap(x->map->n, v[0], v[1]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -301,45 +236,25 @@ template <Kind K> PetscErrorCode VecSwap_Fused(Vec x, Vec y)
    or y: its write access then returns the array that the read access of x or y synchronized.  */
 template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, Vec, Vec), PetscErrorCode (*BlasKernels::*Kernel)(PetscInt, const PetscScalar *, const PetscScalar *, PetscScalar *)> PetscErrorCode VecPointwise_Fused(Vec w, Vec x, Vec y)
 {
-  const BlasKernels *blas;
-  PetscScalar       *xa, *ya, *wa;
-
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({w, x, y}, &blas));
-  if (!blas) {
-    PetscCall((host_ops[K].*Host)(w, x, y));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(VecFusedGetArray(w, PETSC_MEMORY_ACCESS_WRITE, &wa));
-  PetscCall((blas->*Kernel)(w->map->n, xa, ya, wa));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(VecFusedRestoreArray(w, PETSC_MEMORY_ACCESS_WRITE, &wa));
-  PetscCall(PetscLogGpuFlops(w->map->n));
+  PetscCall(RunOp(
+      {x, y, w}, {READ, READ, WRITE}, w->map->n, [&] { return (host_ops[K].*Host)(w, x, y); }, [&](const BlasKernels *blas, PetscScalar **v) { return (blas->*Kernel)(w->map->n, v[0], v[1], v[2]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* dot, tdot (Global) and dot_local, tdot_local: the same for real scalars */
+/* dot, tdot (Global) and dot_local, tdot_local: the same for real scalars.  The host operation of a
+   VECMPI sums over the ranks itself; the kernel's local value is summed here                      */
 template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, Vec, PetscScalar *), bool Global> PetscErrorCode VecDot_Fused(Vec x, Vec y, PetscScalar *val)
 {
-  const BlasKernels *blas;
-  PetscScalar       *xa, *ya;
-
   PetscFunctionBegin;
-  PetscCall(DeviceKernels({x, y}, &blas));
-  if (!blas) {
-    PetscCall((host_ops[K].*Host)(x, y, val));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(blas->dot(x->map->n, xa, ya, val));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ, &ya));
-  PetscCall(PetscLogGpuFlops(ReductionFlops(x->map->n, 2.0)));
-  if (Global && K == KIND_MPI) PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, val, 1, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)x)));
+  PetscCall(RunOp(
+      {x, y}, {READ, READ}, ReductionFlops(x->map->n, 2.0), [&] { return (host_ops[K].*Host)(x, y, val); },
+      [&](const BlasKernels *blas, PetscScalar **v) -> PetscErrorCode {
+        PetscFunctionBegin;
+        PetscCall(blas->dot(x->map->n, v[0], v[1], val));
+        if (Global && K == KIND_MPI) PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, val, 1, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)x)));
+        PetscFunctionReturn(PETSC_SUCCESS);
+      }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -360,11 +275,11 @@ template <Kind K> PetscErrorCode VecDotNorm2_Fused(Vec s, Vec t, PetscScalar *dp
   } else {
     const DotSpec specs[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
 
-    PetscCall(VecFusedGetArray(s, PETSC_MEMORY_ACCESS_READ, &sa));
-    PetscCall(VecFusedGetArray(t, PETSC_MEMORY_ACCESS_READ, &ta));
+    PetscCall(VecFusedGetArray(s, READ, &sa));
+    PetscCall(VecFusedGetArray(t, READ, &ta));
     PetscCall(ActiveBackend()->dots(s->map->n, sa, ta, 2, specs, z));
-    PetscCall(VecFusedRestoreArray(s, PETSC_MEMORY_ACCESS_READ, &sa));
-    PetscCall(VecFusedRestoreArray(t, PETSC_MEMORY_ACCESS_READ, &ta));
+    PetscCall(VecFusedRestoreArray(s, READ, &sa));
+    PetscCall(VecFusedRestoreArray(t, READ, &ta));
     PetscCall(PetscLogGpuFlops(ReductionFlops(s->map->n, 2.0) * 2));
   }
   if (K == KIND_MPI) PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, z, 2, MPIU_SCALAR, MPIU_SUM, PetscObjectComm((PetscObject)s)));
@@ -387,10 +302,10 @@ template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, PetscInt, const Vec[], P
     PetscCall((host_ops[K].*Host)(x, nv, Y, val));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(VecFusedGetArray(x, READ, &xa));
   PetscCall(GetArraysRead(nv, Y, ya));
   PetscCall(blas->mdot(x->map->n, nv, xa, ya.data(), val));
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(VecFusedRestoreArray(x, READ, &xa));
   PetscCall(RestoreArraysRead(nv, Y, ya));
   PetscCall(PetscLogGpuFlops(nv * ReductionFlops(x->map->n, 2.0)));
   if (Global && K == KIND_MPI) {
@@ -418,7 +333,7 @@ template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, NormType, PetscReal *), 
     PetscCall((host_ops[K].*Host)(x, type, val));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(VecFusedGetArray(x, READ, &xa));
   switch (type) {
   case NORM_1:
     PetscCall(blas->norm1(n, xa, &z[0]));
@@ -442,7 +357,7 @@ template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, NormType, PetscReal *), 
   default:
     SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Unknown norm type %d", (int)type);
   }
-  PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
+  PetscCall(VecFusedRestoreArray(x, READ, &xa));
   if (Global && K == KIND_MPI) PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, z, count, MPIU_REAL, op, PetscObjectComm((PetscObject)x)));
   if (type == NORM_2 || type == NORM_FROBENIUS) z[0] = PetscSqrtReal(z[0]);
   if (type == NORM_1_AND_2) z[1] = PetscSqrtReal(z[1]);

@@ -1,7 +1,7 @@
 /* Host backend: the BLAS-1 contract (backend/blas.hpp) as plain loops, the reference */
 #include "backend/blas.hpp"
+#include "backend/maxpy_scale.hpp"
 #include "backend/host/host_reduce.hpp"
-#include <vector>
 
 namespace fusedksp
 {
@@ -82,18 +82,6 @@ static PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, con
   PetscFunctionBegin;
   for (PetscInt i = 0; i < n; ++i) w[i] = a * x[i] + y[i];
   counters.launches++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* See BlasKernels::maxpy: the Gram-Schmidt update y - sum (-alpha_j) X_j (MAXPYScale) */
-static PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, const PetscScalar *const *X, PetscScalar *y)
-{
-  std::vector<PetscScalar> coef;
-
-  PetscFunctionBegin;
-  FusedKSPCallCXX(coef.resize(nv > 0 ? nv : 1));
-  for (PetscInt j = 0; j < nv; ++j) coef[j] = -alpha[j];
-  PetscCall(MAXPYScale(n, nv, coef.data(), X, y, 1.0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -205,8 +193,8 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 */
 const BlasKernels *HostBlas()
 {
-  static const BlasKernels blas = {"host",     host::AXPY, host::AYPX,          host::AXPBY,           host::AXPBYPCZ, host::WAXPY,    host::MAXPY, host::Scale, host::Set,
-                                   host::Copy, host::Swap, host::PointwiseMult, host::PointwiseDivide, host::Dot,      host::MDotBlas, host::Norm2, host::Norm1, host::NormInf};
+  static const BlasKernels blas = {"host",    host::AXPY,     host::AYPX,  host::AXPBY, host::AXPBYPCZ, host::WAXPY, MAXPYByScale<host::MAXPYScale>, host::Scale, host::Set, host::Copy, host::Swap, host::PointwiseMult, host::PointwiseDivide,
+                                   host::Dot, host::MDotBlas, host::Norm2, host::Norm1, host::NormInf};
   return &blas;
 }
 

@@ -1,7 +1,7 @@
 /* Kokkos backend: the BLAS-1 contract (backend/blas.hpp), each operation one parallel loop */
 #include "backend/blas.hpp"
+#include "backend/maxpy_scale.hpp"
 #include "backend/kokkos/kokkos_reduce.hpp"
-#include <vector>
 
 namespace fusedksp
 {
@@ -81,18 +81,6 @@ static PetscErrorCode WAXPY(PetscInt n, PetscScalar a, const PetscScalar *x, con
   PetscFunctionBegin;
   ForEach(
       "fusedksp::waxpy", n, KOKKOS_LAMBDA(const PetscInt i) { w[i] = a * x[i] + y[i]; });
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* See BlasKernels::maxpy: the Gram-Schmidt update y - sum (-alpha_j) X_j (MAXPYScale) */
-static PetscErrorCode MAXPY(PetscInt n, PetscInt nv, const PetscScalar *alpha, const PetscScalar *const *X, PetscScalar *y)
-{
-  std::vector<PetscScalar> coef;
-
-  PetscFunctionBegin;
-  FusedKSPCallCXX(coef.resize(nv > 0 ? nv : 1));
-  for (PetscInt j = 0; j < nv; ++j) coef[j] = -alpha[j];
-  PetscCall(MAXPYScale(n, nv, coef.data(), X, y, 1.0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -209,8 +197,9 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 */
 const BlasKernels *KokkosBlas()
 {
-  static const BlasKernels blas = {"kokkos",     kokkos::AXPY, kokkos::AYPX,          kokkos::AXPBY,           kokkos::AXPBYPCZ, kokkos::WAXPY,    kokkos::MAXPY, kokkos::Scale, kokkos::Set,
-                                   kokkos::Copy, kokkos::Swap, kokkos::PointwiseMult, kokkos::PointwiseDivide, kokkos::Dot,      kokkos::MDotBlas, kokkos::Norm2, kokkos::Norm1, kokkos::NormInf};
+  static const BlasKernels blas = {"kokkos",         kokkos::AXPY,  kokkos::AYPX,  kokkos::AXPBY,  kokkos::AXPBYPCZ,      kokkos::WAXPY,           MAXPYByScale<kokkos::MAXPYScale>,
+                                   kokkos::Scale,    kokkos::Set,   kokkos::Copy,  kokkos::Swap,   kokkos::PointwiseMult, kokkos::PointwiseDivide, kokkos::Dot,
+                                   kokkos::MDotBlas, kokkos::Norm2, kokkos::Norm1, kokkos::NormInf};
   return &blas;
 }
 
