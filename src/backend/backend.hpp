@@ -87,6 +87,25 @@ struct DotSpec {
   const PetscScalar *weight = nullptr; /* DOT_VECTOR_W: the weight                                            */
 };
 
+/* The term entry i adds to the dot product s, as every backend computes it (in: the input vector, NULL
+   reading as 0; out_i: the output's entry)                                                          */
+FUSED_HD inline PetscScalar DotTerm(const DotSpec &s, PetscInt64 i, const PetscScalar *in, PetscScalar out_i)
+{
+  switch (s.kind) {
+  case DotKind::DOT_INPUT:
+    return in ? out_i * in[i] : 0;
+  case DotKind::DOT_SELF:
+    return out_i * out_i;
+  case DotKind::DOT_SELF_W:
+    return out_i * s.vec[i] * out_i;
+  case DotKind::DOT_VECTOR:
+    return out_i * s.vec[i];
+  case DotKind::DOT_VECTOR_W:
+    return out_i * s.weight[i] * s.vec[i];
+  }
+  return 0;
+}
+
 /* Work counters (for tests asserting kernels and transfers per iteration) */
 struct BackendCounters {
   PetscInt64 launches = 0; /* kernel launches (host backend: fused loops run) */

@@ -191,7 +191,7 @@ template <class Term> PetscErrorCode LaunchSum(PetscInt n, const Term &term, Pet
 }
 
 /* The terms of the reductions */
-struct DotTerm {
+struct DotProductTerm {
   const PetscScalar     *x, *y;
   __device__ PetscScalar operator()(PetscInt64 i) const
   {
@@ -330,7 +330,7 @@ PetscErrorCode PointwiseDivide(PetscInt n, const PetscScalar *x, const PetscScal
 PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y, PetscScalar *val)
 {
   PetscFunctionBegin;
-  PetscCall(LaunchSum(n, DotTerm{x, y}, val));
+  PetscCall(LaunchSum(n, DotProductTerm{x, y}, val));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -295,24 +295,6 @@ struct DotList {
   DotSpec spec[FUSED_MAX_DOTS];
 };
 
-/* The term entry i adds to the dot product `spec` (as in the host backend; in == NULL reads as 0) */
-__device__ inline PetscScalar DotTerm(const DotSpec &spec, PetscInt64 i, const PetscScalar *in, PetscScalar out_i)
-{
-  switch (spec.kind) {
-  case DotKind::DOT_INPUT:
-    return in ? out_i * in[i] : 0;
-  case DotKind::DOT_SELF:
-    return out_i * out_i;
-  case DotKind::DOT_SELF_W:
-    return out_i * spec.vec[i] * out_i;
-  case DotKind::DOT_VECTOR:
-    return out_i * spec.vec[i];
-  case DotKind::DOT_VECTOR_W:
-    return out_i * spec.weight[i] * spec.vec[i];
-  }
-  return 0;
-}
-
 __device__ inline void AddDotTerms(const DotList &dots, PetscInt64 i, const PetscScalar *in, PetscScalar out_i, PetscScalar (&acc)[FUSED_MAX_DOTS])
 {
 #pragma unroll

@@ -42,7 +42,7 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
     PetscScalar       sum = 0;
     for (PetscInt e = B->rowptr[k]; e < B->rowptr[k + 1]; ++e) sum += B->vals[e] * halo[B->colidx[e]];
     out[i] = old + (wl ? wl[i] * sum : sum);
-    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in ? in[i] : 0, out[i]) - DotTerm(specs[d], i, in ? in[i] : 0, old);
+    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in, out[i]) - DotTerm(specs[d], i, in, old);
   });
   for (int d = 0; d < ndots; ++d) dots[d] += change[d];
   counters.launches++;

@@ -44,24 +44,6 @@ template <class Body> inline void BlockedReduceN(PetscInt n, int nd, PetscScalar
   }
 }
 
-/* The term entry i adds to the dot product s of a matrix-vector kernel (see DotKind) */
-inline PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, PetscScalar out_i)
-{
-  switch (s.kind) {
-  case DotKind::DOT_INPUT:
-    return out_i * in_i;
-  case DotKind::DOT_SELF:
-    return out_i * out_i;
-  case DotKind::DOT_SELF_W:
-    return out_i * s.vec[i] * out_i;
-  case DotKind::DOT_VECTOR:
-    return out_i * s.vec[i];
-  case DotKind::DOT_VECTOR_W:
-    return out_i * s.weight[i] * s.vec[i];
-  }
-  return 0;
-}
-
 extern BackendCounters counters;
 
 /* The reduce target of the next reducing operation (Backend::reduce_target) */

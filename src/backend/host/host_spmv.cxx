@@ -11,7 +11,7 @@ static inline void StoreRow(PetscInt i, PetscScalar sum, const PetscScalar *wl, 
 {
   if (wl) sum *= wl[i];
   out[i] = sum;
-  for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in[i], sum);
+  for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in, sum);
 }
 
 /* See Backend::spmv_dots */
@@ -77,7 +77,7 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
   PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
   PetscScalar all[FUSED_MAX_DOTS];
   BlockedReduce<FUSED_MAX_DOTS>(n, all, [=](PetscInt i, PetscScalar *part) {
-    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in ? in[i] : 0, out[i]);
+    for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in, out[i]);
   });
   StoreResults(ndots, all, dots);
   counters.launches++;

@@ -123,24 +123,6 @@ template <class Body> inline void ForEach(const char *label, PetscInt n, const B
   counters.launches++;
 }
 
-/* The term entry i adds to the dot product s of a matrix-vector kernel (see DotKind) */
-KOKKOS_INLINE_FUNCTION PetscScalar DotTerm(const DotSpec &s, PetscInt i, PetscScalar in_i, PetscScalar out_i)
-{
-  switch (s.kind) {
-  case DotKind::DOT_INPUT:
-    return out_i * in_i;
-  case DotKind::DOT_SELF:
-    return out_i * out_i;
-  case DotKind::DOT_SELF_W:
-    return out_i * s.vec[i] * out_i;
-  case DotKind::DOT_VECTOR:
-    return out_i * s.vec[i];
-  case DotKind::DOT_VECTOR_W:
-    return out_i * s.weight[i] * s.vec[i];
-  }
-  return 0;
-}
-
 /* The dot specifications of one kernel, passed by value into it */
 struct DotSpecs {
   DotSpec spec[FUSED_MAX_DOTS];

@@ -171,7 +171,7 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
   }
   PetscCall(ChunkedReduce<FUSED_MAX_DOTS>(
       "fusedksp::dots", n, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
-        for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]);
+        for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in, out[i]);
       }));
   PetscCall(StoreResults(ndots, all, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -206,7 +206,7 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
         const PetscInt    i   = rows[k];
         const PetscScalar old = out[i], sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
         out[i] = old + (wl ? wl[i] * sum : sum);
-        for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in ? in[i] : 0, out[i]) - DotTerm(sp.spec[d], i, in ? in[i] : 0, old);
+        for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in, out[i]) - DotTerm(sp.spec[d], i, in, old);
       }));
   for (int d = 0; d < ndots; ++d) dots[d] += change[d];
   PetscFunctionReturn(PETSC_SUCCESS);
