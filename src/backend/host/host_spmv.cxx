@@ -14,26 +14,33 @@ static inline void StoreRow(PetscInt i, PetscScalar sum, const PetscScalar *wl, 
   for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in, sum);
 }
 
+/* An operation that honours the reduce target (nothing once its stop flag is set): body(i, part) for
+   the n rows in BlockedReduce's chunks, its ndots sums to the target or to dots                    */
+template <class Body> static PetscErrorCode ReduceRows(PetscInt n, int ndots, PetscScalar *dots, Body &&body)
+{
+  PetscScalar all[FUSED_MAX_DOTS];
+
+  PetscFunctionBegin;
+  counters.launches++;
+  if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
+  BlockedReduce<FUSED_MAX_DOTS>(n, all, body);
+  StoreResults(ndots, all, dots);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* See Backend::spmv_dots */
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   PetscFunctionBegin;
-  if (TargetStopped()) {
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
-  PetscScalar all[FUSED_MAX_DOTS];
-  BlockedReduce<FUSED_MAX_DOTS>(A->nrows, all, [=](PetscInt i, PetscScalar *part) {
+  PetscCall(ReduceRows(A->nrows, ndots, dots, [=](PetscInt i, PetscScalar *part) {
     PetscScalar sum = 0;
     for (PetscInt k = A->rowptr[i]; k < A->rowptr[i + 1]; ++k) {
       const PetscInt c = A->colidx[k];
       sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
     }
     StoreRow(i, sum, wl, in, out, ndots, specs, part);
-  });
-  StoreResults(ndots, all, dots);
-  counters.launches++;
+  }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -43,14 +50,8 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
   const PetscInt64 T = A->threads, H = FUSED_SELL_HEIGHT;
 
   PetscFunctionBegin;
-  if (TargetStopped()) {
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
   PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
-  PetscScalar all[FUSED_MAX_DOTS];
-  BlockedReduce<FUSED_MAX_DOTS>(A->nrows, all, [=](PetscInt i, PetscScalar *part) {
+  PetscCall(ReduceRows(A->nrows, ndots, dots, [=](PetscInt i, PetscScalar *part) {
     const PetscInt64 s = i / H, begin = A->sliceptr[s], len = (A->sliceptr[s + 1] - begin) / (H * T);
     PetscScalar      sum = 0;
     for (PetscInt64 j = 0; j < len; ++j)
@@ -60,9 +61,7 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
         if (c >= 0) sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
       }
     StoreRow(i, sum, wl, in, out, ndots, specs, part);
-  });
-  StoreResults(ndots, all, dots);
-  counters.launches++;
+  }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -70,17 +69,9 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
 PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   PetscFunctionBegin;
-  if (TargetStopped()) {
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCheck(ndots >= 0 && ndots <= FUSED_MAX_DOTS, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "At most %d fused dot products, asked for %d", FUSED_MAX_DOTS, ndots);
-  PetscScalar all[FUSED_MAX_DOTS];
-  BlockedReduce<FUSED_MAX_DOTS>(n, all, [=](PetscInt i, PetscScalar *part) {
+  PetscCall(ReduceRows(n, ndots, dots, [=](PetscInt i, PetscScalar *part) {
     for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in, out[i]);
-  });
-  StoreResults(ndots, all, dots);
-  counters.launches++;
+  }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
