@@ -182,6 +182,51 @@ PetscErrorCode CGChunkBody(void *ctx)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The host's replay of CG chunks (KSPFusedChunkReplay()) */
+struct CGReplay {
+  KSP                ksp;
+  KSP_FusedCG       *cg;
+  Mat                A;
+  Vec               *V;
+  TrueResidualGuard *guard;
+};
+
+/* Iteration 0 from the start the chunk computed */
+PetscErrorCode CGReplayStart(void *ctx, const PetscScalar *slot0, PetscScalar *d, PetscBool *stop)
+{
+  CGReplay *r = static_cast<CGReplay *>(ctx);
+
+  PetscFunctionBegin;
+  r->cg->counters.reductions++;
+  PetscCall(PetscArraycpy(d, slot0, CG_NSLOT));
+  r->cg->ref_rz = d[CG_RZ];
+  r->cg->ref_pq = d[CG_PQ];
+  PetscCall(KSPFusedMonitorAndTest(r->ksp, 0, CGNorm(r->ksp, d)));
+  *stop = r->ksp->reason ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CGReplayIteration(void *ctx, PetscInt j, PetscInt, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop)
+{
+  CGReplay   *r = static_cast<CGReplay *>(ctx);
+  PetscScalar alpha, beta;
+
+  PetscFunctionBegin;
+  /* j > performed: the kernels stopped here, the host's test did not: go on from here */
+  *stop  = KSPFusedStatusStops(r->ksp, CGCoefficients(prev, r->cg->ref_rz, r->cg->ref_pq, r->cg->mode != PCMode::GENERAL, &alpha, &beta)) || j > performed ? PETSC_TRUE : PETSC_FALSE;
+  *rnorm = CGNorm(r->ksp, cur);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CGReplayConverged(void *ctx, PetscInt it, PetscReal rnorm, PetscScalar *d, PetscBool *restarted)
+{
+  CGReplay *r = static_cast<CGReplay *>(ctx);
+
+  PetscFunctionBegin;
+  PetscCall(CGCheckTrueResidual(r->ksp, r->cg, r->A, r->V, d, it, rnorm, r->guard, restarted));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    CGSolveChunked - the iterations, k at a time: each chunk runs on the backend without a host round
    trip, then the host replays its iterations (coefficient checks, norms, monitors, convergence test,
@@ -191,9 +236,10 @@ PetscErrorCode CGChunkBody(void *ctx)
 */
 PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscBool start, TrueResidualGuard *guard)
 {
-  Chunker                  *c = &cg->chunk;
+  const ChunkReplayOps      ops = {CGReplayStart, CGReplayIteration, CGReplayConverged, PETSC_TRUE};
+  Chunker                  *c   = &cg->chunk;
+  CGReplay                  replay{ksp, cg, A, V, guard};
   std::vector<const void *> key;
-  PetscScalar               alpha, beta;
 
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, CG_NSLOT, c->k));
@@ -201,9 +247,9 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
   c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
   for (PetscInt it = 0; !ksp->reason;) {
-    PetscInt                  j, performed;
-    PetscBool                 restarted = PETSC_FALSE;
-    CGChunk                   body      = {ksp, cg, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, PetscMin(c->k, ksp->max_it - it)};
+    PetscInt                  performed;
+    PetscBool                 stopped;
+    CGChunk                   body = {ksp, cg, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, PetscMin(c->k, ksp->max_it - it)};
     std::vector<const void *> chunk_key;
 
     FusedKSPCallCXX(chunk_key = key);
@@ -222,39 +268,9 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
     PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
     performed = ChunkPerformed(c, body.k);
     cg->counters.reductions += performed;
-    if (start) { /* the host's iteration 0, from the start the chunk computed */
-      start = PETSC_FALSE;
-      cg->counters.reductions++;
-      PetscCall(PetscArraycpy(d, ChunkHostSlot(c, 0), CG_NSLOT));
-      cg->ref_rz = d[CG_RZ];
-      cg->ref_pq = d[CG_PQ];
-      PetscCall(KSPFusedMonitorAndTest(ksp, 0, CGNorm(ksp, d)));
-      if (ksp->reason) {
-        PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
-        break;
-      }
-    }
-    for (j = 1; j <= body.k; ++j) {
-      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
-      PetscReal          rnorm;
-
-      if (KSPFusedStatusStops(ksp, CGCoefficients(prev, cg->ref_rz, cg->ref_pq, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
-      if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
-      rnorm = CGNorm(ksp, cur);
-      PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
-      if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it + j, rnorm, guard, &restarted));
-      if (ksp->reason || restarted) break;
-    }
-    if (restarted) {
-      it += j;
-      continue;
-    }
-    if (ksp->reason) {
-      PetscCall(KSPFusedChunkStopped(ksp, it, j, performed));
-      break;
-    }
-    PetscCall(PetscArraycpy(d, ChunkHostSlot(c, performed), CG_NSLOT));
-    it += performed;
+    PetscCall(KSPFusedChunkReplay(ksp, c, body.k, performed, start, ops, &replay, d, &it, &stopped));
+    if (stopped) break;
+    start = PETSC_FALSE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

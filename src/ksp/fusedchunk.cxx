@@ -358,6 +358,43 @@ PetscErrorCode KSPFusedChunkStopped(KSP ksp, PetscInt it, PetscInt j, PetscInt p
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode KSPFusedChunkReplay(KSP ksp, Chunker *c, PetscInt k, PetscInt performed, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering, PetscInt *it, PetscBool *stopped)
+{
+  PetscInt  j;
+  PetscBool restarted = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  *stopped = PETSC_FALSE;
+  if (start) {
+    PetscCall(ops.start(ctx, ChunkHostSlot(c, 0), entering, stopped));
+    if (*stopped && ops.ranpast) PetscCall(KSPFusedChunkStopped(ksp, *it, 0, performed));
+    if (*stopped) PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  for (j = 1; j <= k; ++j) {
+    PetscReal rnorm;
+    PetscBool stop;
+
+    PetscCall(ops.iteration(ctx, j, *it + j, performed, ChunkHostSlot(c, j - 1), ChunkHostSlot(c, j), &rnorm, &stop));
+    if (stop) break;
+    PetscCall(KSPFusedMonitorAndTest(ksp, *it + j, rnorm));
+    if (ksp->reason > 0 && ops.converged) PetscCall(ops.converged(ctx, *it + j, rnorm, entering, &restarted));
+    if (ksp->reason || restarted) break;
+  }
+  if (restarted) {
+    *it += j;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (ksp->reason) {
+    *stopped = PETSC_TRUE;
+    if (ops.ranpast) PetscCall(KSPFusedChunkStopped(ksp, *it, j, performed));
+    *it += j;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscArraycpy(entering, ChunkHostSlot(c, performed), c->ndots));
+  *it += performed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
 {
   PetscFunctionBegin;

@@ -237,6 +237,55 @@ static PetscErrorCode SGMRESCycleTest(KSP ksp, PetscInt its, PetscReal estimate,
    residual in ksp->work[VEC_T]                                                                    */
 enum class CycleEntry { ENTERED, SOLVE_START, RESTART };
 
+/* The host's replay of a cycle's chunks (KSPFusedChunkReplay()): R, xi and the estimates of the steps */
+struct SGMRESReplay {
+  KSP              ksp;
+  KSP_FusedSGMRES *g;
+  ChunkControl     host; /* the chunk's control block, without the test: the host applies the KSP's own */
+  CycleEntry       entry;
+  PetscInt         its, i0; /* the iterations before the chunk; its first step is i0 + 1 */
+  PetscReal        estimate, *rho, *res;
+  PetscInt        *k;
+};
+
+/* Iteration 0 or the restart, from the norm the chunk computed */
+PetscErrorCode SGMRESReplayStart(void *ctx, const PetscScalar *, PetscScalar *, PetscBool *stop)
+{
+  SGMRESReplay    *r = static_cast<SGMRESReplay *>(ctx);
+  KSP_FusedSGMRES *g = r->g;
+
+  PetscFunctionBegin;
+  if (r->entry == CycleEntry::RESTART) g->counters.reductions++; /* as SGMRESCycleStart() counts its norm */
+  *r->rho      = r->host.rho;
+  *r->res      = *r->rho;
+  g->cycle_rho = *r->rho;
+  g->zz        = 1;
+  PetscCall(SGMRESCycleTest(r->ksp, r->entry == CycleEntry::SOLVE_START ? 0 : r->its, r->estimate, *r->rho, stop));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Step i0 + j, which the backend ran (no cancellation test: its column passed there) */
+PetscErrorCode SGMRESReplayStep(void *ctx, PetscInt j, PetscInt, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop)
+{
+  SGMRESReplay    *r = static_cast<SGMRESReplay *>(ctx);
+  KSP_FusedSGMRES *g = r->g;
+  const PetscInt   m = g->restart, step = r->i0 + j;
+  PetscScalar      h, eta;
+
+  PetscFunctionBegin;
+  *stop = j > performed ? PETSC_TRUE : PETSC_FALSE;
+  if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
+  const int fails = SGMRESChunkStep(r->host, j, step, m, -1.0, prev, cur, &h, &eta, r->res);
+  PetscCheck(fails < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Step %" PetscInt_FMT " ran on the backend but its column fails on the host", step);
+  for (PetscInt q = 1; q < step; ++q) Rij(g, q, step) = cur[q - 1];
+  Rij(g, step, step) = h;
+  g->xi[step]        = eta;
+  *r->k = g->cycle_k = step;
+  g->counters.reductions++;
+  *rnorm = r->ksp->normtype == KSP_NORM_NONE ? 0.0 : *r->res;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    SGMRESChunkedCycle - the steps of a restart cycle (*rho: its residual norm), k at a time with the
    scalars on the backend; the host replays each chunk's steps (R, xi, estimates, monitors, test).
@@ -251,7 +300,8 @@ enum class CycleEntry { ENTERED, SOLVE_START, RESTART };
 */
 PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry entry, PetscReal estimate, PetscReal *rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
 {
-  Chunker                  *c = &g->chunk;
+  const ChunkReplayOps      ops = {SGMRESReplayStart, SGMRESReplayStep, nullptr, PETSC_FALSE};
+  Chunker                  *c   = &g->chunk;
   const PetscInt            m = g->restart, nd = SGMRESChunkSlot(m);
   std::vector<PetscScalar>  entering;
   std::vector<const void *> key;
@@ -264,8 +314,9 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
   while (*i <= m && *its < ksp->max_it && !ksp->reason) {
     const PetscInt i0   = *i - 1;
     SGMRESChunk    body = {ksp, g, A, i0, PetscMin(PetscMin(c->k, m - i0), ksp->max_it - *its), entry == CycleEntry::SOLVE_START ? ksp->vec_rhs : (entry == CycleEntry::RESTART ? ksp->work[VEC_T] : nullptr)};
-    PetscInt       j, performed;
-    ChunkControl   host;
+    SGMRESReplay   replay{ksp, g, {}, entry, *its, i0, estimate, rho, res, k};
+    PetscInt       performed;
+    PetscBool      stopped;
 
     key.clear();
     PetscCall(OpsChunkKey(A, {ksp->vec_sol, body.b, g->w, ksp->work[VEC_WORK]}, &key));
@@ -280,41 +331,12 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
     PetscCall(OpsMarkWritten({ksp->work[VEC_WORK]}));
     if (entry != CycleEntry::ENTERED) PetscCall(OpsMarkWritten({g->Z[1]}));
     for (PetscInt v = i0 + 1; v <= i0 + body.k; ++v) PetscCall(OpsMarkWritten({g->V[v], g->Z[v + 1]}));
-    performed    = ChunkPerformed(c, body.k);
-    host         = *ChunkHostControl(c);
-    host.normdot = -1;                  /* the host applies the KSP's own test below */
-    if (entry != CycleEntry::ENTERED) { /* iteration 0 or the restart, from the norm the chunk computed */
-      PetscBool stop;
-
-      if (entry == CycleEntry::RESTART) g->counters.reductions++; /* as SGMRESCycleStart() counts its norm */
-      *rho         = host.rho;
-      *res         = *rho;
-      g->cycle_rho = *rho;
-      g->zz        = 1;
-      PetscCall(SGMRESCycleTest(ksp, entry == CycleEntry::SOLVE_START ? 0 : *its, estimate, *rho, &stop));
-      entry = CycleEntry::ENTERED;
-      if (stop) {
-        *i = m + 1;
-        break;
-      }
-    }
-    for (j = 1; j <= performed; ++j) {
-      const PetscInt     step = i0 + j;
-      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
-      PetscScalar        h, eta;
-      const int          stop = SGMRESChunkStep(host, j, step, m, -1.0, prev, cur, &h, &eta, res); /* the backend ran the step: no cancellation test */
-
-      PetscCheck(stop < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Step %" PetscInt_FMT " ran on the backend but its column fails on the host", step);
-      for (PetscInt r = 1; r < step; ++r) Rij(g, r, step) = cur[r - 1];
-      Rij(g, step, step) = h;
-      g->xi[step]        = eta;
-      *k = g->cycle_k = step;
-      (*its)++;
-      g->counters.reductions++;
-      PetscCall(KSPFusedMonitorAndTest(ksp, *its, ksp->normtype == KSP_NORM_NONE ? 0.0 : *res));
-      if (ksp->reason) break;
-    }
-    if (ksp->reason) {
+    performed           = ChunkPerformed(c, body.k);
+    replay.host         = *ChunkHostControl(c);
+    replay.host.normdot = -1;
+    PetscCall(KSPFusedChunkReplay(ksp, c, body.k, performed, entry != CycleEntry::ENTERED ? PETSC_TRUE : PETSC_FALSE, ops, &replay, entering.data(), its, &stopped));
+    entry = CycleEntry::ENTERED;
+    if (stopped) {
       *i = m + 1;
       break;
     }
@@ -324,7 +346,6 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
       g->zz_local = ChunkHostSlot(c, performed)[m + 1];
       break;
     }
-    FusedKSPCallCXX(entering.assign(ChunkHostSlot(c, performed), ChunkHostSlot(c, performed) + nd));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
