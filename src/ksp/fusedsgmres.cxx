@@ -87,25 +87,6 @@ PetscErrorCode KSPSetUp_FusedSGMRES(KSP ksp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* out = Op in = A M^{-1} in */
-PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec out, Vec work)
-{
-  PetscFunctionBegin;
-  switch (g->mode) {
-  case PCMode::NONE:
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, 0, nullptr, nullptr));
-    break;
-  case PCMode::JACOBI:
-    PetscCall(OpsApplyOperator(A, nullptr, g->w, in, out, work, 0, nullptr, nullptr));
-    break;
-  case PCMode::GENERAL:
-    PetscCall(KSPFusedApplyPC(ksp, in, work));
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
-    break;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* The fraction of <w,w> below which h^2 takes a second Gram-Schmidt pass: always with CGS2 (and a
    step of the chunked path with that much cancellation is handed to the per-step path)           */
 PetscReal SGMRESKeep(const KSP_FusedSGMRES *g)
@@ -139,7 +120,7 @@ PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscB
   PetscFunctionBegin;
   *lucky = PETSC_FALSE;
   if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
-  PetscCall(SGMRESOperator(ksp, g, A, g->Z[i], w, ksp->work[VEC_WORK]));
+  PetscCall(KSPFusedRightOperator(ksp, g->mode, g->w, A, g->Z[i], w, ksp->work[VEC_WORK]));
   PetscCall(SGMRESMultiDot(ksp, g, i, i > 1 ? PETSC_TRUE : PETSC_FALSE));
   *status = SGMRESColumn(i - 1, d, d[i], SGMRESKeep(g), &h2);
   if (*status == RecurrenceStatus::NANORINF || NotFinite(d[i - 1])) {
@@ -198,7 +179,7 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
   for (PetscInt j = 1; j <= b->k; ++j) {
     const PetscInt i   = b->i0 + j;
     PetscScalar   *cur = ChunkDeviceSlot(c, j);
-    PetscCall(SGMRESOperator(b->ksp, g, b->A, g->Z[i], g->V[i], b->ksp->work[VEC_WORK]));
+    PetscCall(KSPFusedRightOperator(b->ksp, g->mode, g->w, b->A, g->Z[i], g->V[i], b->ksp->work[VEC_WORK]));
     for (PetscInt v = 1; v < i; ++v) g->Vz[v - 1] = g->V[v];
     g->Vz[i - 1] = g->Z[i];
     PetscCall(OpsReduceInto(cur, &ctl->stopped));
@@ -215,20 +196,8 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
 static PetscErrorCode SGMRESCycleTest(KSP ksp, PetscInt its, PetscReal estimate, PetscReal rho, PetscBool *stop)
 {
   PetscFunctionBegin;
-  if (its == 0)
-    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
-  else {
-    PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
-    ksp->rnorm = rho;
-    if (ksp->normtype != KSP_NORM_NONE) {
-      if (PetscIsInfOrNanReal(rho))
-        ksp->reason = KSP_DIVERGED_NANORINF;
-      else
-        PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
-    }
-  }
-  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
-  *stop = ksp->reason || rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  if (its > 0) PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
+  PetscCall(KSPFusedCycleTest(ksp, its, rho, stop));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -354,7 +323,6 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
 PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho, Vec x)
 {
   std::vector<PetscScalar> y, negy;
-  Vec                      T = ksp->work[VEC_T], T2 = ksp->work[VEC_T2];
 
   PetscFunctionBegin;
   if (k == 0) PetscFunctionReturn(PETSC_SUCCESS);
@@ -365,14 +333,7 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
     y[i] = s / Rij(g, i, i);
   }
   for (PetscInt j = 1; j <= k; ++j) negy[j - 1] = -y[j];
-  if (g->mode == PCMode::NONE) { /* x -= sum_j (-y_j) z_j in one kernel */
-    PetscCall(OpsMAXPYScale(k, negy.data(), g->Z + 1, x, 1.0, nullptr, nullptr));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecSet(T, 0.0));
-  PetscCall(OpsMAXPYScale(k, negy.data(), g->Z + 1, T, 1.0, nullptr, nullptr));
-  PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
-  PetscCall(VecAXPY(x, 1.0, T2));
+  PetscCall(KSPFusedRightUpdate(ksp, g->mode, g->w, k, negy.data(), g->Z + 1, x, ksp->work[VEC_T], ksp->work[VEC_T2]));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -381,15 +342,8 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
    ends here                                                                                       */
 PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
 {
-  const OpDot self = {DotKind::DOT_SELF, nullptr};
-  PetscScalar rr;
-
   PetscFunctionBegin;
-  PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Z[1]));
-  PetscCall(VecAYPX(g->Z[1], -1.0, ksp->vec_rhs));
-  PetscCall(OpsDots(nullptr, g->Z[1], 1, &self, &rr));
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->counters));
-  *rho = PetscSqrtReal(PetscAbsScalar(rr));
+  PetscCall(KSPFusedResidualNorm(ksp, A, g->Z[1], &g->counters, rho));
   PetscCall(SGMRESCycleTest(ksp, its, estimate, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecScale(g->Z[1], 1.0 / *rho));
@@ -472,23 +426,13 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     estimate = res;
     PetscCall(SGMRESUpdateSolution(ksp, g, k, rho, ksp->vec_sol));
     g->cycle_k = 0;
-    if (ksp->reason < 0) break;
-    if (ksp->reason > 0) {
-      PetscBool ok;
+    {
       PetscReal truenorm;
-      PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], &truenorm, &ok));
-      if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) break;
-      PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
-      ksp->reason = KSP_CONVERGED_ITERATING;
-      g->counters.replacements++;
-    }
-    if (k == 0) {
-      ksp->reason = KSP_DIVERGED_BREAKDOWN;
-      break;
-    }
-    if (its >= ksp->max_it) { /* as KSPGMRES: no true residual after the last cycle, the estimate stays */
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
+      PetscBool replaced, stop;
+
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &g->counters, &truenorm, &replaced, &stop));
+      if (replaced) PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
+      if (stop) break;
     }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -541,26 +485,6 @@ PetscErrorCode KSPSetFromOptions_FusedSGMRES(KSP ksp, PetscOptionItems PetscOpti
   PetscCall(PetscOptionsBool("-ksp_fusedsgmres_cgs2", "One reorthogonalization pass (CGS2)", "KSPFusedSGMRESSetCGS2", g->cgs2, &g->cgs2, NULL));
   PetscCall(KSPFusedChunkSetFromOptions(PetscOptionsObject, &g->chunk));
   PetscOptionsHeadEnd();
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode KSPGMRESSetRestart_FusedSGMRES(KSP ksp, PetscInt restart)
-{
-  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
-
-  PetscFunctionBegin;
-  PetscCheck(restart > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "Restart must be positive, got %" PetscInt_FMT, restart);
-  if (restart != g->restart) {
-    g->restart      = restart;
-    ksp->setupstage = KSP_SETUP_NEW;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode KSPGMRESGetRestart_FusedSGMRES(KSP ksp, PetscInt *restart)
-{
-  PetscFunctionBegin;
-  *restart = static_cast<KSP_FusedSGMRES *>(ksp->data)->restart;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -713,8 +637,8 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &g->counters));
   PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &g->chunk));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedSGMRES));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_FusedSGMRES));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_Fused<fusedksp::KSP_FusedSGMRES>));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_Fused<fusedksp::KSP_FusedSGMRES>));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESSetCGS2_C", fusedksp::KSPFusedSGMRESSetCGS2_FusedSGMRES));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESGetCGS2_C", fusedksp::KSPFusedSGMRESGetCGS2_FusedSGMRES));
   PetscFunctionReturn(PETSC_SUCCESS);
