@@ -484,11 +484,8 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
   KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedDestroyCommon(ksp, &bc->w));
   PetscCall(KSPFusedChunkDestroy(ksp, &bc->chunk));
-  delete bc;
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedBCGS>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -604,11 +604,8 @@ PetscErrorCode KSPDestroy_FusedCAGMRES(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedCAGMRES(ksp));
-  PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedCAGMRES *>(ksp->data)->w));
   for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
-  delete static_cast<KSP_FusedCAGMRES *>(ksp->data);
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedCAGMRES>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

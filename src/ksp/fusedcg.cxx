@@ -372,11 +372,8 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedDestroyCommon(ksp, &cg->w));
   PetscCall(KSPFusedChunkDestroy(ksp, &cg->chunk));
-  delete cg;
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedCG>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -53,12 +53,8 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
 
 static PetscErrorCode GetChunker(KSP ksp, Chunker **c)
 {
-  PetscContainer container;
-
   PetscFunctionBegin;
-  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPChunker", (PetscObject *)&container));
-  PetscCheck(container, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No chunk settings on this KSP");
-  PetscCall(PetscContainerGetPointer(container, (void **)c));
+  PetscCall(KSPFusedQueryPointer(ksp, "FusedKSPChunker", "No chunk settings on this KSP", (void **)c));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -117,13 +113,8 @@ static PetscErrorCode KSPFusedGetChunkCounts_Fused(KSP ksp, PetscInt *chunks, Pe
 
 PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c)
 {
-  PetscContainer container;
-
   PetscFunctionBegin;
-  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &container));
-  PetscCall(PetscContainerSetPointer(container, c));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPChunker", (PetscObject)container));
-  PetscCall(PetscContainerDestroy(&container));
+  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPChunker", c));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", KSPFusedSetCheckInterval_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", KSPFusedGetCheckInterval_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", KSPFusedSetUseGraph_Fused));

@@ -368,14 +368,33 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters)
+PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p)
 {
   PetscContainer c;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPSolveCounters", (PetscObject *)&c));
-  PetscCheck(c, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No solve counters");
-  PetscCall(PetscContainerGetPointer(c, (void **)counters));
+  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
+  PetscCall(PetscContainerSetPointer(c, p));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, name, (PetscObject)c));
+  PetscCall(PetscContainerDestroy(&c));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedQueryPointer(KSP ksp, const char *name, const char *missing, void **p)
+{
+  PetscContainer c;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQuery((PetscObject)ksp, name, (PetscObject *)&c));
+  PetscCheck(c, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "%s", missing);
+  PetscCall(PetscContainerGetPointer(c, p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPFusedQueryPointer(ksp, "FusedKSPSolveCounters", "No solve counters", (void **)counters));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -401,13 +420,8 @@ static PetscErrorCode KSPFusedGetResidualReplacementCount_Fused(KSP ksp, PetscIn
 
 PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter)
 {
-  PetscContainer c;
-
   PetscFunctionBegin;
-  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
-  PetscCall(PetscContainerSetPointer(c, counter));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPSolveCounters", (PetscObject)c));
-  PetscCall(PetscContainerDestroy(&c));
+  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPSolveCounters", counter));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", KSPFusedGetReductionCount_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetResidualReplacementCount_C", KSPFusedGetResidualReplacementCount_Fused));
   PetscFunctionReturn(PETSC_SUCCESS);

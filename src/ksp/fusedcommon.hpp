@@ -109,6 +109,11 @@ template <class Solver> PetscErrorCode KSPGMRESGetRestart_Fused(KSP ksp, PetscIn
 /* Views the parts every fused solver shows in -ksp_view */
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements);
 
+/* Composes p on ksp under `name` (a PetscContainer that does not own it; PetscObjectCompose() with NULL
+   removes it); KSPFusedQueryPointer() returns it, an error with the message `missing` when there is none */
+PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p);
+PetscErrorCode KSPFusedQueryPointer(KSP ksp, const char *name, const char *missing, void **p);
+
 /* The counter behind KSPFusedGetReductionCount(), composed on the KSP; removed by KSPFusedDestroyCommon() */
 PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter);
 
@@ -127,7 +132,21 @@ template <PetscErrorCode (*Solve)(KSP)> PetscErrorCode KSPSolveScoped(KSP ksp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* What every fused solver's destroy does: the Jacobi weights, the composed counter, KSPDestroyDefault() */
+/* What every fused solver's destroy does: the Jacobi weights, the composed counter */
 PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w);
+
+/* ... then the solver's data (a Solver, with its Jacobi weights w) and KSPDestroyDefault(): how every
+   fused solver's destroy ends                                                                      */
+template <class Solver> PetscErrorCode KSPFusedDestroyData(KSP ksp)
+{
+  Solver *s = static_cast<Solver *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedDestroyCommon(ksp, &s->w));
+  delete s;
+  ksp->data = nullptr;
+  PetscCall(KSPDestroyDefault(ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 } // namespace fusedksp

@@ -518,12 +518,9 @@ PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedSGMRES(ksp));
-  PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->w));
   PetscCall(KSPFusedChunkDestroy(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->chunk));
   for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
-  delete static_cast<KSP_FusedSGMRES *>(ksp->data);
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedSGMRES>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
