@@ -192,18 +192,43 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The host's replay of BiCGStab chunks (KSPFusedChunkReplay()); pend: <r,r*>, <r,r> of the start or a restart */
-struct BCGSReplay {
-  KSP            ksp;
-  KSP_FusedBCGS *bc;
-  const OpDot   *spec_r;
-  PetscScalar   *pend;
+/* What BCGSSolveChunked()'s callbacks (KSPFusedChunkSolve()) share: pend, <r,r*> and <r,r> of the start
+   or a restart; the vectors of right preconditioning (BCGSChunk); key: the operands of the chunks' records */
+struct BCGSChunked {
+  KSP                       ksp;
+  KSP_FusedBCGS            *bc;
+  Mat                       A;
+  Vec                       wr, pt, st;
+  const OpDot              *spec_r;
+  PetscScalar              *pend;
+  std::vector<const void *> key;
 };
+
+/* Runs a chunk of k iterations from iteration it */
+PetscErrorCode BCGSChunkRun(void *ctx, PetscInt it, PetscInt k, PetscBool start, const PetscScalar *entering, PetscInt *performed)
+{
+  BCGSChunked              *r    = static_cast<BCGSChunked *>(ctx);
+  KSP                       ksp  = r->ksp;
+  Chunker                  *c    = &r->bc->chunk;
+  Vec                      *V    = ksp->work;
+  BCGSChunk                 body = {ksp, r->bc, r->A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, r->wr, r->pt, r->st, k};
+  std::vector<const void *> chunk_key;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(chunk_key = r->key);
+  if (start) PetscCall(OpsChunkKey(r->A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
+  PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering));
+  PetscCall(KSPFusedChunkRun(c, k, PETSC_TRUE, chunk_key, BCGSChunkBody, &body));
+  PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
+  *performed = ChunkPerformed(c, k);
+  r->bc->counters.reductions += 2 * *performed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /* Iteration 0 from the start the chunk computed */
 PetscErrorCode BCGSReplayStart(void *ctx, const PetscScalar *slot0, PetscScalar *, PetscBool *stop)
 {
-  BCGSReplay *r = static_cast<BCGSReplay *>(ctx);
+  BCGSChunked *r = static_cast<BCGSChunked *>(ctx);
 
   PetscFunctionBegin;
   r->bc->counters.reductions++;
@@ -216,10 +241,10 @@ PetscErrorCode BCGSReplayStart(void *ctx, const PetscScalar *slot0, PetscScalar 
 
 PetscErrorCode BCGSReplayIteration(void *ctx, PetscInt j, PetscInt it, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop)
 {
-  BCGSReplay *r   = static_cast<BCGSReplay *>(ctx);
-  KSP         ksp = r->ksp;
-  PetscScalar alpha, omega, beta;
-  PetscReal   rnorm2 = 0;
+  BCGSChunked *r   = static_cast<BCGSChunked *>(ctx);
+  KSP          ksp = r->ksp;
+  PetscScalar  alpha, omega, beta;
+  PetscReal    rnorm2 = 0;
 
   PetscFunctionBegin;
   *stop = PETSC_TRUE;
@@ -238,7 +263,7 @@ PetscErrorCode BCGSReplayIteration(void *ctx, PetscInt j, PetscInt it, PetscInt 
 
 PetscErrorCode BCGSReplayConverged(void *ctx, PetscInt it, PetscReal rnorm, PetscScalar *entering, PetscBool *restarted)
 {
-  BCGSReplay *r = static_cast<BCGSReplay *>(ctx);
+  BCGSChunked *r = static_cast<BCGSChunked *>(ctx);
 
   PetscFunctionBegin;
   PetscCall(BCGSCheckTrueResidual(r->ksp, r->bc, it, rnorm, 2, r->spec_r, r->pend, restarted));
@@ -257,41 +282,20 @@ PetscErrorCode BCGSReplayConverged(void *ctx, PetscInt it, PetscReal rnorm, Pets
 */
 PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec pt, Vec st, const OpDot *spec_r, PetscScalar *pend, PetscBool start)
 {
-  const ChunkReplayOps      ops = {BCGSReplayStart, BCGSReplayIteration, BCGSReplayConverged, PETSC_TRUE};
-  Chunker                  *c   = &bc->chunk;
-  Vec                      *V   = ksp->work;
-  BCGSReplay                replay{ksp, bc, spec_r, pend};
-  std::vector<const void *> key;
-  PetscScalar               entering[BCGS_NSLOT] = {0};
+  const ChunkReplayOps ops = {BCGSChunkRun, BCGSReplayStart, BCGSReplayIteration, BCGSReplayConverged, PETSC_TRUE};
+  Chunker             *c   = &bc->chunk;
+  Vec                 *V   = ksp->work;
+  BCGSChunked          chunked{ksp, bc, A, wr, pt, st, spec_r, pend, {}};
+  PetscScalar          entering[BCGS_NSLOT] = {0};
 
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, BCGS_NSLOT, c->k));
-  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], wr}, &key));
-  FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode)); key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side)));
+  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], wr}, &chunked.key));
+  FusedKSPCallCXX(chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode)); chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side)));
   c->nograph            = nullptr;
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
-  for (PetscInt it = 0; !ksp->reason;) {
-    PetscInt                  performed;
-    PetscBool                 stopped;
-    BCGSChunk                 body = {ksp, bc, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, wr, pt, st, PetscMin(c->k, ksp->max_it - it)};
-    std::vector<const void *> chunk_key;
-
-    FusedKSPCallCXX(chunk_key = key);
-    if (it >= ksp->max_it) {
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
-    }
-    if (start) PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
-    PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering));
-    PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, chunk_key, BCGSChunkBody, &body));
-    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
-    performed = ChunkPerformed(c, body.k);
-    bc->counters.reductions += 2 * performed;
-    PetscCall(KSPFusedChunkReplay(ksp, c, body.k, performed, start, ops, &replay, entering, &it, &stopped));
-    if (stopped) break;
-    start = PETSC_FALSE;
-  }
+  PetscCall(KSPFusedChunkSolve(ksp, c, start, ops, &chunked, entering));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -182,19 +182,47 @@ PetscErrorCode CGChunkBody(void *ctx)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The host's replay of CG chunks (KSPFusedChunkReplay()) */
-struct CGReplay {
-  KSP                ksp;
-  KSP_FusedCG       *cg;
-  Mat                A;
-  Vec               *V;
-  TrueResidualGuard *guard;
+/* What CGSolveChunked()'s callbacks (KSPFusedChunkSolve()) share; key: the operands of its chunks' records */
+struct CGChunked {
+  KSP                       ksp;
+  KSP_FusedCG              *cg;
+  Mat                       A;
+  Vec                      *V;
+  TrueResidualGuard        *guard;
+  std::vector<const void *> key;
 };
+
+/* Runs a chunk of k iterations from iteration it */
+PetscErrorCode CGChunkRun(void *ctx, PetscInt it, PetscInt k, PetscBool start, const PetscScalar *d, PetscInt *performed)
+{
+  CGChunked                *r    = static_cast<CGChunked *>(ctx);
+  KSP                       ksp  = r->ksp;
+  KSP_FusedCG              *cg   = r->cg;
+  Chunker                  *c    = &cg->chunk;
+  Vec                      *V    = r->V;
+  CGChunk                   body = {ksp, cg, r->A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, k};
+  std::vector<const void *> chunk_key;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(chunk_key = r->key);
+  PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
+  ChunkHostControl(c)->ref_rz = cg->ref_rz;
+  ChunkHostControl(c)->ref_pq = cg->ref_pq;
+  if (start) { /* the record that computes the start reads b, and x when it is the guess */
+    PetscCall(OpsChunkKey(r->A, {ksp->vec_rhs}, &chunk_key));
+    FusedKSPCallCXX(chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1))); chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1))));
+  }
+  PetscCall(KSPFusedChunkRun(c, k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
+  PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
+  *performed = ChunkPerformed(c, k);
+  cg->counters.reductions += *performed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /* Iteration 0 from the start the chunk computed */
 PetscErrorCode CGReplayStart(void *ctx, const PetscScalar *slot0, PetscScalar *d, PetscBool *stop)
 {
-  CGReplay *r = static_cast<CGReplay *>(ctx);
+  CGChunked *r = static_cast<CGChunked *>(ctx);
 
   PetscFunctionBegin;
   r->cg->counters.reductions++;
@@ -208,7 +236,7 @@ PetscErrorCode CGReplayStart(void *ctx, const PetscScalar *slot0, PetscScalar *d
 
 PetscErrorCode CGReplayIteration(void *ctx, PetscInt j, PetscInt, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop)
 {
-  CGReplay   *r = static_cast<CGReplay *>(ctx);
+  CGChunked  *r = static_cast<CGChunked *>(ctx);
   PetscScalar alpha, beta;
 
   PetscFunctionBegin;
@@ -220,7 +248,7 @@ PetscErrorCode CGReplayIteration(void *ctx, PetscInt j, PetscInt, PetscInt perfo
 
 PetscErrorCode CGReplayConverged(void *ctx, PetscInt it, PetscReal rnorm, PetscScalar *d, PetscBool *restarted)
 {
-  CGReplay *r = static_cast<CGReplay *>(ctx);
+  CGChunked *r = static_cast<CGChunked *>(ctx);
 
   PetscFunctionBegin;
   PetscCall(CGCheckTrueResidual(r->ksp, r->cg, r->A, r->V, d, it, rnorm, r->guard, restarted));
@@ -236,42 +264,16 @@ PetscErrorCode CGReplayConverged(void *ctx, PetscInt it, PetscReal rnorm, PetscS
 */
 PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscBool start, TrueResidualGuard *guard)
 {
-  const ChunkReplayOps      ops = {CGReplayStart, CGReplayIteration, CGReplayConverged, PETSC_TRUE};
-  Chunker                  *c   = &cg->chunk;
-  CGReplay                  replay{ksp, cg, A, V, guard};
-  std::vector<const void *> key;
+  const ChunkReplayOps ops = {CGChunkRun, CGReplayStart, CGReplayIteration, CGReplayConverged, PETSC_TRUE};
+  Chunker             *c   = &cg->chunk;
+  CGChunked            chunked{ksp, cg, A, V, guard, {}};
 
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, CG_NSLOT, c->k));
-  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &key));
-  FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
+  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &chunked.key));
+  FusedKSPCallCXX(chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
   c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
-  for (PetscInt it = 0; !ksp->reason;) {
-    PetscInt                  performed;
-    PetscBool                 stopped;
-    CGChunk                   body = {ksp, cg, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, PetscMin(c->k, ksp->max_it - it)};
-    std::vector<const void *> chunk_key;
-
-    FusedKSPCallCXX(chunk_key = key);
-    if (it >= ksp->max_it) {
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
-    }
-    PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
-    ChunkHostControl(c)->ref_rz = cg->ref_rz;
-    ChunkHostControl(c)->ref_pq = cg->ref_pq;
-    if (start) { /* the record that computes the start reads b, and x when it is the guess */
-      PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key));
-      FusedKSPCallCXX(chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1))); chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1))));
-    }
-    PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
-    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
-    performed = ChunkPerformed(c, body.k);
-    cg->counters.reductions += performed;
-    PetscCall(KSPFusedChunkReplay(ksp, c, body.k, performed, start, ops, &replay, d, &it, &stopped));
-    if (stopped) break;
-    start = PETSC_FALSE;
-  }
+  PetscCall(KSPFusedChunkSolve(ksp, c, start, ops, &chunked, d));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -386,6 +386,26 @@ PetscErrorCode KSPFusedChunkReplay(KSP ksp, Chunker *c, PetscInt k, PetscInt per
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering)
+{
+  PetscFunctionBegin;
+  for (PetscInt it = 0; !ksp->reason;) {
+    const PetscInt k = PetscMin(c->k, ksp->max_it - it);
+    PetscInt       performed;
+    PetscBool      stopped;
+
+    if (it >= ksp->max_it) {
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+    PetscCall(ops.run(ctx, it, k, start, entering, &performed));
+    PetscCall(KSPFusedChunkReplay(ksp, c, k, performed, start, ops, ctx, entering, &it, &stopped));
+    if (stopped) break;
+    start = PETSC_FALSE;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
 {
   PetscFunctionBegin;

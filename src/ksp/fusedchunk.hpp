@@ -113,8 +113,12 @@ PetscInt ChunkPerformed(Chunker *c, PetscInt k);
    and KSPGetIterationNumber() reports the iterations performed                                   */
 PetscErrorCode KSPFusedChunkStopped(KSP ksp, PetscInt it, PetscInt j, PetscInt performed);
 
-/* What KSPFusedChunkReplay() asks of a solver; ctx is the solver's own */
+/* What KSPFusedChunkReplay() and KSPFusedChunkSolve() ask of a solver; ctx is the solver's own */
 struct ChunkReplayOps {
+  /* KSPFusedChunkSolve(): queues and runs (KSPFusedChunkStart(), KSPFusedChunkRun()) the chunk of k
+     iterations from KSP iteration it, entering from `entering` or, with `start`, computing the solve's
+     start as its iteration 0; *performed: ChunkPerformed()                                           */
+  PetscErrorCode (*run)(void *ctx, PetscInt it, PetscInt k, PetscBool start, const PetscScalar *entering, PetscInt *performed);
   /* The chunk's iteration 0, which computed the solve's start (or a restart): the solver takes the values
      the chunk left (slot0, the control block; entering: the slot the next chunk enters with), monitors
      and tests it; *stop when the solve ends there                                                        */
@@ -139,6 +143,11 @@ struct ChunkReplayOps {
    says whether the solve ends there; when it goes on, entering (c->ndots values) holds the slot the
    next chunk enters with: the last one the kernels performed, or the restart's                         */
 PetscErrorCode KSPFusedChunkReplay(KSP ksp, Chunker *c, PetscInt k, PetscInt performed, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering, PetscInt *it, PetscBool *stopped);
+
+/* The iterations of a solve, k at a time (never past max_it: KSP_DIVERGED_ITS there), each chunk run by
+   ops.run and replayed by KSPFusedChunkReplay(), until a chunk stops the solve; entering: the slot the
+   first chunk enters with, or with `start` none (the first chunk computes the start)                */
+PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering);
 
 /* The views' line on chunks */
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer);

@@ -269,7 +269,7 @@ PetscErrorCode SGMRESReplayStep(void *ctx, PetscInt j, PetscInt, PetscInt perfor
 */
 PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry entry, PetscReal estimate, PetscReal *rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
 {
-  const ChunkReplayOps      ops = {SGMRESReplayStart, SGMRESReplayStep, nullptr, PETSC_FALSE};
+  const ChunkReplayOps      ops = {nullptr, SGMRESReplayStart, SGMRESReplayStep, nullptr, PETSC_FALSE};
   Chunker                  *c   = &g->chunk;
   const PetscInt            m = g->restart, nd = SGMRESChunkSlot(m);
   std::vector<PetscScalar>  entering;
