@@ -192,6 +192,88 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* What BCGSSolveChunked()'s callbacks (KSPFusedChunkSolve()) share: pend, <r,r*> and <r,r> of the start
+   or a restart; the vectors of right preconditioning (BCGSChunk); key: the operands of the chunks' records */
+struct BCGSChunked {
+  KSP                       ksp;
+  KSP_FusedBCGS            *bc;
+  Mat                       A;
+  Vec                       wr, pt, st;
+  const OpDot              *spec_r;
+  PetscScalar              *pend;
+  std::vector<const void *> key;
+};
+
+/* Runs a chunk of k iterations from iteration it */
+PetscErrorCode BCGSChunkRun(void *ctx, PetscInt it, PetscInt k, PetscBool start, const PetscScalar *entering, PetscInt *performed)
+{
+  BCGSChunked              *r    = static_cast<BCGSChunked *>(ctx);
+  KSP                       ksp  = r->ksp;
+  Chunker                  *c    = &r->bc->chunk;
+  Vec                      *V    = ksp->work;
+  BCGSChunk                 body = {ksp, r->bc, r->A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, r->wr, r->pt, r->st, k};
+  std::vector<const void *> chunk_key;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(chunk_key = r->key);
+  if (start) PetscCall(OpsChunkKey(r->A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
+  PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering));
+  PetscCall(KSPFusedChunkRun(c, k, PETSC_TRUE, chunk_key, BCGSChunkBody, &body));
+  PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
+  *performed = ChunkPerformed(c, k);
+  r->bc->counters.reductions += 2 * *performed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Iteration 0 from the start the chunk computed */
+PetscErrorCode BCGSReplayStart(void *ctx, const PetscScalar *slot0, PetscScalar *, PetscBool *stop)
+{
+  BCGSChunked *r = static_cast<BCGSChunked *>(ctx);
+
+  PetscFunctionBegin;
+  r->bc->counters.reductions++;
+  r->pend[0] = slot0[BCGS_RRSTAR];
+  r->pend[1] = slot0[BCGS_RR];
+  PetscCall(KSPFusedMonitorAndTest(r->ksp, 0, r->ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(r->pend[1]))));
+  *stop = r->ksp->reason ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode BCGSReplayIteration(void *ctx, PetscInt j, PetscInt it, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop)
+{
+  BCGSChunked *r   = static_cast<BCGSChunked *>(ctx);
+  KSP          ksp = r->ksp;
+  PetscScalar  alpha, omega, beta;
+  PetscReal    rnorm2 = 0;
+
+  PetscFunctionBegin;
+  *stop = PETSC_TRUE;
+  if (prev[BCGS_RRSTAR] == 0.0) {
+    ksp->reason = KSP_DIVERGED_BREAKDOWN;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (KSPFusedStatusStops(ksp, BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha))) PetscFunctionReturn(PETSC_SUCCESS);
+  if (j > performed && ChunkHostControl(&r->bc->chunk)->stage == 0) PetscFunctionReturn(PETSC_SUCCESS); /* the kernels stopped before s: go on from here */
+  if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], &omega, &beta, &rnorm2))) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCheck(j <= performed, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The kernels stopped iteration %" PetscInt_FMT " at its update, the host found no reason", it);
+  *rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
+  *stop  = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode BCGSReplayConverged(void *ctx, PetscInt it, PetscReal rnorm, PetscScalar *entering, PetscBool *restarted)
+{
+  BCGSChunked *r = static_cast<BCGSChunked *>(ctx);
+
+  PetscFunctionBegin;
+  PetscCall(BCGSCheckTrueResidual(r->ksp, r->bc, it, rnorm, 2, r->spec_r, r->pend, restarted));
+  if (*restarted) {
+    entering[BCGS_RRSTAR] = r->pend[0];
+    entering[BCGS_RR]     = r->pend[1];
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    BCGSSolveChunked - the iterations, k at a time (two-reduction form: alpha, omega and beta are
    computed on the backend, so no transposed operator is needed); pend holds <r_0,r*>, <r_0,r_0>, or with `start` the first chunk computes the start itself (r* = r_0, PCNONE
@@ -200,79 +282,20 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
 */
 PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec pt, Vec st, const OpDot *spec_r, PetscScalar *pend, PetscBool start)
 {
-  Chunker                  *c = &bc->chunk;
-  Vec                      *V = ksp->work;
-  std::vector<const void *> key;
-  PetscScalar               entering[BCGS_NSLOT] = {0}, alpha, omega, beta;
-  PetscReal                 rnorm2               = 0;
+  const ChunkReplayOps ops = {BCGSChunkRun, BCGSReplayStart, BCGSReplayIteration, BCGSReplayConverged, PETSC_TRUE};
+  Chunker             *c   = &bc->chunk;
+  Vec                 *V   = ksp->work;
+  BCGSChunked          chunked{ksp, bc, A, wr, pt, st, spec_r, pend, {}};
+  PetscScalar          entering[BCGS_NSLOT] = {0};
 
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, BCGS_NSLOT, c->k));
-  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], wr}, &key));
-  FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode)); key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side)));
+  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], wr}, &chunked.key));
+  FusedKSPCallCXX(chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode)); chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side)));
   c->nograph            = nullptr;
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
-  for (PetscInt it = 0; !ksp->reason;) {
-    PetscInt                  j, performed;
-    PetscBool                 restarted = PETSC_FALSE;
-    BCGSChunk                 body      = {ksp, bc, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, wr, pt, st, PetscMin(c->k, ksp->max_it - it)};
-    std::vector<const void *> chunk_key;
-
-    FusedKSPCallCXX(chunk_key = key);
-    if (it >= ksp->max_it) {
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
-    }
-    if (start) PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key)); /* the record that computes the start reads b */
-    PetscCall(KSPFusedChunkStart(ksp, c, it, ksp->normtype == KSP_NORM_NONE ? -1 : 0, start ? nullptr : entering));
-    PetscCall(KSPFusedChunkRun(c, body.k, PETSC_TRUE, chunk_key, BCGSChunkBody, &body));
-    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS]}));
-    performed = ChunkPerformed(c, body.k);
-    bc->counters.reductions += 2 * performed;
-    if (start) { /* the host's iteration 0, from the start the chunk computed */
-      const PetscScalar *slot0 = ChunkHostSlot(c, 0);
-
-      start = PETSC_FALSE;
-      bc->counters.reductions++;
-      pend[0] = slot0[BCGS_RRSTAR];
-      pend[1] = slot0[BCGS_RR];
-      PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(PetscAbsScalar(pend[1]))));
-      if (ksp->reason) {
-        PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
-        break;
-      }
-    }
-    for (j = 1; j <= body.k; ++j) {
-      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
-      PetscReal          rnorm;
-
-      if (prev[BCGS_RRSTAR] == 0.0) {
-        ksp->reason = KSP_DIVERGED_BREAKDOWN;
-        break;
-      }
-      if (KSPFusedStatusStops(ksp, BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha))) break;
-      if (j > performed && ChunkHostControl(c)->stage == 0) break; /* the kernels stopped before s: go on from here */
-      if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], &omega, &beta, &rnorm2))) break;
-      PetscCheck(j <= performed, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The kernels stopped iteration %" PetscInt_FMT " at its update, the host found no reason", it + j);
-      rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
-      PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
-      if (ksp->reason > 0) PetscCall(BCGSCheckTrueResidual(ksp, bc, it + j, rnorm, 2, spec_r, pend, &restarted));
-      if (ksp->reason || restarted) break;
-    }
-    if (restarted) {
-      it += j;
-      entering[BCGS_RRSTAR] = pend[0];
-      entering[BCGS_RR]     = pend[1];
-      continue;
-    }
-    if (ksp->reason) {
-      PetscCall(KSPFusedChunkStopped(ksp, it, j, performed));
-      break;
-    }
-    PetscCall(PetscArraycpy(entering, ChunkHostSlot(c, performed), BCGS_NSLOT));
-    it += performed;
-  }
+  PetscCall(KSPFusedChunkSolve(ksp, c, start, ops, &chunked, entering));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -465,11 +488,8 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
   KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedDestroyCommon(ksp, &bc->w));
   PetscCall(KSPFusedChunkDestroy(ksp, &bc->chunk));
-  delete bc;
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedBCGS>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -239,18 +239,6 @@ PetscErrorCode KSPView_FusedBiCG(KSP ksp, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPDestroy_FusedBiCG(KSP ksp)
-{
-  KSP_FusedBiCG *bi = static_cast<KSP_FusedBiCG *>(ksp->data);
-
-  PetscFunctionBegin;
-  PetscCall(KSPFusedDestroyCommon(ksp, &bi->w));
-  delete bi;
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 } // namespace
 } // namespace fusedksp
 
@@ -300,7 +288,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedBiCG(KSP ksp)
   PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
   ksp->ops->setup          = fusedksp::KSPSetUp_FusedBiCG;
   ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedBiCG>;
-  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedBiCG;
+  ksp->ops->destroy        = fusedksp::KSPFusedDestroyData<fusedksp::KSP_FusedBiCG>;
   ksp->ops->view           = fusedksp::KSPView_FusedBiCG;
   ksp->ops->setfromoptions = NULL;
   ksp->ops->buildsolution  = KSPBuildSolutionDefault;

@@ -112,27 +112,6 @@ PetscErrorCode KSPSetUp_FusedCAGMRES(KSP ksp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* out = Op in = A M^{-1} in */
-PetscErrorCode CAGMRESOperator(KSP ksp, KSP_FusedCAGMRES *g, Mat A, Vec in, Vec out)
-{
-  Vec work = ksp->work[VEC_WORK];
-
-  PetscFunctionBegin;
-  switch (g->mode) {
-  case PCMode::NONE:
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, 0, nullptr, nullptr));
-    break;
-  case PCMode::JACOBI:
-    PetscCall(OpsApplyOperator(A, nullptr, g->w, in, out, work, 0, nullptr, nullptr));
-    break;
-  case PCMode::GENERAL:
-    PetscCall(KSPFusedApplyPC(ksp, in, work));
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
-    break;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* The matrix powers loop of a block of sb vectors from q_b: Q[b+1..b+sb] = the basis vectors, and the change of
    basis matrix B ((sb+1) x sb, column-major) with Op Y(:, 0:sb) = Y B.  Shifts from g->re/im (sb == s) or none
    (sb == 1: a step of the standard cycle).  One operator application and one multi-axpy per vector; under MPI
@@ -156,7 +135,7 @@ PetscErrorCode CAGMRESMatrixPowers(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt
       nv                      = 2;
       B[i * (sb + 1) + i - 1] = -bi * bi;
     }
-    PetscCall(CAGMRESOperator(ksp, g, A, g->Q[b + i], g->Q[b + i + 1]));
+    PetscCall(KSPFusedRightOperator(ksp, g->mode, g->w, A, g->Q[b + i], g->Q[b + i + 1], ksp->work[VEC_WORK]));
     if (nv) PetscCall(OpsMAXPYScale(nv, coef, V, g->Q[b + i + 1], 1.0, nullptr, nullptr));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -365,7 +344,6 @@ void CAGMRESGivens(KSP_FusedCAGMRES *g, PetscInt j, PetscBool *singular)
 PetscErrorCode CAGMRESUpdateSolution(KSP ksp, KSP_FusedCAGMRES *g, PetscInt k, Vec x)
 {
   std::vector<PetscScalar> negy;
-  Vec                      T = ksp->work[VEC_T], T2 = ksp->work[VEC_T2];
 
   PetscFunctionBegin;
   if (k == 0) PetscFunctionReturn(PETSC_SUCCESS);
@@ -375,14 +353,7 @@ PetscErrorCode CAGMRESUpdateSolution(KSP ksp, KSP_FusedCAGMRES *g, PetscInt k, V
     for (PetscInt j = i + 1; j < k; ++j) v -= Hij(g->HR, g, i, j) * negy[j];
     negy[i] = v / Hij(g->HR, g, i, i);
   }
-  if (g->mode == PCMode::NONE) {
-    PetscCall(OpsMAXPYScale(k, negy.data(), g->Q, x, 1.0, nullptr, nullptr));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecSet(T, 0.0));
-  PetscCall(OpsMAXPYScale(k, negy.data(), g->Q, T, 1.0, nullptr, nullptr));
-  PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
-  PetscCall(VecAXPY(x, 1.0, T2));
+  PetscCall(KSPFusedRightUpdate(ksp, g->mode, g->w, k, negy.data(), g->Q, x, ksp->work[VEC_T], ksp->work[VEC_T2]));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -451,29 +422,10 @@ PetscErrorCode CAGMRESLejaShifts(KSP ksp, KSP_FusedCAGMRES *g, PetscInt k)
    *stop when the solve ends here (a reason, max_it, or rho = 0)                                                   */
 PetscErrorCode CAGMRESCycleStart(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
 {
-  const OpDot self = {DotKind::DOT_SELF, nullptr};
-  PetscScalar rr;
-
   PetscFunctionBegin;
-  PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Q[0]));
-  PetscCall(VecAYPX(g->Q[0], -1.0, ksp->vec_rhs));
-  PetscCall(OpsDots(nullptr, g->Q[0], 1, &self, &rr));
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->counters));
-  *rho = PetscSqrtReal(PetscAbsScalar(rr));
-  if (its == 0)
-    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : *rho));
-  else {
-    PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)*rho));
-    ksp->rnorm = *rho;
-    if (ksp->normtype != KSP_NORM_NONE) {
-      if (PetscIsInfOrNanReal(*rho))
-        ksp->reason = KSP_DIVERGED_NANORINF;
-      else
-        PetscCall((*ksp->converged)(ksp, its, *rho, &ksp->reason, ksp->cnvP));
-    }
-  }
-  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
-  *stop = ksp->reason || *rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(KSPFusedResidualNorm(ksp, A, g->Q[0], &g->counters, rho));
+  if (its > 0) PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)*rho));
+  PetscCall(KSPFusedCycleTest(ksp, its, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecScale(g->Q[0], 1.0 / *rho));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -560,25 +512,16 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
     }
     PetscCall(CAGMRESUpdateSolution(ksp, g, k, ksp->vec_sol));
     g->cycle_k = 0;
-    if (ksp->reason < 0) break;
-    if (ksp->reason > 0) {
-      PetscBool ok;
+    {
       PetscReal truenorm;
+      PetscBool replaced;
 
-      PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], &truenorm, &ok));
-      if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) break;
-      PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
-      ksp->reason = KSP_CONVERGED_ITERATING;
-      g->counters.replacements++;
-      prev = -1; /* the restart compares with this true residual, not with the estimate */
-    }
-    if (k == 0) {
-      ksp->reason = KSP_DIVERGED_BREAKDOWN;
-      break;
-    }
-    if (its >= ksp->max_it) { /* as KSPGMRES: no true residual after the last cycle, the estimate stays */
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &g->counters, &truenorm, &replaced, &stop));
+      if (replaced) {
+        PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
+        prev = -1; /* the restart compares with this true residual, not with the estimate */
+      }
+      if (stop) break;
     }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -646,26 +589,6 @@ PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOpt
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPGMRESSetRestart_FusedCAGMRES(KSP ksp, PetscInt restart)
-{
-  KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
-
-  PetscFunctionBegin;
-  PetscCheck(restart > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "Restart must be positive, got %" PetscInt_FMT, restart);
-  if (restart != g->restart) {
-    g->restart      = restart;
-    ksp->setupstage = KSP_SETUP_NEW;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode KSPGMRESGetRestart_FusedCAGMRES(KSP ksp, PetscInt *restart)
-{
-  PetscFunctionBegin;
-  *restart = static_cast<KSP_FusedCAGMRES *>(ksp->data)->restart;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode KSPReset_FusedCAGMRES(KSP ksp)
 {
   KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
@@ -681,11 +604,8 @@ PetscErrorCode KSPDestroy_FusedCAGMRES(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedCAGMRES(ksp));
-  PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedCAGMRES *>(ksp->data)->w));
   for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
-  delete static_cast<KSP_FusedCAGMRES *>(ksp->data);
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedCAGMRES>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -759,7 +679,7 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedCAGMRES(KSP ksp)
   ksp->ops->buildsolution  = fusedksp::KSPBuildSolution_FusedCAGMRES;
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &g->counters));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedCAGMRES));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_FusedCAGMRES));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_Fused<fusedksp::KSP_FusedCAGMRES>));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_Fused<fusedksp::KSP_FusedCAGMRES>));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -182,6 +182,79 @@ PetscErrorCode CGChunkBody(void *ctx)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* What CGSolveChunked()'s callbacks (KSPFusedChunkSolve()) share; key: the operands of its chunks' records */
+struct CGChunked {
+  KSP                       ksp;
+  KSP_FusedCG              *cg;
+  Mat                       A;
+  Vec                      *V;
+  TrueResidualGuard        *guard;
+  std::vector<const void *> key;
+};
+
+/* Runs a chunk of k iterations from iteration it */
+PetscErrorCode CGChunkRun(void *ctx, PetscInt it, PetscInt k, PetscBool start, const PetscScalar *d, PetscInt *performed)
+{
+  CGChunked                *r    = static_cast<CGChunked *>(ctx);
+  KSP                       ksp  = r->ksp;
+  KSP_FusedCG              *cg   = r->cg;
+  Chunker                  *c    = &cg->chunk;
+  Vec                      *V    = r->V;
+  CGChunk                   body = {ksp, cg, r->A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, k};
+  std::vector<const void *> chunk_key;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(chunk_key = r->key);
+  PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
+  ChunkHostControl(c)->ref_rz = cg->ref_rz;
+  ChunkHostControl(c)->ref_pq = cg->ref_pq;
+  if (start) { /* the record that computes the start reads b, and x when it is the guess */
+    PetscCall(OpsChunkKey(r->A, {ksp->vec_rhs}, &chunk_key));
+    FusedKSPCallCXX(chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1))); chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1))));
+  }
+  PetscCall(KSPFusedChunkRun(c, k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
+  PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
+  *performed = ChunkPerformed(c, k);
+  cg->counters.reductions += *performed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Iteration 0 from the start the chunk computed */
+PetscErrorCode CGReplayStart(void *ctx, const PetscScalar *slot0, PetscScalar *d, PetscBool *stop)
+{
+  CGChunked *r = static_cast<CGChunked *>(ctx);
+
+  PetscFunctionBegin;
+  r->cg->counters.reductions++;
+  PetscCall(PetscArraycpy(d, slot0, CG_NSLOT));
+  r->cg->ref_rz = d[CG_RZ];
+  r->cg->ref_pq = d[CG_PQ];
+  PetscCall(KSPFusedMonitorAndTest(r->ksp, 0, CGNorm(r->ksp, d)));
+  *stop = r->ksp->reason ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CGReplayIteration(void *ctx, PetscInt j, PetscInt, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop)
+{
+  CGChunked  *r = static_cast<CGChunked *>(ctx);
+  PetscScalar alpha, beta;
+
+  PetscFunctionBegin;
+  /* j > performed: the kernels stopped here, the host's test did not: go on from here */
+  *stop  = KSPFusedStatusStops(r->ksp, CGCoefficients(prev, r->cg->ref_rz, r->cg->ref_pq, r->cg->mode != PCMode::GENERAL, &alpha, &beta)) || j > performed ? PETSC_TRUE : PETSC_FALSE;
+  *rnorm = CGNorm(r->ksp, cur);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CGReplayConverged(void *ctx, PetscInt it, PetscReal rnorm, PetscScalar *d, PetscBool *restarted)
+{
+  CGChunked *r = static_cast<CGChunked *>(ctx);
+
+  PetscFunctionBegin;
+  PetscCall(CGCheckTrueResidual(r->ksp, r->cg, r->A, r->V, d, it, rnorm, r->guard, restarted));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    CGSolveChunked - the iterations, k at a time: each chunk runs on the backend without a host round
    trip, then the host replays its iterations (coefficient checks, norms, monitors, convergence test,
@@ -191,71 +264,16 @@ PetscErrorCode CGChunkBody(void *ctx)
 */
 PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscBool start, TrueResidualGuard *guard)
 {
-  Chunker                  *c = &cg->chunk;
-  std::vector<const void *> key;
-  PetscScalar               alpha, beta;
+  const ChunkReplayOps ops = {CGChunkRun, CGReplayStart, CGReplayIteration, CGReplayConverged, PETSC_TRUE};
+  Chunker             *c   = &cg->chunk;
+  CGChunked            chunked{ksp, cg, A, V, guard, {}};
 
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, CG_NSLOT, c->k));
-  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &key));
-  FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
+  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &chunked.key));
+  FusedKSPCallCXX(chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
   c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
-  for (PetscInt it = 0; !ksp->reason;) {
-    PetscInt                  j, performed;
-    PetscBool                 restarted = PETSC_FALSE;
-    CGChunk                   body      = {ksp, cg, A, V, ksp->vec_sol, start ? ksp->vec_rhs : nullptr, PetscMin(c->k, ksp->max_it - it)};
-    std::vector<const void *> chunk_key;
-
-    FusedKSPCallCXX(chunk_key = key);
-    if (it >= ksp->max_it) {
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
-    }
-    PetscCall(KSPFusedChunkStart(ksp, c, it, CGNormDot(ksp), start ? nullptr : d));
-    ChunkHostControl(c)->ref_rz = cg->ref_rz;
-    ChunkHostControl(c)->ref_pq = cg->ref_pq;
-    if (start) { /* the record that computes the start reads b, and x when it is the guess */
-      PetscCall(OpsChunkKey(A, {ksp->vec_rhs}, &chunk_key));
-      FusedKSPCallCXX(chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1))); chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1))));
-    }
-    PetscCall(KSPFusedChunkRun(c, body.k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
-    PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
-    performed = ChunkPerformed(c, body.k);
-    cg->counters.reductions += performed;
-    if (start) { /* the host's iteration 0, from the start the chunk computed */
-      start = PETSC_FALSE;
-      cg->counters.reductions++;
-      PetscCall(PetscArraycpy(d, ChunkHostSlot(c, 0), CG_NSLOT));
-      cg->ref_rz = d[CG_RZ];
-      cg->ref_pq = d[CG_PQ];
-      PetscCall(KSPFusedMonitorAndTest(ksp, 0, CGNorm(ksp, d)));
-      if (ksp->reason) {
-        PetscCall(KSPFusedChunkStopped(ksp, 0, 0, performed));
-        break;
-      }
-    }
-    for (j = 1; j <= body.k; ++j) {
-      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
-      PetscReal          rnorm;
-
-      if (KSPFusedStatusStops(ksp, CGCoefficients(prev, cg->ref_rz, cg->ref_pq, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
-      if (j > performed) break; /* the kernels stopped here, the host's test did not: go on from here */
-      rnorm = CGNorm(ksp, cur);
-      PetscCall(KSPFusedMonitorAndTest(ksp, it + j, rnorm));
-      if (ksp->reason > 0) PetscCall(CGCheckTrueResidual(ksp, cg, A, V, d, it + j, rnorm, guard, &restarted));
-      if (ksp->reason || restarted) break;
-    }
-    if (restarted) {
-      it += j;
-      continue;
-    }
-    if (ksp->reason) {
-      PetscCall(KSPFusedChunkStopped(ksp, it, j, performed));
-      break;
-    }
-    PetscCall(PetscArraycpy(d, ChunkHostSlot(c, performed), CG_NSLOT));
-    it += performed;
-  }
+  PetscCall(KSPFusedChunkSolve(ksp, c, start, ops, &chunked, d));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -356,11 +374,8 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedDestroyCommon(ksp, &cg->w));
   PetscCall(KSPFusedChunkDestroy(ksp, &cg->chunk));
-  delete cg;
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedCG>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -53,12 +53,8 @@ PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, 
 
 static PetscErrorCode GetChunker(KSP ksp, Chunker **c)
 {
-  PetscContainer container;
-
   PetscFunctionBegin;
-  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPChunker", (PetscObject *)&container));
-  PetscCheck(container, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No chunk settings on this KSP");
-  PetscCall(PetscContainerGetPointer(container, (void **)c));
+  PetscCall(KSPFusedQueryPointer(ksp, "FusedKSPChunker", "No chunk settings on this KSP", (void **)c));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -117,13 +113,8 @@ static PetscErrorCode KSPFusedGetChunkCounts_Fused(KSP ksp, PetscInt *chunks, Pe
 
 PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c)
 {
-  PetscContainer container;
-
   PetscFunctionBegin;
-  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &container));
-  PetscCall(PetscContainerSetPointer(container, c));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPChunker", (PetscObject)container));
-  PetscCall(PetscContainerDestroy(&container));
+  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPChunker", c));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", KSPFusedSetCheckInterval_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", KSPFusedGetCheckInterval_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", KSPFusedSetUseGraph_Fused));
@@ -354,6 +345,63 @@ PetscErrorCode KSPFusedChunkStopped(KSP ksp, PetscInt it, PetscInt j, PetscInt p
   if (j < performed) {
     PetscCall(PetscInfo(ksp, "The solve stopped at iteration %" PetscInt_FMT "; the chunk ran %" PetscInt_FMT " more iterations, which the solution includes\n", it + j, performed - j));
     ksp->its = it + performed;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkReplay(KSP ksp, Chunker *c, PetscInt k, PetscInt performed, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering, PetscInt *it, PetscBool *stopped)
+{
+  PetscInt  j;
+  PetscBool restarted = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  *stopped = PETSC_FALSE;
+  if (start) {
+    PetscCall(ops.start(ctx, ChunkHostSlot(c, 0), entering, stopped));
+    if (*stopped && ops.ranpast) PetscCall(KSPFusedChunkStopped(ksp, *it, 0, performed));
+    if (*stopped) PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  for (j = 1; j <= k; ++j) {
+    PetscReal rnorm;
+    PetscBool stop;
+
+    PetscCall(ops.iteration(ctx, j, *it + j, performed, ChunkHostSlot(c, j - 1), ChunkHostSlot(c, j), &rnorm, &stop));
+    if (stop) break;
+    PetscCall(KSPFusedMonitorAndTest(ksp, *it + j, rnorm));
+    if (ksp->reason > 0 && ops.converged) PetscCall(ops.converged(ctx, *it + j, rnorm, entering, &restarted));
+    if (ksp->reason || restarted) break;
+  }
+  if (restarted) {
+    *it += j;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (ksp->reason) {
+    *stopped = PETSC_TRUE;
+    if (ops.ranpast) PetscCall(KSPFusedChunkStopped(ksp, *it, j, performed));
+    *it += j;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscArraycpy(entering, ChunkHostSlot(c, performed), c->ndots));
+  *it += performed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering)
+{
+  PetscFunctionBegin;
+  for (PetscInt it = 0; !ksp->reason;) {
+    const PetscInt k = PetscMin(c->k, ksp->max_it - it);
+    PetscInt       performed;
+    PetscBool      stopped;
+
+    if (it >= ksp->max_it) {
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+    PetscCall(ops.run(ctx, it, k, start, entering, &performed));
+    PetscCall(KSPFusedChunkReplay(ksp, c, k, performed, start, ops, ctx, entering, &it, &stopped));
+    if (stopped) break;
+    start = PETSC_FALSE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -113,6 +113,42 @@ PetscInt ChunkPerformed(Chunker *c, PetscInt k);
    and KSPGetIterationNumber() reports the iterations performed                                   */
 PetscErrorCode KSPFusedChunkStopped(KSP ksp, PetscInt it, PetscInt j, PetscInt performed);
 
+/* What KSPFusedChunkReplay() and KSPFusedChunkSolve() ask of a solver; ctx is the solver's own */
+struct ChunkReplayOps {
+  /* KSPFusedChunkSolve(): queues and runs (KSPFusedChunkStart(), KSPFusedChunkRun()) the chunk of k
+     iterations from KSP iteration it, entering from `entering` or, with `start`, computing the solve's
+     start as its iteration 0; *performed: ChunkPerformed()                                           */
+  PetscErrorCode (*run)(void *ctx, PetscInt it, PetscInt k, PetscBool start, const PetscScalar *entering, PetscInt *performed);
+  /* The chunk's iteration 0, which computed the solve's start (or a restart): the solver takes the values
+     the chunk left (slot0, the control block; entering: the slot the next chunk enters with), monitors
+     and tests it; *stop when the solve ends there                                                        */
+  PetscErrorCode (*start)(void *ctx, const PetscScalar *slot0, PetscScalar *entering, PetscBool *stop);
+  /* Chunk iteration j, KSP iteration it, from the slots prev (j - 1) and cur (j), of a chunk whose kernels
+     ran `performed` iterations: the checks of its coefficients (a failure sets ksp->reason) and its
+     residual norm *rnorm; *stop when the replay ends before the test: a failed check, or the kernels
+     stopped before this iteration and the next chunk goes on from there                                */
+  PetscErrorCode (*iteration)(void *ctx, PetscInt j, PetscInt it, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop);
+  /* After the test converged at iteration it with the recurrence residual rnorm: the true-residual check
+     (NULL: none inside the chunk); when it fails, *restarted, ksp->reason reset and entering holds the
+     slot the recurrence restarts from                                                                  */
+  PetscErrorCode (*converged)(void *ctx, PetscInt it, PetscReal rnorm, PetscScalar *entering, PetscBool *restarted);
+  /* whether the solution holds the iterations the kernels ran past a stop (KSPFusedChunkStopped()) */
+  PetscBool ranpast;
+};
+
+/* Replays on the host the chunk that ran `performed` (ChunkPerformed()) of its k iterations from KSP
+   iteration *it + 1, and with `start` its iteration 0 (KSP iteration *it) first: iteration by iteration
+   the solver's coefficient checks and norm, KSPFusedMonitorAndTest(), and at convergence the
+   true-residual check, as with k = 1.  On return *it is the iteration the replay ended at and *stopped
+   says whether the solve ends there; when it goes on, entering (c->ndots values) holds the slot the
+   next chunk enters with: the last one the kernels performed, or the restart's                         */
+PetscErrorCode KSPFusedChunkReplay(KSP ksp, Chunker *c, PetscInt k, PetscInt performed, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering, PetscInt *it, PetscBool *stopped);
+
+/* The iterations of a solve, k at a time (never past max_it: KSP_DIVERGED_ITS there), each chunk run by
+   ops.run and replayed by KSPFusedChunkReplay(), until a chunk stops the solve; entering: the slot the
+   first chunk enters with, or with `start` none (the first chunk computes the start)                */
+PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering);
+
 /* The views' line on chunks */
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer);
 

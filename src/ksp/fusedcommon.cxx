@@ -230,6 +230,98 @@ PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidua
   return stagnates;
 }
 
+PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in, Vec out, Vec work)
+{
+  PetscFunctionBegin;
+  switch (mode) {
+  case PCMode::NONE:
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, 0, nullptr, nullptr));
+    break;
+  case PCMode::JACOBI:
+    PetscCall(OpsApplyOperator(A, nullptr, w, in, out, work, 0, nullptr, nullptr));
+    break;
+  case PCMode::GENERAL:
+    PetscCall(KSPFusedApplyPC(ksp, in, work));
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
+    break;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, SolveCounters *counters, PetscReal *rho)
+{
+  const OpDot self = {DotKind::DOT_SELF, nullptr};
+  PetscScalar rr;
+
+  PetscFunctionBegin;
+  PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, r));
+  PetscCall(VecAYPX(r, -1.0, ksp->vec_rhs));
+  PetscCall(OpsDots(nullptr, r, 1, &self, &rr));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, counters));
+  *rho = PetscSqrtReal(PetscAbsScalar(rr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedCycleTest(KSP ksp, PetscInt its, PetscReal rho, PetscBool *stop)
+{
+  PetscFunctionBegin;
+  if (its == 0)
+    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
+  else {
+    ksp->rnorm = rho;
+    if (ksp->normtype != KSP_NORM_NONE) {
+      if (PetscIsInfOrNanReal(rho))
+        ksp->reason = KSP_DIVERGED_NANORINF;
+      else
+        PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
+    }
+  }
+  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
+  *stop = ksp->reason || rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, const PetscScalar *negy, const Vec *V, Vec x, Vec T, Vec T2)
+{
+  PetscFunctionBegin;
+  if (mode == PCMode::NONE) { /* x -= sum_j (-y_j) v_j in one kernel */
+    PetscCall(OpsMAXPYScale(k, negy, V, x, 1.0, nullptr, nullptr));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(VecSet(T, 0.0));
+  PetscCall(OpsMAXPYScale(k, negy, V, T, 1.0, nullptr, nullptr));
+  PetscCall(KSPFusedPCApply(ksp, mode, w, T, T2));
+  PetscCall(VecAXPY(x, 1.0, T2));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, SolveCounters *counters, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop)
+{
+  PetscFunctionBegin;
+  *replaced = PETSC_FALSE;
+  *stop     = PETSC_TRUE;
+  if (ksp->reason < 0) PetscFunctionReturn(PETSC_SUCCESS);
+  if (ksp->reason > 0) {
+    PetscBool ok;
+
+    PetscCall(KSPFusedTrueResidualConverged(ksp, mode, w, PETSC_FALSE, T, T2, truenorm, &ok));
+    if (ok || KSPFusedTrueResidualStagnates(ksp, *truenorm, guard)) PetscFunctionReturn(PETSC_SUCCESS);
+    *replaced   = PETSC_TRUE;
+    ksp->reason = KSP_CONVERGED_ITERATING;
+    counters->replacements++;
+  }
+  if (k == 0) {
+    ksp->reason = KSP_DIVERGED_BREAKDOWN;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (its >= ksp->max_it) {
+    ksp->reason = KSP_DIVERGED_ITS;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  *stop = PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements)
 {
   PetscBool ascii;
@@ -276,14 +368,33 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters)
+PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p)
 {
   PetscContainer c;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectQuery((PetscObject)ksp, "FusedKSPSolveCounters", (PetscObject *)&c));
-  PetscCheck(c, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "No solve counters");
-  PetscCall(PetscContainerGetPointer(c, (void **)counters));
+  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
+  PetscCall(PetscContainerSetPointer(c, p));
+  PetscCall(PetscObjectCompose((PetscObject)ksp, name, (PetscObject)c));
+  PetscCall(PetscContainerDestroy(&c));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedQueryPointer(KSP ksp, const char *name, const char *missing, void **p)
+{
+  PetscContainer c;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectQuery((PetscObject)ksp, name, (PetscObject *)&c));
+  PetscCheck(c, PetscObjectComm((PetscObject)ksp), PETSC_ERR_PLIB, "%s", missing);
+  PetscCall(PetscContainerGetPointer(c, p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPFusedQueryPointer(ksp, "FusedKSPSolveCounters", "No solve counters", (void **)counters));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -309,13 +420,8 @@ static PetscErrorCode KSPFusedGetResidualReplacementCount_Fused(KSP ksp, PetscIn
 
 PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter)
 {
-  PetscContainer c;
-
   PetscFunctionBegin;
-  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
-  PetscCall(PetscContainerSetPointer(c, counter));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPSolveCounters", (PetscObject)c));
-  PetscCall(PetscContainerDestroy(&c));
+  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPSolveCounters", counter));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", KSPFusedGetReductionCount_Fused));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetResidualReplacementCount_C", KSPFusedGetResidualReplacementCount_Fused));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -59,8 +59,60 @@ struct TrueResidualGuard {
    Used by fusedcg and fusedsgmres, whose residual estimates are accurate up to the attainable accuracy. */
 PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidualGuard *guard);
 
+/* The GMRES solvers (fusedsgmres, fusedcagmres): right preconditioning, restart cycles */
+
+/* out = Op in = A M^{-1} in for the preconditioner of the given mode (Jacobi fused into the product);
+   work receives M^{-1} in (or is scratch)                                                            */
+PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in, Vec out, Vec work);
+
+/* r = b - A x (unpreconditioned) and rho = ||r||, its reduction counted in counters */
+PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, SolveCounters *counters, PetscReal *rho);
+
+/* The test of a restart cycle's start with its true residual norm rho: iteration 0 (monitors, history,
+   test) or the restart after `its` iterations (the KSP's test and ksp->rnorm only); *stop when the solve
+   ends there (a reason, max_it, or rho = 0)                                                            */
+PetscErrorCode KSPFusedCycleTest(KSP ksp, PetscInt its, PetscReal rho, PetscBool *stop);
+
+/* x += M^{-1} V y for the preconditioner of the given mode, from negy = -y (k values) and the basis V[0..k-1]:
+   one multi-axpy on x without a preconditioner, else into T, then T2 = M^{-1} T and x += T2            */
+PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, const PetscScalar *negy, const Vec *V, Vec x, Vec T, Vec T2);
+
+/* After a cycle of k steps added its update to x (its: the iterations so far): *stop when the solve ends
+   - a reason < 0; a converged estimate that the true residual (T = b - A x, T2 scratch) confirms or whose
+   checks stagnate (KSPFusedTrueResidualStagnates()); k = 0 (KSP_DIVERGED_BREAKDOWN); max_it
+   (KSP_DIVERGED_ITS with the estimate, as KSPGMRES: no true residual after the last cycle).  *replaced
+   when the true residual *truenorm did not confirm a converged estimate: ksp->reason is reset, the
+   replacement counted, and the next cycle restarts from the true residual                            */
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, SolveCounters *counters, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop);
+
+/* KSPGMRESSetRestart() and KSPGMRESGetRestart() of a fused GMRES whose data (a Solver) holds `restart` */
+template <class Solver> PetscErrorCode KSPGMRESSetRestart_Fused(KSP ksp, PetscInt restart)
+{
+  Solver *g = static_cast<Solver *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCheck(restart > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "Restart must be positive, got %" PetscInt_FMT, restart);
+  if (restart != g->restart) {
+    g->restart      = restart;
+    ksp->setupstage = KSP_SETUP_NEW;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+template <class Solver> PetscErrorCode KSPGMRESGetRestart_Fused(KSP ksp, PetscInt *restart)
+{
+  PetscFunctionBegin;
+  *restart = static_cast<Solver *>(ksp->data)->restart;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Views the parts every fused solver shows in -ksp_view */
 PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements);
+
+/* Composes p on ksp under `name` (a PetscContainer that does not own it; PetscObjectCompose() with NULL
+   removes it); KSPFusedQueryPointer() returns it, an error with the message `missing` when there is none */
+PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p);
+PetscErrorCode KSPFusedQueryPointer(KSP ksp, const char *name, const char *missing, void **p);
 
 /* The counter behind KSPFusedGetReductionCount(), composed on the KSP; removed by KSPFusedDestroyCommon() */
 PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter);
@@ -80,7 +132,21 @@ template <PetscErrorCode (*Solve)(KSP)> PetscErrorCode KSPSolveScoped(KSP ksp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* What every fused solver's destroy does: the Jacobi weights, the composed counter, KSPDestroyDefault() */
+/* What every fused solver's destroy does: the Jacobi weights, the composed counter */
 PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w);
+
+/* ... then the solver's data (a Solver, with its Jacobi weights w) and KSPDestroyDefault(): how every
+   fused solver's destroy ends                                                                      */
+template <class Solver> PetscErrorCode KSPFusedDestroyData(KSP ksp)
+{
+  Solver *s = static_cast<Solver *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedDestroyCommon(ksp, &s->w));
+  delete s;
+  ksp->data = nullptr;
+  PetscCall(KSPDestroyDefault(ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 } // namespace fusedksp

@@ -87,25 +87,6 @@ PetscErrorCode KSPSetUp_FusedSGMRES(KSP ksp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* out = Op in = A M^{-1} in */
-PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec out, Vec work)
-{
-  PetscFunctionBegin;
-  switch (g->mode) {
-  case PCMode::NONE:
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, out, nullptr, 0, nullptr, nullptr));
-    break;
-  case PCMode::JACOBI:
-    PetscCall(OpsApplyOperator(A, nullptr, g->w, in, out, work, 0, nullptr, nullptr));
-    break;
-  case PCMode::GENERAL:
-    PetscCall(KSPFusedApplyPC(ksp, in, work));
-    PetscCall(OpsApplyOperator(A, nullptr, nullptr, work, out, nullptr, 0, nullptr, nullptr));
-    break;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* The fraction of <w,w> below which h^2 takes a second Gram-Schmidt pass: always with CGS2 (and a
    step of the chunked path with that much cancellation is handed to the per-step path)           */
 PetscReal SGMRESKeep(const KSP_FusedSGMRES *g)
@@ -139,7 +120,7 @@ PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscB
   PetscFunctionBegin;
   *lucky = PETSC_FALSE;
   if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
-  PetscCall(SGMRESOperator(ksp, g, A, g->Z[i], w, ksp->work[VEC_WORK]));
+  PetscCall(KSPFusedRightOperator(ksp, g->mode, g->w, A, g->Z[i], w, ksp->work[VEC_WORK]));
   PetscCall(SGMRESMultiDot(ksp, g, i, i > 1 ? PETSC_TRUE : PETSC_FALSE));
   *status = SGMRESColumn(i - 1, d, d[i], SGMRESKeep(g), &h2);
   if (*status == RecurrenceStatus::NANORINF || NotFinite(d[i - 1])) {
@@ -198,7 +179,7 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
   for (PetscInt j = 1; j <= b->k; ++j) {
     const PetscInt i   = b->i0 + j;
     PetscScalar   *cur = ChunkDeviceSlot(c, j);
-    PetscCall(SGMRESOperator(b->ksp, g, b->A, g->Z[i], g->V[i], b->ksp->work[VEC_WORK]));
+    PetscCall(KSPFusedRightOperator(b->ksp, g->mode, g->w, b->A, g->Z[i], g->V[i], b->ksp->work[VEC_WORK]));
     for (PetscInt v = 1; v < i; ++v) g->Vz[v - 1] = g->V[v];
     g->Vz[i - 1] = g->Z[i];
     PetscCall(OpsReduceInto(cur, &ctl->stopped));
@@ -215,20 +196,8 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
 static PetscErrorCode SGMRESCycleTest(KSP ksp, PetscInt its, PetscReal estimate, PetscReal rho, PetscBool *stop)
 {
   PetscFunctionBegin;
-  if (its == 0)
-    PetscCall(KSPFusedMonitorAndTest(ksp, 0, ksp->normtype == KSP_NORM_NONE ? 0.0 : rho));
-  else {
-    PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
-    ksp->rnorm = rho;
-    if (ksp->normtype != KSP_NORM_NONE) {
-      if (PetscIsInfOrNanReal(rho))
-        ksp->reason = KSP_DIVERGED_NANORINF;
-      else
-        PetscCall((*ksp->converged)(ksp, its, rho, &ksp->reason, ksp->cnvP));
-    }
-  }
-  if (!ksp->reason && its >= ksp->max_it) ksp->reason = KSP_DIVERGED_ITS;
-  *stop = ksp->reason || rho == 0 ? PETSC_TRUE : PETSC_FALSE;
+  if (its > 0) PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)rho));
+  PetscCall(KSPFusedCycleTest(ksp, its, rho, stop));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -236,6 +205,55 @@ static PetscErrorCode SGMRESCycleTest(KSP ksp, PetscInt its, PetscReal estimate,
    chunk computing the start of the solve from a zero initial guess, or a restart from the true
    residual in ksp->work[VEC_T]                                                                    */
 enum class CycleEntry { ENTERED, SOLVE_START, RESTART };
+
+/* The host's replay of a cycle's chunks (KSPFusedChunkReplay()): R, xi and the estimates of the steps */
+struct SGMRESReplay {
+  KSP              ksp;
+  KSP_FusedSGMRES *g;
+  ChunkControl     host; /* the chunk's control block, without the test: the host applies the KSP's own */
+  CycleEntry       entry;
+  PetscInt         its, i0; /* the iterations before the chunk; its first step is i0 + 1 */
+  PetscReal        estimate, *rho, *res;
+  PetscInt        *k;
+};
+
+/* Iteration 0 or the restart, from the norm the chunk computed */
+PetscErrorCode SGMRESReplayStart(void *ctx, const PetscScalar *, PetscScalar *, PetscBool *stop)
+{
+  SGMRESReplay    *r = static_cast<SGMRESReplay *>(ctx);
+  KSP_FusedSGMRES *g = r->g;
+
+  PetscFunctionBegin;
+  if (r->entry == CycleEntry::RESTART) g->counters.reductions++; /* as SGMRESCycleStart() counts its norm */
+  *r->rho      = r->host.rho;
+  *r->res      = *r->rho;
+  g->cycle_rho = *r->rho;
+  g->zz        = 1;
+  PetscCall(SGMRESCycleTest(r->ksp, r->entry == CycleEntry::SOLVE_START ? 0 : r->its, r->estimate, *r->rho, stop));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Step i0 + j, which the backend ran (no cancellation test: its column passed there) */
+PetscErrorCode SGMRESReplayStep(void *ctx, PetscInt j, PetscInt, PetscInt performed, const PetscScalar *prev, const PetscScalar *cur, PetscReal *rnorm, PetscBool *stop)
+{
+  SGMRESReplay    *r = static_cast<SGMRESReplay *>(ctx);
+  KSP_FusedSGMRES *g = r->g;
+  const PetscInt   m = g->restart, step = r->i0 + j;
+  PetscScalar      h, eta;
+
+  PetscFunctionBegin;
+  *stop = j > performed ? PETSC_TRUE : PETSC_FALSE;
+  if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
+  const int fails = SGMRESChunkStep(r->host, j, step, m, -1.0, prev, cur, &h, &eta, r->res);
+  PetscCheck(fails < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Step %" PetscInt_FMT " ran on the backend but its column fails on the host", step);
+  for (PetscInt q = 1; q < step; ++q) Rij(g, q, step) = cur[q - 1];
+  Rij(g, step, step) = h;
+  g->xi[step]        = eta;
+  *r->k = g->cycle_k = step;
+  g->counters.reductions++;
+  *rnorm = r->ksp->normtype == KSP_NORM_NONE ? 0.0 : *r->res;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /*
    SGMRESChunkedCycle - the steps of a restart cycle (*rho: its residual norm), k at a time with the
@@ -251,7 +269,8 @@ enum class CycleEntry { ENTERED, SOLVE_START, RESTART };
 */
 PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry entry, PetscReal estimate, PetscReal *rho, PetscInt *i, PetscInt *its, PetscInt *k, PetscReal *res)
 {
-  Chunker                  *c = &g->chunk;
+  const ChunkReplayOps      ops = {nullptr, SGMRESReplayStart, SGMRESReplayStep, nullptr, PETSC_FALSE};
+  Chunker                  *c   = &g->chunk;
   const PetscInt            m = g->restart, nd = SGMRESChunkSlot(m);
   std::vector<PetscScalar>  entering;
   std::vector<const void *> key;
@@ -264,8 +283,9 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
   while (*i <= m && *its < ksp->max_it && !ksp->reason) {
     const PetscInt i0   = *i - 1;
     SGMRESChunk    body = {ksp, g, A, i0, PetscMin(PetscMin(c->k, m - i0), ksp->max_it - *its), entry == CycleEntry::SOLVE_START ? ksp->vec_rhs : (entry == CycleEntry::RESTART ? ksp->work[VEC_T] : nullptr)};
-    PetscInt       j, performed;
-    ChunkControl   host;
+    SGMRESReplay   replay{ksp, g, {}, entry, *its, i0, estimate, rho, res, k};
+    PetscInt       performed;
+    PetscBool      stopped;
 
     key.clear();
     PetscCall(OpsChunkKey(A, {ksp->vec_sol, body.b, g->w, ksp->work[VEC_WORK]}, &key));
@@ -280,41 +300,12 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
     PetscCall(OpsMarkWritten({ksp->work[VEC_WORK]}));
     if (entry != CycleEntry::ENTERED) PetscCall(OpsMarkWritten({g->Z[1]}));
     for (PetscInt v = i0 + 1; v <= i0 + body.k; ++v) PetscCall(OpsMarkWritten({g->V[v], g->Z[v + 1]}));
-    performed    = ChunkPerformed(c, body.k);
-    host         = *ChunkHostControl(c);
-    host.normdot = -1;                  /* the host applies the KSP's own test below */
-    if (entry != CycleEntry::ENTERED) { /* iteration 0 or the restart, from the norm the chunk computed */
-      PetscBool stop;
-
-      if (entry == CycleEntry::RESTART) g->counters.reductions++; /* as SGMRESCycleStart() counts its norm */
-      *rho         = host.rho;
-      *res         = *rho;
-      g->cycle_rho = *rho;
-      g->zz        = 1;
-      PetscCall(SGMRESCycleTest(ksp, entry == CycleEntry::SOLVE_START ? 0 : *its, estimate, *rho, &stop));
-      entry = CycleEntry::ENTERED;
-      if (stop) {
-        *i = m + 1;
-        break;
-      }
-    }
-    for (j = 1; j <= performed; ++j) {
-      const PetscInt     step = i0 + j;
-      const PetscScalar *prev = ChunkHostSlot(c, j - 1), *cur = ChunkHostSlot(c, j);
-      PetscScalar        h, eta;
-      const int          stop = SGMRESChunkStep(host, j, step, m, -1.0, prev, cur, &h, &eta, res); /* the backend ran the step: no cancellation test */
-
-      PetscCheck(stop < 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Step %" PetscInt_FMT " ran on the backend but its column fails on the host", step);
-      for (PetscInt r = 1; r < step; ++r) Rij(g, r, step) = cur[r - 1];
-      Rij(g, step, step) = h;
-      g->xi[step]        = eta;
-      *k = g->cycle_k = step;
-      (*its)++;
-      g->counters.reductions++;
-      PetscCall(KSPFusedMonitorAndTest(ksp, *its, ksp->normtype == KSP_NORM_NONE ? 0.0 : *res));
-      if (ksp->reason) break;
-    }
-    if (ksp->reason) {
+    performed           = ChunkPerformed(c, body.k);
+    replay.host         = *ChunkHostControl(c);
+    replay.host.normdot = -1;
+    PetscCall(KSPFusedChunkReplay(ksp, c, body.k, performed, entry != CycleEntry::ENTERED ? PETSC_TRUE : PETSC_FALSE, ops, &replay, entering.data(), its, &stopped));
+    entry = CycleEntry::ENTERED;
+    if (stopped) {
       *i = m + 1;
       break;
     }
@@ -324,7 +315,6 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
       g->zz_local = ChunkHostSlot(c, performed)[m + 1];
       break;
     }
-    FusedKSPCallCXX(entering.assign(ChunkHostSlot(c, performed), ChunkHostSlot(c, performed) + nd));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -333,7 +323,6 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
 PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho, Vec x)
 {
   std::vector<PetscScalar> y, negy;
-  Vec                      T = ksp->work[VEC_T], T2 = ksp->work[VEC_T2];
 
   PetscFunctionBegin;
   if (k == 0) PetscFunctionReturn(PETSC_SUCCESS);
@@ -344,14 +333,7 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
     y[i] = s / Rij(g, i, i);
   }
   for (PetscInt j = 1; j <= k; ++j) negy[j - 1] = -y[j];
-  if (g->mode == PCMode::NONE) { /* x -= sum_j (-y_j) z_j in one kernel */
-    PetscCall(OpsMAXPYScale(k, negy.data(), g->Z + 1, x, 1.0, nullptr, nullptr));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(VecSet(T, 0.0));
-  PetscCall(OpsMAXPYScale(k, negy.data(), g->Z + 1, T, 1.0, nullptr, nullptr));
-  PetscCall(KSPFusedPCApply(ksp, g->mode, g->w, T, T2));
-  PetscCall(VecAXPY(x, 1.0, T2));
+  PetscCall(KSPFusedRightUpdate(ksp, g->mode, g->w, k, negy.data(), g->Z + 1, x, ksp->work[VEC_T], ksp->work[VEC_T2]));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -360,15 +342,8 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
    ends here                                                                                       */
 PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
 {
-  const OpDot self = {DotKind::DOT_SELF, nullptr};
-  PetscScalar rr;
-
   PetscFunctionBegin;
-  PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, g->Z[1]));
-  PetscCall(VecAYPX(g->Z[1], -1.0, ksp->vec_rhs));
-  PetscCall(OpsDots(nullptr, g->Z[1], 1, &self, &rr));
-  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, &g->counters));
-  *rho = PetscSqrtReal(PetscAbsScalar(rr));
+  PetscCall(KSPFusedResidualNorm(ksp, A, g->Z[1], &g->counters, rho));
   PetscCall(SGMRESCycleTest(ksp, its, estimate, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecScale(g->Z[1], 1.0 / *rho));
@@ -451,23 +426,13 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     estimate = res;
     PetscCall(SGMRESUpdateSolution(ksp, g, k, rho, ksp->vec_sol));
     g->cycle_k = 0;
-    if (ksp->reason < 0) break;
-    if (ksp->reason > 0) {
-      PetscBool ok;
+    {
       PetscReal truenorm;
-      PetscCall(KSPFusedTrueResidualConverged(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], &truenorm, &ok));
-      if (ok || KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) break;
-      PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
-      ksp->reason = KSP_CONVERGED_ITERATING;
-      g->counters.replacements++;
-    }
-    if (k == 0) {
-      ksp->reason = KSP_DIVERGED_BREAKDOWN;
-      break;
-    }
-    if (its >= ksp->max_it) { /* as KSPGMRES: no true residual after the last cycle, the estimate stays */
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
+      PetscBool replaced, stop;
+
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &g->counters, &truenorm, &replaced, &stop));
+      if (replaced) PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
+      if (stop) break;
     }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -523,26 +488,6 @@ PetscErrorCode KSPSetFromOptions_FusedSGMRES(KSP ksp, PetscOptionItems PetscOpti
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPGMRESSetRestart_FusedSGMRES(KSP ksp, PetscInt restart)
-{
-  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
-
-  PetscFunctionBegin;
-  PetscCheck(restart > 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_OUTOFRANGE, "Restart must be positive, got %" PetscInt_FMT, restart);
-  if (restart != g->restart) {
-    g->restart      = restart;
-    ksp->setupstage = KSP_SETUP_NEW;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode KSPGMRESGetRestart_FusedSGMRES(KSP ksp, PetscInt *restart)
-{
-  PetscFunctionBegin;
-  *restart = static_cast<KSP_FusedSGMRES *>(ksp->data)->restart;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode KSPFusedSGMRESSetCGS2_FusedSGMRES(KSP ksp, PetscBool cgs2)
 {
   PetscFunctionBegin;
@@ -573,12 +518,9 @@ PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedSGMRES(ksp));
-  PetscCall(KSPFusedDestroyCommon(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->w));
   PetscCall(KSPFusedChunkDestroy(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->chunk));
   for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
-  delete static_cast<KSP_FusedSGMRES *>(ksp->data);
-  ksp->data = nullptr;
-  PetscCall(KSPDestroyDefault(ksp));
+  PetscCall(KSPFusedDestroyData<KSP_FusedSGMRES>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -692,8 +634,8 @@ PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
   ksp->ops->buildresidual  = KSPBuildResidualDefault;
   PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &g->counters));
   PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &g->chunk));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_FusedSGMRES));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_FusedSGMRES));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_Fused<fusedksp::KSP_FusedSGMRES>));
+  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_Fused<fusedksp::KSP_FusedSGMRES>));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESSetCGS2_C", fusedksp::KSPFusedSGMRESSetCGS2_FusedSGMRES));
   PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESGetCGS2_C", fusedksp::KSPFusedSGMRESGetCGS2_FusedSGMRES));
   PetscFunctionReturn(PETSC_SUCCESS);

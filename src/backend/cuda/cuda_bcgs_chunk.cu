@@ -388,47 +388,25 @@ template <class Rows, int THREADS, int R> static PetscErrorCode LaunchBCGSChunkR
 */
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
 {
-  bool launched = false;
-
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   PetscCheck(!args->wl || !args->wr, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "bcgs_chunk takes at most one of wl and wr");
   const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
-  if (args->persistent && args->k > 0 && n <= FUSED_BCGS_PERSISTENT_ROWS) {
-    PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
-      using Rows                 = decltype(rows);
-      const void         *kernel = rows.A.nrows >= BCGS_GRID_OCCUPANCY_ROWS ? (const void *)BCGSChunkKernel<Rows, BCGS_GRID_BLOCKS_PER_SM> : (const void *)BCGSChunkKernel<Rows, 0>;
-      BCGSChunkKernelArgs a;
-      Partition           part;
+  PetscCall(DispatchChunk<256>(
+      args->persistent && args->k > 0 && n <= FUSED_BCGS_PERSISTENT_ROWS, args->csr, args->sell,
+      [&](const auto &rows, auto threads, auto r, bool *launched) { return LaunchBCGSChunkResident<std::decay_t<decltype(rows)>, decltype(threads)::value, decltype(r)::value>(args, rows, launched); },
+      [&](const auto &rows, bool *launched) {
+        using Rows         = std::decay_t<decltype(rows)>;
+        const void *kernel = rows.A.nrows >= BCGS_GRID_OCCUPANCY_ROWS ? (const void *)BCGSChunkKernel<Rows, BCGS_GRID_BLOCKS_PER_SM> : (const void *)BCGSChunkKernel<Rows, 0>;
 
-      PetscFunctionBegin;
-      PetscCall(DispatchResidentBlocks<256>(rows.A.nrows, [&](auto threads, auto r) { return LaunchBCGSChunkResident<Rows, decltype(threads)::value, decltype(r)::value>(args, rows, &launched); }));
-      if (launched) PetscFunctionReturn(PETSC_SUCCESS);
-      PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 7, &part, &a.partials));
-      if (part.nblocks) {
-        void *params[] = {(void *)&a, (void *)&rows};
-        a.n            = rows.A.nrows;
-        a.chunk        = part.chunk;
-        a.k            = args->k;
-        a.wl           = args->wl;
-        a.wr           = args->wr;
-        a.b            = args->b;
-        a.rstar        = args->rstar;
-        a.x            = args->x;
-        a.r            = args->r;
-        a.p            = args->p;
-        a.s            = args->s;
-        a.Ap           = args->Ap;
-        a.As           = args->As;
-        a.slots        = args->slots;
-        a.ctl          = args->ctl;
-        PetscCall(LaunchResident(kernel, part, params));
-        launched = true;
-      }
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }));
-  }
-  if (!launched) PetscCall(BCGSChunkSteps(CUDABackend(), CUDABlas(), args));
+        return LaunchGridChunk(
+            kernel, rows, 7,
+            [&](PetscInt n, PetscInt chunk, PetscScalar *partials) {
+              return BCGSChunkKernelArgs{n, chunk, args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, partials, args->ctl};
+            },
+            launched);
+      },
+      [&] { return BCGSChunkSteps(CUDABackend(), CUDABlas(), args); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -274,43 +274,20 @@ template <class Rows, int THREADS, int R> static PetscErrorCode LaunchCGChunkRes
 */
 PetscErrorCode CGChunk(const CGChunkArgs *args)
 {
-  bool launched = false;
-
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
-  if (args->persistent && args->k > 0) {
-    PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
-      using Rows               = decltype(rows);
-      const void       *kernel = rows.A.nrows >= CG_GRID_OCCUPANCY_ROWS ? (const void *)CGChunkKernel<Rows, CG_GRID_BLOCKS_PER_SM> : (const void *)CGChunkKernel<Rows, 0>;
-      CGChunkKernelArgs a;
-      Partition         part;
+  PetscCall(DispatchChunk<256>(
+      args->persistent && args->k > 0, args->csr, args->sell,
+      [&](const auto &rows, auto threads, auto r, bool *launched) { return LaunchCGChunkResident<std::decay_t<decltype(rows)>, decltype(threads)::value, decltype(r)::value>(args, rows, launched); },
+      [&](const auto &rows, bool *launched) {
+        using Rows         = std::decay_t<decltype(rows)>;
+        const void *kernel = rows.A.nrows >= CG_GRID_OCCUPANCY_ROWS ? (const void *)CGChunkKernel<Rows, CG_GRID_BLOCKS_PER_SM> : (const void *)CGChunkKernel<Rows, 0>;
 
-      PetscFunctionBegin;
-      PetscCall(DispatchResidentBlocks<256>(rows.A.nrows, [&](auto threads, auto r) { return LaunchCGChunkResident<Rows, decltype(threads)::value, decltype(r)::value>(args, rows, &launched); }));
-      if (launched) PetscFunctionReturn(PETSC_SUCCESS);
-      PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, 2 * CG_NSLOT + 1, &part, &a.partials));
-      if (part.nblocks) {
-        void *params[] = {(void *)&a, (void *)&rows};
-        a.n            = rows.A.nrows;
-        a.chunk        = part.chunk;
-        a.k            = args->k;
-        a.w            = args->w;
-        a.b            = args->b;
-        a.guess        = args->guess;
-        a.bnorm        = args->bnorm;
-        a.x            = args->x;
-        a.r            = args->r;
-        a.p            = args->p;
-        a.q            = args->q;
-        a.slots        = args->slots;
-        a.ctl          = args->ctl;
-        PetscCall(LaunchResident(kernel, part, params));
-        launched = true;
-      }
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }));
-  }
-  if (!launched) PetscCall(CGChunkSteps(CUDABackend(), CUDABlas(), args));
+        return LaunchGridChunk(
+            kernel, rows, 2 * CG_NSLOT + 1,
+            [&](PetscInt n, PetscInt chunk, PetscScalar *partials) { return CGChunkKernelArgs{n, chunk, args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, partials, args->ctl, args->guess, args->bnorm}; }, launched);
+      },
+      [&] { return CGChunkSteps(CUDABackend(), CUDABlas(), args); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

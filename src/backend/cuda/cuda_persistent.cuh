@@ -418,6 +418,49 @@ template <int MIN_THREADS, class Launch> PetscErrorCode DispatchResidentBlocks(P
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The grid form of a persistent chunk kernel: PrepareResident() for `kernel` with partials_per_block
+   values per block and, when the device can launch it, LaunchResident() with the kernel's arguments
+   make(n, chunk, partials) (the rows, the rows per block, the partial sums).  *launched says whether
+   it did                                                                                          */
+template <class Rows, class Make> PetscErrorCode LaunchGridChunk(const void *kernel, const Rows &rows, size_t partials_per_block, Make &&make, bool *launched)
+{
+  Partition    part;
+  PetscScalar *partials;
+
+  PetscFunctionBegin;
+  PetscCall(PrepareResident(kernel, rows.A.nrows, Rows::LANES, partials_per_block, &part, &partials));
+  *launched = part.nblocks > 0;
+  if (*launched) {
+    auto  a        = make(rows.A.nrows, part.chunk, partials);
+    void *params[] = {(void *)&a, (void *)&rows};
+
+    PetscCall(LaunchResident(kernel, part, params));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The dispatch of a chunk that a solver hands to the backend whole.  When `persistent`, with the Rows
+   type of the matrix (DispatchRows()): the resident kernel, resident(rows, THREADS, R, &launched) for
+   the blocks DispatchResidentBlocks<MIN_THREADS>() chooses, else one kernel on a cooperative grid,
+   grid(rows, &launched), each setting launched when it could.  Otherwise, or when neither could,
+   steps(): the kernels of the chunk's steps.                                                        */
+template <int MIN_THREADS, class Resident, class Grid, class Steps> PetscErrorCode DispatchChunk(bool persistent, const CSRView *csr, const SELLView *sell, Resident &&resident, Grid &&grid, Steps &&steps)
+{
+  bool launched = false;
+
+  PetscFunctionBegin;
+  if (persistent) {
+    PetscCall(DispatchRows(csr, sell, [&](auto rows) {
+      PetscFunctionBegin;
+      PetscCall(DispatchResidentBlocks<MIN_THREADS>(rows.A.nrows, [&](auto threads, auto r) { return resident(rows, threads, r, &launched); }));
+      if (!launched) PetscCall(grid(rows, &launched));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }));
+  }
+  if (!launched) PetscCall(steps());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The shared memory ResidentMatrixRows() needs at most for any block of A: what the whole matrix takes
    when the host knows it (CSR), else no bound (SELL-P: the host does not know its padded size)   */
 inline size_t ResidentMatrixBytes(const CSRView &A)

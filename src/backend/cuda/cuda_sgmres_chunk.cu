@@ -548,23 +548,15 @@ static PetscErrorCode StartSGMRESChunk(const SGMRESChunkArgs *args)
 */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
 {
-  bool launched = false;
-
   PetscFunctionBegin;
   PetscCheck(args->i0 >= 0 && args->k >= 0 && args->i0 + args->k <= args->m, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Steps %" PetscInt_FMT "..%" PetscInt_FMT " outside the restart cycle of %" PetscInt_FMT, args->i0 + 1, args->i0 + args->k,
              args->m);
   PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
   if (args->b) PetscCall(StartSGMRESChunk(args));
-  if (args->persistent && args->k > 0 && args->m <= FUSED_SGMRES_PERSISTENT_RESTART && (args->csr ? args->csr->nrows : args->sell->nrows) <= FUSED_SGMRES_PERSISTENT_ROWS) {
-    PetscCall(DispatchRows(args->csr, args->sell, [&](auto rows) {
-      PetscFunctionBegin;
-      using Rows = decltype(rows);
-      PetscCall(DispatchResidentBlocks<128>(rows.A.nrows, [&](auto threads, auto r) { return LaunchSGMRESChunkResident<Rows, decltype(threads)::value, decltype(r)::value>(args, rows, &launched); }));
-      if (!launched) PetscCall(LaunchSGMRESChunk(args, rows, &launched));
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }));
-  }
-  if (!launched) PetscCall(SGMRESChunkSteps(CUDABackend(), args));
+  PetscCall(DispatchChunk<128>(
+      args->persistent && args->k > 0 && args->m <= FUSED_SGMRES_PERSISTENT_RESTART && (args->csr ? args->csr->nrows : args->sell->nrows) <= FUSED_SGMRES_PERSISTENT_ROWS, args->csr, args->sell,
+      [&](const auto &rows, auto threads, auto r, bool *launched) { return LaunchSGMRESChunkResident<std::decay_t<decltype(rows)>, decltype(threads)::value, decltype(r)::value>(args, rows, launched); },
+      [&](const auto &rows, bool *launched) { return LaunchSGMRESChunk(args, rows, launched); }, [&] { return SGMRESChunkSteps(CUDABackend(), args); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
