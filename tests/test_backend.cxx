@@ -1152,12 +1152,10 @@ void GenerateSkewedSPDMatrix(PetscInt n, Matrix &A)
 enum class ChunkEnd { FULL, NORM_STOP, BREAKDOWN };
 const char *CHUNK_END_NAMES[] = {"full chunk", "norm stop", "breakdown"};
 
-/* How a CG or BiCGStab chunk test runs on the device: persistent with the matrix's nonzeros given (the resident
-   kernel - one block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS - for small matrices, see
-   FUSED_BLOCK_CHUNK_ROWS), persistent with them unknown (always the grid kernel: cooperative or one
-   cluster), or in steps                                                                              */
-enum class ChunkForm { RESIDENT, GRID, STEPS };
-const char        *CHUNK_FORM_NAMES[] = {"persistent (resident when small)", "persistent grid", "steps"};
+/* How a CG or BiCGStab chunk test runs on the device (ChunkForm): RESIDENT (the resident kernel - one block,
+   or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS - for small matrices, see FUSED_BLOCK_CHUNK_ROWS),
+   GRID (always the grid kernel: cooperative or one cluster), or STEPS; names by ChunkForm's value    */
+const char        *CHUNK_FORM_NAMES[] = {"auto", "steps", "persistent grid", "persistent (resident when small)"};
 constexpr PetscInt RESIDENT_ROWS      = FUSED_RESIDENT_CHUNK_BLOCKS * FUSED_BLOCK_CHUNK_ROWS;
 
 /* The control block of a chunk test that ends as `end` asks: the norm (slot value normdot) stops the
@@ -1316,8 +1314,8 @@ PetscErrorCode TestCGChunk(Tester &t, Matrix &A, int sell_threads, bool with_w, 
   dev.q          = ops.Dev(iq);
   dev.slots      = ops.Dev(is);
   dev.ctl        = ctl_dev;
-  dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
+  dev.form       = persistent ? form : ChunkForm::STEPS;
+  dev.nnz        = (PetscInt64)A.colidx.size();
 
   PetscCall(t.host->cg_chunk(&ref));
   before = *t.dev->counters;
@@ -1413,13 +1411,13 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   dev.As         = ops.Dev(ias);
   dev.slots      = ops.Dev(isl);
   dev.ctl        = ctl_dev;
-  dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
-  dev.nnz        = form == ChunkForm::GRID ? -1 : (PetscInt64)A.colidx.size(); /* unknown: never the resident kernel */
+  dev.form       = persistent ? form : ChunkForm::STEPS;
+  dev.nnz        = (PetscInt64)A.colidx.size();
 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
   PetscCall(t.dev->bcgs_chunk(&dev));
-  PetscCall(CheckCounters(t, label, before, persistent && t.device_chunks && n <= FUSED_BCGS_PERSISTENT_ROWS ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
+  PetscCall(CheckCounters(t, label, before, persistent && t.device_chunks && (form == ChunkForm::GRID || n <= tuning.bcgs_persistent_rows) ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-8)); /* BiCGStab's coefficients are ratios of dot products that shrink: rounding grows faster than in CG (1e-10 to 1e-9 after 10 iterations of the steps too) */
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1507,7 +1505,7 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
   dev.V          = vdev.data();
   dev.Z          = zdev.data();
   dev.ctl        = ctl_dev;
-  dev.persistent = persistent ? PETSC_TRUE : PETSC_FALSE;
+  dev.form       = persistent ? ChunkForm::AUTO : ChunkForm::STEPS;
   for (PetscInt i0 : {(PetscInt)0, k1}) {
     if (i0 > 0 && end != ChunkEnd::FULL) break;
     ref.i0 = dev.i0 = i0;
@@ -1519,7 +1517,7 @@ PetscErrorCode TestSGMRESChunk(Tester &t, Matrix &A, int sell_threads, bool with
     PetscCall(t.host->sgmres_chunk(&ref));
     before = *t.dev->counters;
     PetscCall(t.dev->sgmres_chunk(&dev));
-    PetscCall(CheckCounters(t, label, before, (persistent && t.device_chunks && n <= FUSED_SGMRES_PERSISTENT_ROWS ? 1 : 3 * ref.k) + (dev.b ? 2 : 0), 0)); /* the start: <b,b> and z_1 = b / rho */
+    PetscCall(CheckCounters(t, label, before, (persistent && t.device_chunks && n <= tuning.sgmres_persistent_rows ? 1 : 3 * ref.k) + (dev.b ? 2 : 0), 0)); /* the start: <b,b> and z_1 = b / rho */
   }
   if (start) {
     ChunkControl back;

@@ -34,10 +34,6 @@ namespace fusedksp
 
 constexpr int FUSED_MAX_DOTS = 4; /* dot products fused into one SpMV */
 
-constexpr PetscInt   FUSED_BCGS_PERSISTENT_ROWS   = 1 << 18;
-constexpr PetscInt64 FUSED_BLOCK_CHUNK_NNZ        = 8192;
-constexpr PetscInt   FUSED_SGMRES_PERSISTENT_ROWS = 1 << 17;
-
 /* Number of chunks (thread blocks) a range of n entries is reduced in: enough blocks to fill a GPU
    for large n, one block per FUSED_MIN_CHUNK entries for mid-size n, at most maxblocks; a single
    block up to FUSED_SINGLE_BLOCK entries, whose sums are final at once (no second stage: the
@@ -147,7 +143,7 @@ struct ChunkParallel {
 /* A chunk of CG iterations (Backend::cg_chunk): the local matrix (square, CSR or SELL-P: exactly one
    of csr and sell), the Jacobi weights w (NULL: no preconditioner), the vectors (n = the matrix's
    rows), and the slots of iterations 0..k at slots + j * CG_NSLOT (layout CGChunkSlot; slot 0 is read,
-   slots 1..k are written), all in backend memory.  persistent: the backend may run the whole chunk
+   slots 1..k are written), all in backend memory.  form: how the backend runs the whole chunk
    as one kernel (see Backend::cg_chunk).  b != NULL: the chunk starts the solve - its iteration 0 sets
    r = b - A x (guess: x is the initial guess) or x = 0, r = b (no guess), runs the update with alpha =
    beta = 0 (z = M^{-1} r, p = z) and q = A p, writing slot 0, and tests that iteration with ctl->start
@@ -161,12 +157,12 @@ struct CGChunkArgs {
   PetscBool            guess = PETSC_FALSE;      /* with b: x holds a nonzero initial guess                          */
   PetscInt             bnorm = CHUNK_BNORM_NONE; /* with b: the norm of b the start's limits take (ChunkBNorm)       */
   PetscScalar         *x = nullptr, *r = nullptr, *p = nullptr, *q = nullptr;
-  PetscScalar         *slots      = nullptr;
-  ChunkControl        *ctl        = nullptr;
-  PetscInt             k          = 0;
-  PetscBool            persistent = PETSC_TRUE;
-  PetscInt64           nnz        = -1;      /* the matrix's nonzeros when known (the CUDA backend picks its kernel with it) */
-  const ChunkParallel *par        = nullptr; /* several processes: the halo and the global sums (no persistent kernel) */
+  PetscScalar         *slots = nullptr;
+  ChunkControl        *ctl   = nullptr;
+  PetscInt             k     = 0;
+  ChunkForm            form  = ChunkForm::AUTO;
+  PetscInt64           nnz   = -1;      /* the matrix's nonzeros when known (the CUDA backend picks its kernel with it) */
+  const ChunkParallel *par   = nullptr; /* several processes: the halo and the global sums (no persistent kernel) */
 };
 
 /* A chunk of BiCGStab iterations (Backend::bcgs_chunk): the local matrix as in CGChunkArgs, the
@@ -181,12 +177,12 @@ struct BCGSChunkArgs {
   const PetscScalar   *wl = nullptr, *wr = nullptr, *b = nullptr;
   PetscScalar         *rstar = nullptr;
   PetscScalar         *x = nullptr, *r = nullptr, *p = nullptr, *s = nullptr, *Ap = nullptr, *As = nullptr;
-  PetscScalar         *slots      = nullptr;
-  ChunkControl        *ctl        = nullptr;
-  PetscInt             k          = 0;
-  PetscBool            persistent = PETSC_TRUE;
-  PetscInt64           nnz        = -1;      /* as in CGChunkArgs */
-  const ChunkParallel *par        = nullptr; /* as in CGChunkArgs */
+  PetscScalar         *slots = nullptr;
+  ChunkControl        *ctl   = nullptr;
+  PetscInt             k     = 0;
+  ChunkForm            form  = ChunkForm::AUTO;
+  PetscInt64           nnz   = -1;      /* as in CGChunkArgs */
+  const ChunkParallel *par   = nullptr; /* as in CGChunkArgs */
 };
 
 /* A chunk of simpler GMRES steps i0+1 .. i0+k of a restart cycle m (Backend::sgmres_chunk): the local
@@ -201,16 +197,16 @@ struct SGMRESChunkArgs {
   const PetscScalar  *wr   = nullptr;
   PetscScalar *const *V = nullptr, *const *Z = nullptr;
   PetscInt           i0 = 0, m = 0;
-  PetscReal          keep       = 0;
-  PetscScalar       *slots      = nullptr;
-  ChunkControl      *ctl        = nullptr;
-  PetscInt           k          = 0;
-  PetscBool          persistent = PETSC_TRUE;
-  PetscInt64         nnz        = -1;      /* as in CGChunkArgs */
-  const PetscScalar *b          = nullptr; /* the right-hand side of a chunk that starts the solve (i0 = 0, zero
-                                              initial guess): <b,b> to slot 0, then SGMRESChunkStart() and
-                                              Z[1] = b / rho before the steps; else NULL                    */
-  const ChunkParallel *par = nullptr;      /* as in CGChunkArgs (no start: b must be NULL) */
+  PetscReal          keep  = 0;
+  PetscScalar       *slots = nullptr;
+  ChunkControl      *ctl   = nullptr;
+  PetscInt           k     = 0;
+  ChunkForm          form  = ChunkForm::AUTO;
+  PetscInt64         nnz   = -1;      /* as in CGChunkArgs */
+  const PetscScalar *b     = nullptr; /* the right-hand side of a chunk that starts the solve (i0 = 0, zero
+                                         initial guess): <b,b> to slot 0, then SGMRESChunkStart() and
+                                         Z[1] = b / rho before the steps; else NULL                    */
+  const ChunkParallel *par = nullptr; /* as in CGChunkArgs (no start: b must be NULL) */
 };
 
 /* A sparse triangular factor for Backend::trsv_csr: n x n, its OFF-diagonal entries in CSR (columns
@@ -437,9 +433,9 @@ struct Backend {
   /* A whole chunk of CG iterations j = 1..k (see CGChunkArgs): for each j, cg_update_chained (z and u
      NULL) with its results to slot j, then q = A p (spmv_dots or spmv_sell_dots) with <p,q> and
      <q, w.*q> (<q,q> without w) to slot j + CG_PQ, skipped once ctl->stopped >= 0 - the operations
-     CGChunkSteps() issues, which is how the host backend runs it.  With args->persistent the CUDA
+     CGChunkSteps() issues, which is how the host backend runs it.  With args->form AUTO the CUDA
      backend runs the chunk as ONE kernel: the resident kernel (one thread block, or one cluster of up
-     to FUSED_RESIDENT_CHUNK_BLOCKS, of at most FUSED_BLOCK_CHUNK_ROWS rows each; FUSED_BLOCK_CHUNK_NNZ
+     to FUSED_RESIDENT_CHUNK_BLOCKS, of at most FUSED_BLOCK_CHUNK_ROWS rows each; tuning.resident_block_nnz
      entries of args->nnz per FUSED_BLOCK_CHUNK_ROWS rows) when the matrix fits it and the device can hold the cluster, else a persistent
      grid (cooperative, or one thread block cluster) whose blocks meet at two grid barriers per
      iteration (no launch per step; the scalars never leave the device), on a grid that fits the
@@ -449,20 +445,20 @@ struct Backend {
   /* A whole chunk of BiCGStab iterations j = 1..k (see BCGSChunkArgs): for each j, Ap = Op p with
      <Ap,r*> to slot j + BCGS_APR, waxpy_dot_chained (s = r - alpha Ap), As = Op s with <As,s>, <As,As>,
      <As,r*> to slot j + BCGS_ASS, bcgs_update_chained - the operations BCGSChunkSteps() issues, each
-     skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->persistent the
+     skipped once ctl->stopped >= 0, which is how the host backend runs it.  With args->form AUTO the
      CUDA backend runs it as ONE kernel: the resident kernel when the matrix fits it (as for cg_chunk),
      else a persistent grid with three grid barriers per iteration (after Ap, after As, after the
      update); the entries of s that the rows of As need are computed from r and Ap where they are
      needed, so no barrier waits for s.  That costs memory traffic, so above
-     FUSED_BCGS_PERSISTENT_ROWS rows the CUDA backend issues the steps.                              */
+     tuning.bcgs_persistent_rows rows the CUDA backend issues the steps (ChunkForm for the other forms).                              */
   PetscErrorCode (*bcgs_chunk)(const BCGSChunkArgs *args);
 
   /* A whole chunk of simpler GMRES steps i = i0+j, j = 1..k (see SGMRESChunkArgs): for each j,
      V[i] = Op Z[i] (spmv_dots or spmv_sell_dots, no dot products), mdot of V[1..i-1], Z[i] and V[i]
      itself against V[i] to slot j (skipped once ctl->stopped >= 0), sgmres_update_chained with
      <Z[i+1],Z[i+1]> to slot j + m + 1 - the operations SGMRESChunkSteps() issues, which is how the host
-     backend runs it.  With args->persistent, m <= FUSED_SGMRES_PERSISTENT_RESTART and at most
-     FUSED_SGMRES_PERSISTENT_ROWS rows the CUDA backend runs it as ONE persistent kernel with two grid
+     backend runs it.  With args->form AUTO, m <= FUSED_SGMRES_PERSISTENT_RESTART and at most
+     tuning.sgmres_persistent_rows rows the CUDA backend runs it as ONE persistent kernel with two grid
      barriers per step (after the multi-dot's partials, after the update), keeping each block's rows
      of the basis in shared memory when they fit - for m <= 30 and at most 16K rows the resident
      kernel of one block or one cluster; the only difference is that a stopped kernel computes no

@@ -122,6 +122,19 @@ FUSED_HD inline RecurrenceStatus SGMRESColumn(PetscInt k, const PetscScalar *R, 
   return RecurrenceStatus::OK;
 }
 
+/* How a backend runs a chunk of iterations that a solver hands it whole (Backend::cg_chunk, bcgs_chunk,
+   sgmres_chunk), chosen by one dispatcher per backend:
+     AUTO      the dispatcher chooses from the matrix and the tuning table (CUDA: the resident kernel when
+               the matrix fits one block or cluster, else a persistent grid kernel where the tuning
+               allows, else the steps)
+     STEPS     the backend operations of its steps, one kernel each
+     GRID      one persistent kernel on a cooperative grid (or one cluster), never the resident kernel,
+               whatever the tuning's row limits say
+     RESIDENT  the resident kernel where the matrix fits it, else as AUTO
+   A backend without persistent kernels (host, Kokkos) runs the steps for every form; a chunk with
+   several processes runs its steps.                                                                  */
+enum class ChunkForm { AUTO, STEPS, GRID, RESIDENT };
+
 /* The state of a chunk of iterations run with device-resident scalars (src/ksp/fusedchunk.cxx), in
    backend memory: written by the host before the chunk, read (and `stopped` set) by the kernels.   */
 struct ChunkControl {

@@ -152,7 +152,7 @@ PetscErrorCode BCGSChunkBody(void *ctx)
   PetscFunctionBegin;
   if (b->bc->mode != PCMode::GENERAL) {
     const Vec wl = b->bc->mode == PCMode::JACOBI && b->ksp->pc_side != PC_RIGHT ? b->bc->w : nullptr;
-    PetscCall(OpsBCGSChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, wl, b->wr, b->B, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], c->settings.persistent));
+    PetscCall(OpsBCGSChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, wl, b->wr, b->B, b->X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], ChunkFormOf(c)));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {

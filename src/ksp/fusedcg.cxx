@@ -170,7 +170,7 @@ PetscErrorCode CGChunkBody(void *ctx)
 
   PetscFunctionBegin;
   if (b->cg->mode != PCMode::GENERAL) {
-    PetscCall(OpsCGChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, b->B, b->ksp->guess_zero ? PETSC_FALSE : PETSC_TRUE, ChunkHostControl(c)->bnorm, b->X, V[VEC_R], V[VEC_P], V[VEC_Q], b->cg->w, c->settings.persistent));
+    PetscCall(OpsCGChunk(b->A, b->k, ChunkDeviceSlot(c, 0), ctl, b->B, b->ksp->guess_zero ? PETSC_FALSE : PETSC_TRUE, ChunkHostControl(c)->bnorm, b->X, V[VEC_R], V[VEC_P], V[VEC_Q], b->cg->w, ChunkFormOf(c)));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {

@@ -1,5 +1,6 @@
 /* Chunks of iterations with device-resident scalars: see fusedchunk.hpp */
 #include "ksp/fusedchunk.hpp"
+#include "sys/tuning.hpp"
 #include <algorithm>
 #include <cstring>
 
@@ -149,9 +150,6 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
 /* Records a Chunker keeps: a solve's first chunk (which may compute the start) and the chunks after it */
 constexpr size_t CHUNK_RECORDS = 2;
 
-/* The default check interval on a backend with a host round trip to save: see KSPFusedSetCheckInterval() */
-constexpr PetscInt CHUNK_DEFAULT = 16, CHUNK_DEFAULT_WHOLE = 32, CHUNK_DEFAULT_LARGE = 4, CHUNK_LARGE_ROWS = 1 << 22;
-
 PetscErrorCode KSPFusedChunkOperands(Chunker *c, Mat A, std::initializer_list<Vec> vecs, const char **unsupported)
 {
   PetscFunctionBegin;
@@ -181,14 +179,14 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupporte
   } else if (ksp->converged != KSPConvergedDefault) {
     c->k   = 1;
     c->why = "default with a user convergence test: the device cannot apply it";
-  } else if (N > CHUNK_LARGE_ROWS) {
-    c->k   = CHUNK_DEFAULT_LARGE;
-    c->why = "default above 4M rows";
+  } else if (N > tuning.chunk_large_rows) {
+    c->k   = tuning.chunk_default_large;
+    c->why = "default for large systems (above -fused_tune_chunk_large_rows)";
   } else if (c->whole && c->settings.persistent) {
-    c->k   = CHUNK_DEFAULT_WHOLE;
+    c->k   = tuning.chunk_default_whole;
     c->why = "default for whole chunks: a persistent kernel stops where the solve stops";
   } else {
-    c->k   = CHUNK_DEFAULT;
+    c->k   = tuning.chunk_default;
     c->why = "default";
   }
   if (c->k > 1 && c->parallel) { /* the backend's communicator for the chunks' sums and exchanges (collective) */

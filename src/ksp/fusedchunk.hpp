@@ -57,6 +57,13 @@ struct Chunker {
   PetscBool   parallel = PETSC_FALSE; /* several processes (KSPFusedChunkOperands()): sums and halos through Backend::allreduce/exchange */
 };
 
+/* The form a solver asks the backend to run its whole chunks in: the backend's choice, or with
+   -ksp_fused_persistent 0 the steps                                                            */
+inline ChunkForm ChunkFormOf(const Chunker *c)
+{
+  return c->settings.persistent ? ChunkForm::AUTO : ChunkForm::STEPS;
+}
+
 /* -ksp_fused_check_interval, -ksp_fused_graph and -ksp_fused_persistent */
 PetscErrorCode KSPFusedChunkSetFromOptions(PetscOptionItems PetscOptionsObject, Chunker *c);
 

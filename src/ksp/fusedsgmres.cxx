@@ -173,7 +173,7 @@ PetscErrorCode SGMRESChunkBody(void *ctx)
 
   PetscFunctionBegin;
   if (g->mode != PCMode::GENERAL) {
-    PetscCall(OpsSGMRESChunk(b->A, b->i0, b->k, g->restart, SGMRESKeep(g), ChunkDeviceSlot(c, 0), ctl, b->b, g->mode == PCMode::JACOBI ? g->w : nullptr, g->V, g->Z, c->settings.persistent));
+    PetscCall(OpsSGMRESChunk(b->A, b->i0, b->k, g->restart, SGMRESKeep(g), ChunkDeviceSlot(c, 0), ctl, b->b, g->mode == PCMode::JACOBI ? g->w : nullptr, g->V, g->Z, ChunkFormOf(c)));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   for (PetscInt j = 1; j <= b->k; ++j) {

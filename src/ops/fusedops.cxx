@@ -926,7 +926,7 @@ static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent)
+PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, ChunkForm form)
 {
   const PetscMemoryAccessMode updated = b ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ_WRITE;
   BackendArrays               arr;
@@ -947,15 +947,15 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscCall(arr.Get(p, updated, &args.p));
   PetscCall(arr.Get(q, updated, &args.q));
   PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
-  args.b          = ba;
-  args.guess      = b ? guess : PETSC_FALSE;
-  args.bnorm      = b ? bnorm : CHUNK_BNORM_NONE;
-  args.w          = wa;
-  args.slots      = slots;
-  args.ctl        = ctl;
-  args.k          = k;
-  args.persistent = args.par ? PETSC_FALSE : persistent; /* a persistent kernel cannot wait for the other processes */
-  args.nnz        = nnz;
+  args.b     = ba;
+  args.guess = b ? guess : PETSC_FALSE;
+  args.bnorm = b ? bnorm : CHUNK_BNORM_NONE;
+  args.w     = wa;
+  args.slots = slots;
+  args.ctl   = ctl;
+  args.k     = k;
+  args.form  = args.par ? ChunkForm::STEPS : form; /* a persistent kernel cannot wait for the other processes */
+  args.nnz   = nnz;
   PetscCall(PetscLogEventBegin(events.cg_chunk, A, x, p, 0));
   PetscCall(ActiveBackend()->cg_chunk(&args));
   PetscCall(PetscLogEventEnd(events.cg_chunk, A, x, p, 0));
@@ -964,7 +964,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent)
+PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, ChunkForm form)
 {
   BackendArrays arr;
   BCGSChunkArgs args;
@@ -988,14 +988,14 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_WRITE, &args.s));
   PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_WRITE, &args.Ap));
   PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_WRITE, &args.As));
-  args.wl         = wla;
-  args.wr         = wra;
-  args.b          = ba;
-  args.slots      = slots;
-  args.ctl        = ctl;
-  args.k          = k;
-  args.persistent = args.par ? PETSC_FALSE : persistent; /* a persistent kernel cannot wait for the other processes */
-  args.nnz        = nnz;
+  args.wl    = wla;
+  args.wr    = wra;
+  args.b     = ba;
+  args.slots = slots;
+  args.ctl   = ctl;
+  args.k     = k;
+  args.form  = args.par ? ChunkForm::STEPS : form; /* a persistent kernel cannot wait for the other processes */
+  args.nnz   = nnz;
   PetscCall(PetscLogEventBegin(events.bcgs_chunk, A, x, p, 0));
   PetscCall(ActiveBackend()->bcgs_chunk(&args));
   PetscCall(PetscLogEventEnd(events.bcgs_chunk, A, x, p, 0));
@@ -1049,7 +1049,7 @@ PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec wr, const Vec V[], const Vec Z[], PetscBool persistent)
+PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec wr, const Vec V[], const Vec Z[], ChunkForm form)
 {
   BackendArrays              arr;
   SGMRESChunkArgs            args;
@@ -1076,18 +1076,18 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
     PetscCall(arr.Get(V[v], v <= i0 ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &va[v]));
   }
   for (PetscInt v = i0 + 1; v <= i0 + k + 1; ++v) PetscCall(arr.Get(Z[v], v == i0 + 1 && !b ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &za[v]));
-  args.wr         = wra;
-  args.b          = ba;
-  args.V          = va.data();
-  args.Z          = za.data();
-  args.i0         = i0;
-  args.m          = m;
-  args.keep       = keep;
-  args.slots      = slots;
-  args.ctl        = ctl;
-  args.k          = k;
-  args.persistent = args.par ? PETSC_FALSE : persistent; /* a persistent kernel cannot wait for the other processes */
-  args.nnz        = nnz;
+  args.wr    = wra;
+  args.b     = ba;
+  args.V     = va.data();
+  args.Z     = za.data();
+  args.i0    = i0;
+  args.m     = m;
+  args.keep  = keep;
+  args.slots = slots;
+  args.ctl   = ctl;
+  args.k     = k;
+  args.form  = args.par ? ChunkForm::STEPS : form; /* a persistent kernel cannot wait for the other processes */
+  args.nnz   = nnz;
   PetscCall(PetscLogEventBegin(events.sgmres_chunk, A, 0, 0, 0));
   PetscCall(ActiveBackend()->sgmres_chunk(&args));
   PetscCall(PetscLogEventEnd(events.sgmres_chunk, A, 0, 0, 0));

@@ -142,15 +142,15 @@ PetscErrorCode OpsCGUpdateChained(const PetscScalar *prev, ChunkControl *ctl, Pe
    (NULL: no preconditioner): the updates of x, r, p and q = A p, the reduced values of iteration j
    to slots[j * CG_NSLOT ..] (slots and ctl in backend memory; slot 0 holds those entering the chunk,   or with b != NULL the chunk starts the solve and writes slot 0 itself: from the initial guess in x
    (guess) or from x = 0, with the norm of b of ChunkBNorm `bnorm` for its limits; r, p and q are then
-   outputs only).  persistent: the backend may run it as one kernel.                              */
-PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, PetscBool persistent);
+   outputs only).  form: how the backend runs it (ChunkForm).                              */
+PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, ChunkForm form);
 
 /* A whole chunk of BiCGStab iterations 1..k (Backend::bcgs_chunk) on a MATSEQAIJFUSED A, the operator
    wl.*(A (wr.*in)) (Jacobi left or right; wl, wr NULL without a preconditioner): Ap, s, As and the
    updates of x, r, p, the reduced values of iteration j to slots[j * BCGS_NSLOT ..]; with b != NULL
    the chunk starts the solve from a zero initial guess (x, r, p and rstar outputs, see
-   BCGSChunkArgs).  persistent: the backend may run it as one kernel.                             */
-PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, PetscBool persistent);
+   BCGSChunkArgs).  form: how the backend runs it (ChunkForm).                             */
+PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec wl, Vec wr, Vec b, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, ChunkForm form);
 
 /* The BiCGStab steps of chunk iteration j (see Backend::waxpy_dot_chained, bcgs_update_chained):
    s = r - alpha Ap and r, p, x updates, with their dot products to the OpsReduceInto() slot      */
@@ -161,9 +161,9 @@ PetscErrorCode OpsBCGSUpdateChained(const PetscScalar *prev, const PetscScalar *
    MATSEQAIJFUSED A with right Jacobi weights wr (NULL: none): V and Z are the cycle's vectors by step
    number (V[1..m], Z[1..m+1]); the values of step j go to slots[j * SGMRESChunkSlot(m) ..] (slot 0
    holds those entering the chunk, or with b != NULL the chunk starts the solve from a zero initial
-   guess and writes slot 0 and Z[1] = b / ||b|| itself, see SGMRESChunkArgs).  persistent: the
-   backend may run it as one kernel.                                                              */
-PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec wr, const Vec V[], const Vec Z[], PetscBool persistent);
+   guess and writes slot 0 and Z[1] = b / ||b|| itself, see SGMRESChunkArgs).  form: how the
+   backend runs it (ChunkForm).                                                                   */
+PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscReal keep, PetscScalar *slots, ChunkControl *ctl, Vec b, Vec wr, const Vec V[], const Vec Z[], ChunkForm form);
 
 /* The simpler GMRES update of step i (chunk iteration j), see Backend::sgmres_update_chained: V are
    v_1..v_{i-1}; <znew,znew> goes to the OpsReduceInto() slot                                     */

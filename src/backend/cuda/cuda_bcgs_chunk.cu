@@ -74,8 +74,6 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
   return false;
 }
 
-constexpr PetscInt BCGS_GRID_OCCUPANCY_ROWS = 1 << 17;
-
 /*
    BCGSChunkKernel - chunk iterations 1..k of fusedbcgs (the two-reduction form of its chunks), each:
      A  Ap = Op p on the block's rows, its terms of <Ap,r*>; grid barrier; every block sums <Ap,r*>
@@ -92,7 +90,7 @@ constexpr PetscInt BCGS_GRID_OCCUPANCY_ROWS = 1 << 17;
    computes the same scalars from the same sums, so all take the same branches.  The partial sets
    need no second copy: each is read between the barrier after its writes and the next barrier,
    and written again only after that one.
-   Compiled for MIN_BLOCKS blocks per SM (0: no bound; see BCGS_GRID_OCCUPANCY_ROWS).
+   Compiled for MIN_BLOCKS blocks per SM (0: no bound; see tuning.bcgs_grid_occupancy_rows).
 */
 template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS) BCGSChunkKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
@@ -381,10 +379,10 @@ template <class Rows, int THREADS, int R> static PetscErrorCode LaunchBCGSChunkR
 }
 
 /*
-   BCGSChunk - Backend::bcgs_chunk on the device: one kernel for the k iterations when args->persistent -
+   BCGSChunk - Backend::bcgs_chunk on the device: one kernel for the k iterations unless args->form is STEPS -
    the resident kernel (one thread block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS) when
    the matrix fits it, else a cooperative grid when the device can and the matrix has at most
-   FUSED_BCGS_PERSISTENT_ROWS rows - otherwise the 4k kernels of BCGSChunkSteps()
+   tuning.bcgs_persistent_rows rows (any number with GRID) - otherwise the 4k kernels of BCGSChunkSteps()
 */
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
 {
@@ -393,11 +391,11 @@ PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
   PetscCheck(!args->wl || !args->wr, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "bcgs_chunk takes at most one of wl and wr");
   const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
   PetscCall(DispatchChunk<256>(
-      args->persistent && args->k > 0 && n <= FUSED_BCGS_PERSISTENT_ROWS, args->csr, args->sell,
+      args->k > 0 ? args->form : ChunkForm::STEPS, n <= tuning.bcgs_persistent_rows, args->csr, args->sell,
       [&](const auto &rows, auto threads, auto r, bool *launched) { return LaunchBCGSChunkResident<std::decay_t<decltype(rows)>, decltype(threads)::value, decltype(r)::value>(args, rows, launched); },
       [&](const auto &rows, bool *launched) {
         using Rows         = std::decay_t<decltype(rows)>;
-        const void *kernel = rows.A.nrows >= BCGS_GRID_OCCUPANCY_ROWS ? (const void *)BCGSChunkKernel<Rows, BCGS_GRID_BLOCKS_PER_SM> : (const void *)BCGSChunkKernel<Rows, 0>;
+        const void *kernel = rows.A.nrows >= tuning.bcgs_grid_occupancy_rows ? (const void *)BCGSChunkKernel<Rows, BCGS_GRID_BLOCKS_PER_SM> : (const void *)BCGSChunkKernel<Rows, 0>;
 
         return LaunchGridChunk(
             kernel, rows, 7,

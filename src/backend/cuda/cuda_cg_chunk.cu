@@ -33,7 +33,6 @@ struct CGChunkKernelArgs {
 /* The grid kernel for matrices of at least tuning.cg_grid_occupancy_rows rows is compiled for
    CG_GRID_BLOCKS_PER_SM blocks per SM (sys/tuning.hpp); the steps' update kernels have no bound: it
    made them slower                                                                                  */
-constexpr PetscInt CG_GRID_OCCUPANCY_ROWS = 1 << 19;
 
 /*
    CGChunkKernel - chunk iterations 1..k of fusedcg, each: alpha and beta from the sums of the
@@ -46,7 +45,7 @@ constexpr PetscInt CG_GRID_OCCUPANCY_ROWS = 1 << 19;
    (ChunkStartLimits()).
    Block b owns rows [b chunk, (b+1) chunk) in both phases, so x, r and q are only read by the block
    that wrote them; p is read by every block.
-   Compiled for MIN_BLOCKS blocks per SM (0: no bound; see CG_GRID_OCCUPANCY_ROWS).
+   Compiled for MIN_BLOCKS blocks per SM (0: no bound; see tuning.cg_grid_occupancy_rows).
 */
 template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS) CGChunkKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
@@ -267,7 +266,7 @@ template <class Rows, int THREADS, int R> static PetscErrorCode LaunchCGChunkRes
 }
 
 /*
-   CGChunk - Backend::cg_chunk on the device: one kernel for the k iterations when args->persistent -
+   CGChunk - Backend::cg_chunk on the device: one kernel for the k iterations unless args->form is STEPS -
    the resident kernel (one thread block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS) when
    the matrix fits it, else a cooperative grid when the device can - otherwise the 2k kernels of
    CGChunkSteps()
@@ -277,11 +276,11 @@ PetscErrorCode CGChunk(const CGChunkArgs *args)
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   PetscCall(DispatchChunk<256>(
-      args->persistent && args->k > 0, args->csr, args->sell,
+      args->k > 0 ? args->form : ChunkForm::STEPS, true, args->csr, args->sell,
       [&](const auto &rows, auto threads, auto r, bool *launched) { return LaunchCGChunkResident<std::decay_t<decltype(rows)>, decltype(threads)::value, decltype(r)::value>(args, rows, launched); },
       [&](const auto &rows, bool *launched) {
         using Rows         = std::decay_t<decltype(rows)>;
-        const void *kernel = rows.A.nrows >= CG_GRID_OCCUPANCY_ROWS ? (const void *)CGChunkKernel<Rows, CG_GRID_BLOCKS_PER_SM> : (const void *)CGChunkKernel<Rows, 0>;
+        const void *kernel = rows.A.nrows >= tuning.cg_grid_occupancy_rows ? (const void *)CGChunkKernel<Rows, CG_GRID_BLOCKS_PER_SM> : (const void *)CGChunkKernel<Rows, 0>;
 
         return LaunchGridChunk(
             kernel, rows, 2 * CG_NSLOT + 1,

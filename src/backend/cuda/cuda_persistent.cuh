@@ -380,13 +380,13 @@ PetscErrorCode LaunchResidentChunk(const void *kernel, int nblocks, int threads,
 
 /* The blocks of a resident chunk kernel of `rows` rows per block for a matrix of n rows and `entries`
    stored entries (-1: unknown): 0 when the matrix does not fit it (more than
-   FUSED_RESIDENT_CHUNK_BLOCKS blocks, or more than FUSED_BLOCK_CHUNK_NNZ entries per
+   FUSED_RESIDENT_CHUNK_BLOCKS blocks, or more than tuning.resident_block_nnz entries per
    FUSED_BLOCK_CHUNK_ROWS rows of the blocks)                                                     */
 inline int ResidentChunkBlocks(PetscInt n, PetscInt64 entries, PetscInt rows)
 {
   const PetscInt nblocks = (n + rows - 1) / rows;
 
-  return n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || entries < 0 || entries > FUSED_BLOCK_CHUNK_NNZ * rows / FUSED_BLOCK_CHUNK_ROWS * nblocks ? 0 : (int)nblocks;
+  return n < 1 || nblocks > FUSED_RESIDENT_CHUNK_BLOCKS || entries < 0 || entries > tuning.resident_block_nnz * rows / FUSED_BLOCK_CHUNK_ROWS * nblocks ? 0 : (int)nblocks;
 }
 
 /* Calls launch(THREADS, R) (std::integral_constant's) with the blocks of a resident chunk kernel for n
@@ -439,21 +439,22 @@ template <class Rows, class Make> PetscErrorCode LaunchGridChunk(const void *ker
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The dispatch of a chunk that a solver hands to the backend whole.  When `persistent`, with the Rows
-   type of the matrix (DispatchRows()): the resident kernel, resident(rows, THREADS, R, &launched) for
-   the blocks DispatchResidentBlocks<MIN_THREADS>() chooses, else one kernel on a cooperative grid,
-   grid(rows, &launched), each setting launched when it could.  Otherwise, or when neither could,
-   steps(): the kernels of the chunk's steps.                                                        */
-template <int MIN_THREADS, class Resident, class Grid, class Steps> PetscErrorCode DispatchChunk(bool persistent, const CSRView *csr, const SELLView *sell, Resident &&resident, Grid &&grid, Steps &&steps)
+/* The dispatcher of a chunk that a solver hands to the backend whole, in the ChunkForm `form` (STEPS
+   for a chunk no persistent kernel can run): with the Rows type of the matrix (DispatchRows()), the
+   resident kernel, resident(rows, THREADS, R, &launched) for the blocks DispatchResidentBlocks<MIN_THREADS>()
+   chooses (not for GRID), else one kernel on a cooperative grid, grid(rows, &launched) (GRID, or
+   `auto_grid`: the tuning table allows it for this matrix), each setting launched when it could;
+   otherwise, or when neither could, steps(): the kernels of the chunk's steps.                     */
+template <int MIN_THREADS, class Resident, class Grid, class Steps> PetscErrorCode DispatchChunk(ChunkForm form, bool auto_grid, const CSRView *csr, const SELLView *sell, Resident &&resident, Grid &&grid, Steps &&steps)
 {
   bool launched = false;
 
   PetscFunctionBegin;
-  if (persistent) {
+  if (form != ChunkForm::STEPS) {
     PetscCall(DispatchRows(csr, sell, [&](auto rows) {
       PetscFunctionBegin;
-      PetscCall(DispatchResidentBlocks<MIN_THREADS>(rows.A.nrows, [&](auto threads, auto r) { return resident(rows, threads, r, &launched); }));
-      if (!launched) PetscCall(grid(rows, &launched));
+      if (form != ChunkForm::GRID) PetscCall(DispatchResidentBlocks<MIN_THREADS>(rows.A.nrows, [&](auto threads, auto r) { return resident(rows, threads, r, &launched); }));
+      if (!launched && (form == ChunkForm::GRID || auto_grid)) PetscCall(grid(rows, &launched));
       PetscFunctionReturn(PETSC_SUCCESS);
     }));
   }

@@ -539,11 +539,11 @@ static PetscErrorCode StartSGMRESChunk(const SGMRESChunkArgs *args)
 }
 
 /*
-   SGMRESChunk - Backend::sgmres_chunk on the device: one kernel for the k steps when
-   args->persistent - the resident kernel (one block or one cluster) when the restart is at most
+   SGMRESChunk - Backend::sgmres_chunk on the device: one kernel for the k steps unless args->form
+   is STEPS - the resident kernel (one block or one cluster) when the restart is at most
    SGMRES_RESIDENT_RESTART and the matrix fits it, else a cooperative kernel when the restart is at
-   most FUSED_SGMRES_PERSISTENT_RESTART, the matrix has at most FUSED_SGMRES_PERSISTENT_ROWS rows and
-   the device can - otherwise the 3k kernels of SGMRESChunkSteps(); a chunk that starts the solve
+   most FUSED_SGMRES_PERSISTENT_RESTART, the matrix has at most tuning.sgmres_persistent_rows rows
+   (any number with GRID) and the device can - otherwise the 3k kernels of SGMRESChunkSteps(); a chunk that starts the solve
    (args->b) runs StartSGMRESChunk() first
 */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
@@ -554,7 +554,7 @@ PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
   PetscCheck(!args->b || args->i0 == 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "Only the first chunk of a cycle starts the solve, not one from step %" PetscInt_FMT, args->i0 + 1);
   if (args->b) PetscCall(StartSGMRESChunk(args));
   PetscCall(DispatchChunk<128>(
-      args->persistent && args->k > 0 && args->m <= FUSED_SGMRES_PERSISTENT_RESTART && (args->csr ? args->csr->nrows : args->sell->nrows) <= FUSED_SGMRES_PERSISTENT_ROWS, args->csr, args->sell,
+      args->k > 0 && args->m <= FUSED_SGMRES_PERSISTENT_RESTART ? args->form : ChunkForm::STEPS, (args->csr ? args->csr->nrows : args->sell->nrows) <= tuning.sgmres_persistent_rows, args->csr, args->sell,
       [&](const auto &rows, auto threads, auto r, bool *launched) { return LaunchSGMRESChunkResident<std::decay_t<decltype(rows)>, decltype(threads)::value, decltype(r)::value>(args, rows, launched); },
       [&](const auto &rows, bool *launched) { return LaunchSGMRESChunk(args, rows, launched); }, [&] { return SGMRESChunkSteps(CUDABackend(), args); }));
   PetscFunctionReturn(PETSC_SUCCESS);
