@@ -926,6 +926,23 @@ static PetscErrorCode ChunkMatrix(const char *what, Mat A, std::initializer_list
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The fields every chunk's arguments share and the chunk's run on the backend, op, logged as event (x, p:
+   the event's other objects, or 0)                                                                     */
+template <class Args>
+static PetscErrorCode RunChunk(Args *args, PetscScalar *slots, ChunkControl *ctl, PetscInt k, ChunkForm form, PetscInt64 nnz, PetscErrorCode (*Backend::*op)(const Args *), PetscLogEvent event, Mat A, PetscObject x, PetscObject p)
+{
+  PetscFunctionBegin;
+  args->slots = slots;
+  args->ctl   = ctl;
+  args->k     = k;
+  args->form  = args->par ? ChunkForm::STEPS : form; /* a persistent kernel cannot wait for the other processes */
+  args->nnz   = nnz;
+  PetscCall(PetscLogEventBegin(event, A, x, p, 0));
+  PetscCall((ActiveBackend()->*op)(args));
+  PetscCall(PetscLogEventEnd(event, A, x, p, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, ChunkForm form)
 {
   const PetscMemoryAccessMode updated = b ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ_WRITE;
@@ -951,14 +968,7 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
   args.guess = b ? guess : PETSC_FALSE;
   args.bnorm = b ? bnorm : CHUNK_BNORM_NONE;
   args.w     = wa;
-  args.slots = slots;
-  args.ctl   = ctl;
-  args.k     = k;
-  args.form  = args.par ? ChunkForm::STEPS : form; /* a persistent kernel cannot wait for the other processes */
-  args.nnz   = nnz;
-  PetscCall(PetscLogEventBegin(events.cg_chunk, A, x, p, 0));
-  PetscCall(ActiveBackend()->cg_chunk(&args));
-  PetscCall(PetscLogEventEnd(events.cg_chunk, A, x, p, 0));
+  PetscCall(RunChunk(&args, slots, ctl, k, form, nnz, &Backend::cg_chunk, events.cg_chunk, A, (PetscObject)x, (PetscObject)p));
   PetscCall(PetscLogFlops((k + (b ? 1 : 0)) * (16.0 * n + 2.0 * (PetscLogDouble)nnz) + (b && guess ? 2.0 * (PetscLogDouble)nnz : 0)));
   PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -988,17 +998,10 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
   PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_WRITE, &args.s));
   PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_WRITE, &args.Ap));
   PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_WRITE, &args.As));
-  args.wl    = wla;
-  args.wr    = wra;
-  args.b     = ba;
-  args.slots = slots;
-  args.ctl   = ctl;
-  args.k     = k;
-  args.form  = args.par ? ChunkForm::STEPS : form; /* a persistent kernel cannot wait for the other processes */
-  args.nnz   = nnz;
-  PetscCall(PetscLogEventBegin(events.bcgs_chunk, A, x, p, 0));
-  PetscCall(ActiveBackend()->bcgs_chunk(&args));
-  PetscCall(PetscLogEventEnd(events.bcgs_chunk, A, x, p, 0));
+  args.wl = wla;
+  args.wr = wra;
+  args.b  = ba;
+  PetscCall(RunChunk(&args, slots, ctl, k, form, nnz, &Backend::bcgs_chunk, events.bcgs_chunk, A, (PetscObject)x, (PetscObject)p));
   PetscCall(PetscLogFlops(k * (22.0 * n + 4.0 * (PetscLogDouble)nnz)));
   PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1076,21 +1079,14 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
     PetscCall(arr.Get(V[v], v <= i0 ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &va[v]));
   }
   for (PetscInt v = i0 + 1; v <= i0 + k + 1; ++v) PetscCall(arr.Get(Z[v], v == i0 + 1 && !b ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &za[v]));
-  args.wr    = wra;
-  args.b     = ba;
-  args.V     = va.data();
-  args.Z     = za.data();
-  args.i0    = i0;
-  args.m     = m;
-  args.keep  = keep;
-  args.slots = slots;
-  args.ctl   = ctl;
-  args.k     = k;
-  args.form  = args.par ? ChunkForm::STEPS : form; /* a persistent kernel cannot wait for the other processes */
-  args.nnz   = nnz;
-  PetscCall(PetscLogEventBegin(events.sgmres_chunk, A, 0, 0, 0));
-  PetscCall(ActiveBackend()->sgmres_chunk(&args));
-  PetscCall(PetscLogEventEnd(events.sgmres_chunk, A, 0, 0, 0));
+  args.wr   = wra;
+  args.b    = ba;
+  args.V    = va.data();
+  args.Z    = za.data();
+  args.i0   = i0;
+  args.m    = m;
+  args.keep = keep;
+  PetscCall(RunChunk(&args, slots, ctl, k, form, nnz, &Backend::sgmres_chunk, events.sgmres_chunk, A, nullptr, nullptr));
   PetscCall(PetscLogFlops(k * (2.0 * (PetscLogDouble)nnz + 4.0 * n * (i0 + (k + 1) / 2.0 + 1))));
   PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
