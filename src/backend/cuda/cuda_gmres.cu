@@ -63,8 +63,10 @@ template <int CAP> __global__ void MAXPYScaleKernel(PetscInt n, PetscInt chunk, 
   PetscScalar      acc[1] = {0};
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    PetscScalar yi = SGMRESOrthogonalEntry(y[i], count, table.coef, [&](PetscInt j) { return table.v[j][i]; }) * scale;
-    y[i]           = yi;
+    PetscScalar yi = y[i];
+    for (int j = 0; j < count; ++j) yi -= table.coef[j] * table.v[j][i]; /* the table read in the parameter space */
+    yi *= scale;
+    y[i] = yi;
     acc[0] += yi * (dotvec ? dotvec[i] : yi);
   }
   ReduceBlocks(acc, withdot ? 1 : 0, red);
@@ -79,7 +81,8 @@ __global__ void SGMRESUpdateKernel(PetscInt n, PetscInt chunk, const __grid_cons
   PetscScalar      acc[1] = {0};
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    PetscScalar       wi = SGMRESOrthogonalEntry(w[i], count, table.coef, [&](PetscInt j) { return table.v[j][i]; });
+    PetscScalar wi = w[i];
+    for (int j = 0; j < count; ++j) wi -= table.coef[j] * table.v[j][i]; /* as SGMRESOrthogonalEntry(), the table read in the parameter space */
     const PetscScalar zi = SGMRESUpdateEntry(scale, eta, zold[i], wi);
     w[i]                 = wi;
     znew[i]              = zi;
@@ -111,7 +114,8 @@ __global__ void SGMRESUpdateChainedKernel(PetscInt n, PetscInt chunk, const __gr
   if (blockIdx.x == 0 && threadIdx.x == 0) cur[m + 2] = res * res;
   const PetscScalar scale = 1 / h;
   for (PetscInt64 k = range.begin + threadIdx.x; k < range.end; k += blockDim.x) {
-    PetscScalar       wk = SGMRESOrthogonalEntry(w[k], i - 1, cur, [&](PetscInt v) { return table.v[v][k]; });
+    PetscScalar wk = w[k];
+    for (PetscInt v = 0; v < i - 1; ++v) wk -= cur[v] * table.v[v][k]; /* as SGMRESOrthogonalEntry(), the table read in the parameter space */
     const PetscScalar zk = SGMRESUpdateEntry(scale, eta, zold[k], wk);
     w[k]                 = wk;
     znew[k]              = zk;
