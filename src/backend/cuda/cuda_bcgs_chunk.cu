@@ -357,25 +357,11 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   }
 }
 
-/* Launches the resident kernel of THREADS threads and R * THREADS rows per block when the matrix fits
-   it and the device can hold its blocks as one cluster; *launched says whether it did           */
+/* The resident BiCGStab kernel of THREADS threads and R * THREADS rows per block (LaunchResidentForm()) */
 template <class Rows, int THREADS, int R> static PetscErrorCode LaunchBCGSChunkResident(const BCGSChunkArgs *args, const Rows &rows, bool *launched)
 {
-  constexpr PetscInt ROWS    = R * THREADS;
-  const PetscInt     n       = rows.A.nrows;
-  const int          nblocks = ResidentChunkBlocks(n, args->nnz, ROWS);
-
-  PetscFunctionBegin;
-  *launched = false;
-  if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
-  {
-    BCGSChunkKernelArgs a        = {n, PetscMin(n, ROWS), args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl};
-    void               *params[] = {(void *)&a, (void *)&rows};
-    const void         *kernel   = nblocks > 1 ? (const void *)BCGSChunkResidentKernel<Rows, true, THREADS, R> : (const void *)BCGSChunkResidentKernel<Rows, false, THREADS, R>;
-
-    PetscCall(LaunchResidentChunk(kernel, nblocks, THREADS, params, 6 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return LaunchResidentForm<THREADS, R>((const void *)BCGSChunkResidentKernel<Rows, false, THREADS, R>, (const void *)BCGSChunkResidentKernel<Rows, true, THREADS, R>, rows, args->nnz,
+                                        BCGSChunkKernelArgs{rows.A.nrows, 0, args->k, 0, args->wl, args->wr, args->b, args->rstar, args->x, args->r, args->p, args->s, args->Ap, args->As, args->slots, nullptr, args->ctl}, 6, launched);
 }
 
 /*

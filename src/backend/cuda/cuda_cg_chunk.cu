@@ -244,25 +244,11 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   }
 }
 
-/* Launches the resident kernel of THREADS threads and R * THREADS rows per block when the matrix fits
-   it and the device can hold its blocks as one cluster; *launched says whether it did           */
+/* The resident CG kernel of THREADS threads and R * THREADS rows per block (LaunchResidentForm()) */
 template <class Rows, int THREADS, int R> static PetscErrorCode LaunchCGChunkResident(const CGChunkArgs *args, const Rows &rows, bool *launched)
 {
-  constexpr PetscInt ROWS    = R * THREADS;
-  const PetscInt     n       = rows.A.nrows;
-  const int          nblocks = ResidentChunkBlocks(n, args->nnz, ROWS);
-
-  PetscFunctionBegin;
-  *launched = false;
-  if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
-  {
-    CGChunkKernelArgs a        = {n, PetscMin(n, ROWS), args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl, args->guess, args->bnorm};
-    void             *params[] = {(void *)&a, (void *)&rows};
-    const void       *kernel   = nblocks > 1 ? (const void *)CGChunkResidentKernel<Rows, true, THREADS, R> : (const void *)CGChunkResidentKernel<Rows, false, THREADS, R>;
-
-    PetscCall(LaunchResidentChunk(kernel, nblocks, THREADS, params, 3 * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return LaunchResidentForm<THREADS, R>((const void *)CGChunkResidentKernel<Rows, false, THREADS, R>, (const void *)CGChunkResidentKernel<Rows, true, THREADS, R>, rows, args->nnz,
+                                        CGChunkKernelArgs{rows.A.nrows, 0, args->k, 0, args->w, args->b, args->x, args->r, args->p, args->q, args->slots, nullptr, args->ctl, args->guess, args->bnorm}, 3, launched);
 }
 
 /*

@@ -475,5 +475,25 @@ inline size_t ResidentMatrixBytes(const SELLView &)
   return SIZE_MAX;
 }
 
+/* Launches a resident chunk kernel of THREADS threads and R * THREADS rows per block (single: its
+   one-block form, cluster: its cluster form) with the arguments a (a.chunk and a.matrix_bytes set
+   here; nvec vectors of a.chunk entries per block in shared memory) when the matrix (nnz entries)
+   fits it and the device can hold its blocks as one cluster; *launched says whether it did       */
+template <int THREADS, int R, class Rows, class KernelArgs> PetscErrorCode LaunchResidentForm(const void *single, const void *cluster, const Rows &rows, PetscInt64 nnz, KernelArgs a, int nvec, bool *launched)
+{
+  const int nblocks = ResidentChunkBlocks(rows.A.nrows, nnz, R * THREADS);
+
+  PetscFunctionBegin;
+  *launched = false;
+  if (!nblocks) PetscFunctionReturn(PETSC_SUCCESS);
+  a.chunk = PetscMin(rows.A.nrows, (PetscInt)(R * THREADS));
+  {
+    void *params[] = {(void *)&a, (void *)&rows};
+
+    PetscCall(LaunchResidentChunk(nblocks > 1 ? cluster : single, nblocks, THREADS, params, nvec * a.chunk * sizeof(PetscScalar), ResidentMatrixBytes(rows.A), &a.matrix_bytes, launched));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace cuda
 } // namespace fusedksp
