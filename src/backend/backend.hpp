@@ -555,7 +555,7 @@ PetscErrorCode BCGSChunkSteps(const Backend *be, const BlasKernels *blas, const 
 /* Backend::sgmres_chunk as the operations of its steps on `be` (3k calls) */
 PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *args);
 /* Backend::sgmres_chunk of a backend in host memory: the start of args->b on the host, then SGMRESChunkSteps() */
-PetscErrorCode SGMRESChunkHostMemory(const Backend *be, const BlasKernels *blas, const SGMRESChunkArgs *args);
+PetscErrorCode SGMRESChunkHostMemory(const Backend *be, const SGMRESChunkArgs *args);
 
 /* Backend::comm_create, comm_destroy, allreduce and exchange through MPI on host memory (src/backend/comm_mpi.cxx):
    each completes before it returns, so a backend whose kernels may still run fences before calling them       */

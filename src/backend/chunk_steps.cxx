@@ -184,7 +184,7 @@ PetscErrorCode SGMRESChunkSteps(const Backend *be, const SGMRESChunkArgs *a)
    threads): the start of a chunk that starts the solve (args->b: <b,b> to its slot as Backend::dots
    sums it, SGMRESChunkStart() on the host, z_1 = b / rho as VecScale() by 1 / rho), then the steps
 */
-PetscErrorCode SGMRESChunkHostMemory(const Backend *be, const BlasKernels *blas, const SGMRESChunkArgs *args)
+PetscErrorCode SGMRESChunkHostMemory(const Backend *be, const SGMRESChunkArgs *args)
 {
   const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
 
@@ -198,9 +198,10 @@ PetscErrorCode SGMRESChunkHostMemory(const Backend *be, const BlasKernels *blas,
     PetscCall(be->reduce_target(args->slots + args->m + 2, nullptr));
     PetscCall(be->dots(n, nullptr, args->b, 1, &self, nullptr));
     rho = SGMRESChunkStart(args->ctl, args->slots, args->m);
-    if (rho != 0) {
-      PetscCall(blas->copy(n, args->b, args->Z[1]));
-      PetscCall(blas->scale(n, 1 / rho, args->Z[1]));
+    if (rho != 0) { /* one pass, as VecScale() by 1 / rho; the backend's memory is the host's */
+      const PetscScalar scale = 1 / rho;
+      for (PetscInt i = 0; i < n; ++i) args->Z[1][i] = args->b[i] * scale;
+      be->counters->launches++;
     }
   }
   PetscCall(SGMRESChunkSteps(be, args));

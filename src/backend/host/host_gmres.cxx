@@ -63,7 +63,7 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
 /* See Backend::sgmres_chunk */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
 {
-  return SGMRESChunkHostMemory(HostBackend(), HostBlas(), args);
+  return SGMRESChunkHostMemory(HostBackend(), args);
 }
 
 } // namespace host

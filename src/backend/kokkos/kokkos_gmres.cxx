@@ -142,7 +142,7 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
 /* See Backend::sgmres_chunk */
 PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
 {
-  return SGMRESChunkHostMemory(KokkosBackend(), KokkosBlas(), args);
+  return SGMRESChunkHostMemory(KokkosBackend(), args);
 }
 
 } // namespace kokkos
