@@ -31,3 +31,7 @@ PetscErrorCode WAXPYDotChained(PetscInt, const PetscScalar *, const PetscScalar 
 PetscErrorCode BCGSUpdateChained(PetscInt, const PetscScalar *, const PetscScalar *, ChunkControl *, PetscInt, const PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *,
                                  const PetscScalar *);
 PetscErrorCode SGMRESUpdateChained(PetscInt, PetscInt, PetscInt, PetscReal, const PetscScalar *const *, PetscScalar *, const PetscScalar *, PetscScalar *, const PetscScalar *, PetscScalar *, ChunkControl *, PetscInt);
+/* The halo exchange's copies (complete after the next fence) and the wait for the fence */
+PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
+PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
+PetscErrorCode FenceWait(void);

@@ -61,6 +61,13 @@ struct BlasKernels {
   PetscErrorCode (*norminf)(PetscInt n, const PetscScalar *x, PetscReal *val);
 };
 
+/* BlasKernels::mdot of a backend: its Gram-Schmidt multi-dot (Backend::mdot) with x as its vector */
+using GramSchmidtMDotFn = PetscErrorCode (*)(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
+template <GramSchmidtMDotFn mdot> PetscErrorCode MDotByGramSchmidt(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
+{
+  return mdot(n, nv, Y, x, PETSC_FALSE, vals);
+}
+
 /* The kernels of each backend compiled into the library */
 const BlasKernels *HostBlas();
 #if defined(FUSEDKSP_HAVE_KOKKOS)

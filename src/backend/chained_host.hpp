@@ -6,8 +6,9 @@
    with its results to the reduce target; a stop is recorded in the chunk's control block instead.
 
    Included inside the namespace of such a backend (host_chained.cxx, kokkos_chained.cxx), which
-   provides its operations (backend_functions.hpp), its reduce target `target` and `counters`, and
-   StoreChainedResults(nd, all) (the results to the reduce target).  Meant to be included once per
+   provides its operations (backend_functions.hpp), its reduce target `target` and `counters`,
+   StoreChainedResults(nd, all) (the results to the reduce target), and ThisBackend() and ThisBlas()
+   (its tables).  Meant to be included once per
    backend namespace, so it has no include guard.
 */
 
@@ -98,4 +99,21 @@ PetscErrorCode SGMRESUpdateChained(PetscInt n, PetscInt i, PetscInt m, PetscReal
     PetscCall(StoreChainedResults(1, all));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::cg_chunk and bcgs_chunk: the operations of the chunk's steps, one at a time */
+PetscErrorCode CGChunk(const CGChunkArgs *args)
+{
+  return CGChunkSteps(ThisBackend(), ThisBlas(), args);
+}
+
+PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
+{
+  return BCGSChunkSteps(ThisBackend(), ThisBlas(), args);
+}
+
+/* See Backend::sgmres_chunk */
+PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
+{
+  return SGMRESChunkHostMemory(ThisBackend(), args);
 }

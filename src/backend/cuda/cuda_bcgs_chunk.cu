@@ -94,11 +94,9 @@ __device__ inline bool BCGSChunkAfterB(ChunkControl *dctl, PetscInt j, const Pet
 */
 template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS) BCGSChunkKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int      ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
-  const int          lane          = threadIdx.x % Rows::LANES;
-  const ChunkRange   range         = BlockChunk(a.n, a.chunk);
-  ChunkControl       ctl           = *a.ctl;
-  const bool         store         = blockIdx.x == 0 && threadIdx.x == 0;
+  const ChunkRange   range = BlockChunk(a.n, a.chunk);
+  ChunkControl       ctl   = *a.ctl;
+  const bool         store = blockIdx.x == 0 && threadIdx.x == 0;
   PetscScalar *const partA = a.partials, *const partB = a.partials + (size_t)3 * gridDim.x;
   PetscScalar prev[BCGS_NSLOT], cur[BCGS_NSLOT];
   PetscInt    j;
@@ -123,18 +121,13 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
 
     { /* A */
       PetscScalar acc[1] = {0}, sums[3];
-      for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-        const PetscInt64 row = first + threadIdx.x / Rows::LANES;
-        PetscScalar      sum = 0;
-
-        if (row < range.end) sum = A.Part(row, lane, a.wr, a.p, LoadL2());
-        if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-        if (lane == 0 && row < range.end) {
-          if (a.wl) sum *= a.wl[row];
-          a.Ap[row] = sum;
-          acc[0] += sum * a.rstar[row];
-        }
-      }
+      ForRowSums<Rows::LANES, BLOCK_SIZE>(
+          range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, a.wr, a.p, LoadL2()); },
+          [&](PetscInt64 row, PetscScalar sum) {
+            if (a.wl) sum *= a.wl[row];
+            a.Ap[row] = sum;
+            acc[0] += sum * a.rstar[row];
+          });
       BlockPartials(acc, partA + (size_t)2 * gridDim.x);
       GridBarrier();
       if (j > 1 || a.b)
@@ -155,20 +148,15 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
       }
       {
         const LoadS load = {alpha, a.r, a.Ap};
-        for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-          const PetscInt64 row = first + threadIdx.x / Rows::LANES;
-          PetscScalar      sum = 0;
-
-          if (row < range.end) sum = A.Part(row, lane, a.wr, nullptr, load);
-          if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-          if (lane == 0 && row < range.end) {
-            if (a.wl) sum *= a.wl[row];
-            a.As[row] = sum;
-            acc[1] += sum * load(nullptr, row);
-            acc[2] += sum * sum;
-            acc[3] += sum * a.rstar[row];
-          }
-        }
+        ForRowSums<Rows::LANES, BLOCK_SIZE>(
+            range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, a.wr, nullptr, load); },
+            [&](PetscInt64 row, PetscScalar sum) {
+              if (a.wl) sum *= a.wl[row];
+              a.As[row] = sum;
+              acc[1] += sum * load(nullptr, row);
+              acc[2] += sum * sum;
+              acc[3] += sum * a.rstar[row];
+            });
       }
       BlockPartials(acc, partB);
       GridBarrier();
@@ -223,13 +211,11 @@ template <bool CLUSTER, PetscInt ROWS> struct LoadResidentS {
 */
 template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch_bounds__(THREADS, 1) BCGSChunkResidentKernel(const BCGSChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr PetscInt            ROWS          = R * THREADS;
-  constexpr int                 ROWS_PER_PASS = THREADS / Rows::LANES;
+  constexpr PetscInt            ROWS = R * THREADS;
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const rsm = resident_vecs + a.chunk, *const aps = resident_vecs + 2 * a.chunk, *const ass = resident_vecs + 3 * a.chunk;
   PetscScalar *const rst = resident_vecs + 4 * a.chunk, *const wls = resident_vecs + 5 * a.chunk;
   const PetscInt                    begin = (PetscInt)blockIdx.x * ROWS, nloc = PetscMin(a.n - begin, ROWS);
-  const int                         lane  = threadIdx.x % Rows::LANES;
   ChunkControl                      ctl   = *a.ctl;
   const bool                        store = blockIdx.x == 0 && threadIdx.x == 0;
   PetscScalar                       x[R], r[R], p[R], s[R], rs[R], prev[BCGS_NSLOT], cur[BCGS_NSLOT], upd[2] = {0, 0};
@@ -241,94 +227,68 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   ResidentMatrixRows(A.A, begin, nloc, reinterpret_cast<char *>(resident_vecs + 6 * a.chunk), a.matrix_bytes, rows.A);
 #pragma unroll
   for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d] = a.slots[d];
-#pragma unroll
-  for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * THREADS;
-    if (i < nloc) {
-      wls[i] = a.wl ? a.wl[begin + i] : 1;
-      if (a.b) { /* the start, as an update with the terms of <r,r*>, <r,r> */
-        x[t] = 0;
-        r[t] = p[t] = rs[t] = a.wl ? wls[i] * a.b[begin + i] : a.b[begin + i];
-        upd[0] += r[t] * r[t];
-        upd[1] += r[t] * r[t];
-      } else {
-        x[t]  = a.x[begin + i];
-        r[t]  = a.r[begin + i];
-        p[t]  = a.p[begin + i];
-        rs[t] = a.rstar[begin + i];
-      }
-      s[t]   = a.s[begin + i];
-      aps[i] = a.Ap[begin + i];
-      ass[i] = a.As[begin + i];
-      rst[i] = rs[t];
-      ps[i]  = p[t];
-      rsm[i] = r[t];
+  ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
+    wls[i] = a.wl ? a.wl[begin + i] : 1;
+    if (a.b) { /* the start, as an update with the terms of <r,r*>, <r,r> */
+      x[t] = 0;
+      r[t] = p[t] = rs[t] = a.wl ? wls[i] * a.b[begin + i] : a.b[begin + i];
+      upd[0] += r[t] * r[t];
+      upd[1] += r[t] * r[t];
+    } else {
+      x[t]  = a.x[begin + i];
+      r[t]  = a.r[begin + i];
+      p[t]  = a.p[begin + i];
+      rs[t] = a.rstar[begin + i];
     }
-  }
+    s[t]   = a.s[begin + i];
+    aps[i] = a.Ap[begin + i];
+    ass[i] = a.As[begin + i];
+    rst[i] = rs[t];
+    ps[i]  = p[t];
+    rsm[i] = r[t];
+  });
   ResidentSync<CLUSTER>();
   for (j = 1; j <= a.k; ++j) {
     PetscScalar *slot = a.slots + j * BCGS_NSLOT, alpha = 0, omega = 0, beta = 0;
 
     { /* A: Ap = Op p, <Ap,r*> with the previous update's <r,r*>, <r,r> */
       PetscScalar acc[3] = {upd[0], upd[1], 0}, sums[3];
-#pragma unroll 4
-      for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
-        const PetscInt row = first + threadIdx.x / Rows::LANES;
-        PetscScalar    sum = 0;
-
-        if (row < nloc) sum = rows.Part(row, lane, a.wr, ps, load_p);
-        if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-        if (lane == 0 && row < nloc) {
-          if (a.wl) sum *= wls[row];
-          aps[row] = sum;
-          acc[2] += sum * rst[row];
-        }
-      }
+      ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, a.wr, ps, load_p); },
+                                       [&](PetscInt row, PetscScalar sum) {
+                                         if (a.wl) sum *= wls[row];
+                                         aps[row] = sum;
+                                         acc[2] += sum * rst[row];
+                                       });
       ResidentSums<CLUSTER>(acc, sums, (int)(j % 2));
       if (!BCGSChunkAfterA(ctl, a.ctl, j, sums, store, slot, prev, cur, &alpha)) break;
     }
     { /* B: s = r - alpha Ap with <s,s>; As = Op s with <As,s>, <As,As>, <As,r*> */
       const LoadResidentS<CLUSTER, ROWS> load   = {alpha, rsm, aps, load_r, load_ap};
       PetscScalar                        acc[4] = {0, 0, 0, 0}, sums[4];
-#pragma unroll
-      for (int t = 0; t < R; ++t) {
-        const PetscInt i = threadIdx.x + t * THREADS;
-        if (i < nloc) {
-          s[t] = BCGSEntryS(alpha, r[t], aps[i]);
-          acc[0] += s[t] * s[t];
-        }
-      }
-#pragma unroll 4
-      for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
-        const PetscInt row = first + threadIdx.x / Rows::LANES;
-        PetscScalar    sum = 0;
-
-        if (row < nloc) sum = rows.Part(row, lane, a.wr, nullptr, load);
-        if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-        if (lane == 0 && row < nloc) {
-          if (a.wl) sum *= wls[row];
-          ass[row] = sum;
-          acc[1] += sum * BCGSEntryS(alpha, rsm[row], aps[row]);
-          acc[2] += sum * sum;
-          acc[3] += sum * rst[row];
-        }
-      }
+      ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
+        s[t] = BCGSEntryS(alpha, r[t], aps[i]);
+        acc[0] += s[t] * s[t];
+      });
+      ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, a.wr, nullptr, load); },
+                                       [&](PetscInt row, PetscScalar sum) {
+                                         if (a.wl) sum *= wls[row];
+                                         ass[row] = sum;
+                                         acc[1] += sum * BCGSEntryS(alpha, rsm[row], aps[row]);
+                                         acc[2] += sum * sum;
+                                         acc[3] += sum * rst[row];
+                                       });
       ResidentSums<CLUSTER>(acc, sums, (int)(j % 2));
       if (!BCGSChunkAfterB(a.ctl, j, sums, store, slot, cur, &omega, &beta)) break;
     }
     /* C: the update of x, r, p with the terms of <r,r*>, <r,r> */
     upd[0] = upd[1] = 0;
-#pragma unroll
-    for (int t = 0; t < R; ++t) {
-      const PetscInt i = threadIdx.x + t * THREADS;
-      if (i < nloc) {
-        const PetscScalar ri = BCGSUpdateEntry(alpha, omega, beta, s[t], ass[i], aps[i], a.wr, a.wr ? a.wr[begin + i] : 1, x[t], r[t], p[t]);
-        ps[i]                = p[t];
-        rsm[i]               = ri;
-        upd[0] += ri * rs[t];
-        upd[1] += ri * ri;
-      }
-    }
+    ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
+      const PetscScalar ri = BCGSUpdateEntry(alpha, omega, beta, s[t], ass[i], aps[i], a.wr, a.wr ? a.wr[begin + i] : 1, x[t], r[t], p[t]);
+      ps[i]                = p[t];
+      rsm[i]               = ri;
+      upd[0] += ri * rs[t];
+      upd[1] += ri * ri;
+    });
     ResidentSync<CLUSTER>();
 #pragma unroll
     for (int d = 0; d < BCGS_NSLOT; ++d) prev[d] = cur[d];
@@ -341,20 +301,15 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
       a.slots[a.k * BCGS_NSLOT + BCGS_RR]     = sums[1];
     }
   }
-  if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
-#pragma unroll
-  for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * THREADS;
-    if (i < nloc) {
-      a.x[begin + i]  = x[t];
-      a.r[begin + i]  = r[t];
-      a.p[begin + i]  = p[t];
-      a.s[begin + i]  = s[t];
-      a.Ap[begin + i] = aps[i];
-      a.As[begin + i] = ass[i];
-      if (a.b) a.rstar[begin + i] = rs[t];
-    }
-  }
+  ResidentWriteBack<CLUSTER, R, THREADS>(nloc, [&](int t, PetscInt i) {
+    a.x[begin + i]  = x[t];
+    a.r[begin + i]  = r[t];
+    a.p[begin + i]  = p[t];
+    a.s[begin + i]  = s[t];
+    a.Ap[begin + i] = aps[i];
+    a.As[begin + i] = ass[i];
+    if (a.b) a.rstar[begin + i] = rs[t];
+  });
 }
 
 /* The resident BiCGStab kernel of THREADS threads and R * THREADS rows per block (LaunchResidentForm()) */

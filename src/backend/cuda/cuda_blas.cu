@@ -334,15 +334,6 @@ PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y, Petsc
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* vals[j] = <x, Y[j]>: the Gram-Schmidt multi-dot (MDot, cuda_gmres.cu) with x as its vector: one
-   device->host copy of the partials of all nv dot products                                     */
-PetscErrorCode MDotBlas(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
-{
-  PetscFunctionBegin;
-  PetscCall(MDot(n, nv, Y, x, PETSC_FALSE, vals));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode Norm2(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
   PetscFunctionBegin;
@@ -364,6 +355,9 @@ PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 }
 
 } // namespace
+
+#include "backend/blas_table.hpp"
+
 } // namespace cuda
 
 /*
@@ -372,8 +366,7 @@ PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 */
 const BlasKernels *CUDABlas()
 {
-  static const BlasKernels blas = {"cuda",     cuda::AXPY, cuda::AYPX,          cuda::AXPBY,           cuda::AXPBYPCZ, cuda::WAXPY,    cuda::MAXPY, cuda::Scale, cuda::Set,
-                                   cuda::Copy, cuda::Swap, cuda::PointwiseMult, cuda::PointwiseDivide, cuda::Dot,      cuda::MDotBlas, cuda::Norm2, cuda::Norm1, cuda::NormInf};
+  static const BlasKernels blas = cuda::BlasTable("cuda", cuda::MAXPY);
 
   return CUDABackend() ? &blas : nullptr;
 }

@@ -49,24 +49,16 @@ struct CGChunkKernelArgs {
 */
 template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SIZE, MIN_BLOCKS) CGChunkKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int    ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
-  const int        lane          = threadIdx.x % Rows::LANES;
-  const ChunkRange range         = BlockChunk(a.n, a.chunk);
-  ChunkControl     ctl           = *a.ctl;
+  const ChunkRange range = BlockChunk(a.n, a.chunk);
+  ChunkControl     ctl   = *a.ctl;
   PetscScalar      prev[CG_NSLOT], bnorm[1] = {0}, ref[2] = {0, 0}; /* CGReference() */
 
   if (ctl.stopped >= 0) return;
 #pragma unroll
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
   if (a.b && a.guess) { /* r = b - A x on the block's rows (x is not written before the next grid barrier) */
-    for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-      const PetscInt64 row = first + threadIdx.x / Rows::LANES;
-      PetscScalar      sum = 0;
-
-      if (row < range.end) sum = A.Part(row, lane, nullptr, a.x, LoadL2());
-      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-      if (lane == 0 && row < range.end) a.r[row] = a.b[row] - sum;
-    }
+    ForRowSums<Rows::LANES, BLOCK_SIZE>(
+        range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, nullptr, a.x, LoadL2()); }, [&](PetscInt64 row, PetscScalar sum) { a.r[row] = a.b[row] - sum; });
     __syncthreads();
   }
   for (PetscInt j = a.b ? 0 : 1; j <= a.k; ++j) {
@@ -92,17 +84,12 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
       a.p[i] = pi;
     }
     GridBarrier();
-    for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-      const PetscInt64 row = first + threadIdx.x / Rows::LANES;
-      PetscScalar      sum = 0;
-
-      if (row < range.end) sum = A.Part(row, lane, nullptr, a.p, LoadL2());
-      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-      if (lane == 0 && row < range.end) {
-        a.q[row] = sum;
-        CGProductTerms(sum, __ldcg(a.p + row), a.r[row], a.w, a.w ? a.w[row] : 1, acc);
-      }
-    }
+    ForRowSums<Rows::LANES, BLOCK_SIZE>(
+        range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, nullptr, a.p, LoadL2()); },
+        [&](PetscInt64 row, PetscScalar sum) {
+          a.q[row] = sum;
+          CGProductTerms(sum, __ldcg(a.p + row), a.r[row], a.w, a.w ? a.w[row] : 1, acc);
+        });
     acc[CG_RU] = acc[CG_QZ]; /* M = diag(w)^{-1} is symmetric */
     BlockPartials(acc, part);
     if (!j && a.bnorm != CHUNK_BNORM_NONE) BlockPartials(bnorm, a.partials + (size_t)2 * CG_NSLOT * gridDim.x);
@@ -136,12 +123,10 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
 */
 template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch_bounds__(THREADS, 1) CGChunkResidentKernel(const CGChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr PetscInt            ROWS          = R * THREADS;
-  constexpr int                 ROWS_PER_PASS = THREADS / Rows::LANES;
+  constexpr PetscInt            ROWS = R * THREADS;
   extern __shared__ PetscScalar resident_vecs[];
   PetscScalar *const ps = resident_vecs, *const qs = resident_vecs + a.chunk, *const ws = resident_vecs + 2 * a.chunk;
   const PetscInt                    begin = (PetscInt)blockIdx.x * ROWS, nloc = PetscMin(a.n - begin, ROWS);
-  const int                         lane  = threadIdx.x % Rows::LANES;
   ChunkControl                      ctl   = *a.ctl;
   const bool                        store = blockIdx.x == 0 && threadIdx.x == 0;
   PetscScalar                       x[R], r[R], p[R], w[R], prev[CG_NSLOT], bnorm[1] = {0}, ref[2] = {0, 0}; /* CGReference() */
@@ -154,29 +139,18 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
   if (a.b && a.guess) { /* b - A x of the block's rows to qs (x is read from global memory, written only at the end) */
     __syncthreads();    /* the matrix rows */
-    for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
-      const PetscInt row = first + threadIdx.x / Rows::LANES;
-      PetscScalar    sum = 0;
-
-      if (row < nloc) sum = rows.Part(row, lane, nullptr, a.x, LoadL2());
-      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-      if (lane == 0 && row < nloc) qs[row] = a.b[begin + row] - sum;
-    }
+    ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, nullptr, a.x, LoadL2()); }, [&](PetscInt row, PetscScalar sum) { qs[row] = a.b[begin + row] - sum; });
     __syncthreads();
   }
-#pragma unroll
-  for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * THREADS;
-    if (i < nloc) {
-      x[t]  = a.b && !a.guess ? 0 : a.x[begin + i];
-      r[t]  = a.b ? (a.guess ? qs[i] : a.b[begin + i]) : a.r[begin + i];
-      p[t]  = a.b ? 0 : a.p[begin + i];
-      w[t]  = a.w ? a.w[begin + i] : 1;
-      ws[i] = w[t];
-      qs[i] = a.b ? 0 : a.q[begin + i]; /* read back by this thread only until the first barrier */
-      if (a.b && a.bnorm != CHUNK_BNORM_NONE) bnorm[0] += ChunkBNormTerm(a.bnorm, a.b[begin + i], w[t]);
-    }
-  }
+  ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
+    x[t]  = a.b && !a.guess ? 0 : a.x[begin + i];
+    r[t]  = a.b ? (a.guess ? qs[i] : a.b[begin + i]) : a.r[begin + i];
+    p[t]  = a.b ? 0 : a.p[begin + i];
+    w[t]  = a.w ? a.w[begin + i] : 1;
+    ws[i] = w[t];
+    qs[i] = a.b ? 0 : a.q[begin + i]; /* read back by this thread only until the first barrier */
+    if (a.b && a.bnorm != CHUNK_BNORM_NONE) bnorm[0] += ChunkBNormTerm(a.bnorm, a.b[begin + i], w[t]);
+  });
   if (a.b && a.bnorm != CHUNK_BNORM_NONE) { /* the norm of b the start's limits take */
     PetscScalar sum[1];
     ResidentSums<CLUSTER>(bnorm, sum, 0);
@@ -194,35 +168,22 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
       }
       break;
     }
-#pragma unroll
-    for (int t = 0; t < R; ++t) {
-      const PetscInt i = threadIdx.x + t * THREADS;
-      if (i < nloc) {
-        CGUpdateEntry(
-            alpha, beta, qs[i], [&](PetscScalar rn) { return a.w ? w[t] * rn : rn; }, x[t], r[t], p[t], acc);
-        ps[i] = p[t];
-      }
-    }
+    ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
+      CGUpdateEntry(
+          alpha, beta, qs[i], [&](PetscScalar rn) { return a.w ? w[t] * rn : rn; }, x[t], r[t], p[t], acc);
+      ps[i] = p[t];
+    });
     ResidentSync<CLUSTER>();
-#pragma unroll 4
-    for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
-      const PetscInt row = first + threadIdx.x / Rows::LANES;
-      PetscScalar    sum = 0;
-
-      if (row < nloc) sum = rows.Part(row, lane, nullptr, ps, load_p);
-      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-      if (lane == 0 && row < nloc) {
-        qs[row] = sum;
-        acc[CG_PQ] += sum * ps[row];
-        acc[CG_QU] += a.w ? sum * ws[row] * sum : sum * sum;
-      }
-    }
+    ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, nullptr, ps, load_p); },
+                                     [&](PetscInt row, PetscScalar sum) {
+                                       qs[row] = sum;
+                                       acc[CG_PQ] += sum * ps[row];
+                                       acc[CG_QU] += a.w ? sum * ws[row] * sum : sum * sum;
+                                     });
     __syncthreads(); /* q of the block's rows, for <q,z> from the registers' r */
-#pragma unroll
-    for (int t = 0; t < R; ++t) {
-      const PetscInt i = threadIdx.x + t * THREADS;
-      if (i < nloc) acc[CG_QZ] += a.w ? qs[i] * w[t] * r[t] : qs[i] * r[t]; /* as CGProductTerms() */
-    }
+    ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
+      acc[CG_QZ] += a.w ? qs[i] * w[t] * r[t] : qs[i] * r[t]; /* as CGProductTerms() */
+    });
     acc[CG_RU] = acc[CG_QZ]; /* M = diag(w)^{-1} is symmetric */
     ResidentSums<CLUSTER>(acc, prev, (int)(j % 2));
     if (j == 0) ctl = DeviceStartLimits(ctl, a.ctl, Select(prev, ctl.normdot));
@@ -231,17 +192,12 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
       for (int d = 0; d < CG_NSLOT; ++d) a.slots[j * CG_NSLOT + d] = prev[d];
     }
   }
-  if constexpr (CLUSTER) ResidentSync<CLUSTER>(); /* no block leaves while another reads its shared memory */
-#pragma unroll
-  for (int t = 0; t < R; ++t) {
-    const PetscInt i = threadIdx.x + t * THREADS;
-    if (i < nloc) {
-      a.x[begin + i] = x[t];
-      a.r[begin + i] = r[t];
-      a.p[begin + i] = p[t];
-      a.q[begin + i] = qs[i];
-    }
-  }
+  ResidentWriteBack<CLUSTER, R, THREADS>(nloc, [&](int t, PetscInt i) {
+    a.x[begin + i] = x[t];
+    a.r[begin + i] = r[t];
+    a.p[begin + i] = p[t];
+    a.q[begin + i] = qs[i];
+  });
 }
 
 /* The resident CG kernel of THREADS threads and R * THREADS rows per block (LaunchResidentForm()) */

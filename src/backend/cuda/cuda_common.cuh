@@ -19,6 +19,8 @@
 */
 #pragma once
 
+#include <initializer_list>
+
 #include <petscsys.h>
 #include "backend/backend.hpp"
 #include <cuda_runtime.h>
@@ -98,6 +100,52 @@ PetscErrorCode BatchEnd(void);
    recorded) as one graph, instantiated in *exec; launch returns the first launch error (cudaSuccess if none) */
 PetscErrorCode RecordOnSideStream(cudaError_t (*launch)(cudaStream_t, const void *), const void *ctx, cudaGraphExec_t *exec);
 
+/* The sum of each group of LANES consecutive lanes of a warp (LANES a power of two <= 32: the LANES threads
+   of a matrix row, or the whole warp) in the group's first lane; every lane of the warp must call it */
+template <int LANES = 32> __device__ inline PetscScalar LaneSum(PetscScalar v)
+{
+#pragma unroll
+  for (int offset = LANES / 2; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset, LANES);
+  return v;
+}
+
+/* A level schedule (trsv_levels.cxx) on the device: the rows of a level depend only on rows of earlier levels,
+   so each level is one kernel; 2 to GRAPH_MAX_LEVELS levels are recorded once as a graph (LevelScheduleCreate()) */
+struct LevelSchedule {
+  PetscInt        nlevels  = 0;
+  PetscInt       *levelptr = nullptr; /* host, nlevels + 1 */
+  PetscInt       *rows     = nullptr; /* device, n: the rows level by level */
+  cudaGraphExec_t graph    = nullptr; /* the level kernels, when recorded */
+
+  /* launch(count, rows) queues the kernel of each level's rows, in order; the first launch error */
+  template <class Launch> cudaError_t ForEachLevel(Launch launch) const
+  {
+    for (PetscInt l = 0; l < nlevels; ++l) {
+      launch(levelptr[l + 1] - levelptr[l], rows + levelptr[l]);
+      const cudaError_t err = cudaGetLastError();
+      if (err != cudaSuccess) return err;
+    }
+    return cudaSuccess;
+  }
+};
+
+/* The schedule of n rows (copied to s); when it has 2 to GRAPH_MAX_LEVELS levels, the kernels that
+   record(stream, ctx) queues are recorded as its graph (after s is filled: ctx may read it) */
+PetscErrorCode LevelScheduleCreate(PetscInt n, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows, cudaError_t (*record)(cudaStream_t, const void *), const void *ctx, LevelSchedule *s);
+PetscErrorCode LevelScheduleDestroy(LevelSchedule *s);
+
+/* free_bytes of each of the backend's buffers (NULL ones allowed) */
+PetscErrorCode FreeBuffers(std::initializer_list<void *> buffers);
+
+/* Frees the schedule of a view (an S, or NULL) with what it holds (S::Release()); *schedule = NULL */
+template <class S> PetscErrorCode FreeSchedule(void **schedule)
+{
+  PetscFunctionBegin;
+  if (*schedule) PetscCall(((S *)*schedule)->Release());
+  PetscCall(PetscFree(*schedule));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The backend's operations (see Backend in backend/backend.hpp), one kernel family per file */
 #include "backend/backend_functions.hpp" /* the contract's kernel families in this namespace */
 PetscErrorCode ILU0Analysis(ILU0View *, PetscInt, const PetscInt *, const PetscInt *);
@@ -112,10 +160,7 @@ PetscErrorCode NCCLAllreduce(void *, PetscScalar *, PetscInt);
 PetscErrorCode NCCLExchange(void *, const HaloPlan *);
 PetscErrorCode MallocHost(size_t, void **);
 PetscErrorCode FreeHost(void *);
-PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
-PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);
-PetscErrorCode FenceWait(void);
 PetscErrorCode WaitForeign(void *foreign);
 PetscErrorCode ForeignWait(void *foreign);
 PetscErrorCode GraphBegin(PetscBool *);
@@ -127,6 +172,8 @@ PetscErrorCode GraphDestroy(void **);
 /* Counts a copy of `bytes` in the backend's counters and in PETSc's transfer log (the CpuToGpu and
    GpuToCpu columns of -log_view); a copy recorded into a graph is logged at each replay instead    */
 PetscErrorCode LogTransfer(bool to_host, size_t bytes);
+/* A copy on the backend's stream: complete on return when sync, else queued (cuda_memory.cu) */
+PetscErrorCode CopyOnStream(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, bool sync);
 /* The same for a copy of reduction results (a few scalars) to the host: logged as PETSc logs its own reductions' results
    (PetscLogGpuToCpuScalar(), not a vector copy), so that PETSc's count of vector copies is that of the vectors       */
 PetscErrorCode LogResultsToHost(size_t bytes);

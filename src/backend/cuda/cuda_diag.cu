@@ -21,10 +21,8 @@ static int GridSize(PetscInt n)
   return (int)PetscMin((n + BLOCK_SIZE - 1) / BLOCK_SIZE, (PetscInt)FUSED_REDUCE_BLOCKS);
 }
 
-/*
-   DiagGet - Backend::diag_get on the device: one kernel launch (none when n == 0)
-*/
-PetscErrorCode DiagGet(PetscInt n, const PetscInt64 *pos, const PetscScalar *vals, PetscScalar *d)
+/* One launch of the entry-wise `kernel` over n entries (none when n == 0) */
+template <class... Params, class... Args> static PetscErrorCode LaunchEntries(PetscInt n, void (*kernel)(PetscInt, Params...), Args... args)
 {
   cudaStream_t stream;
 
@@ -32,29 +30,23 @@ PetscErrorCode DiagGet(PetscInt n, const PetscInt64 *pos, const PetscScalar *val
   PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
   if (n) {
     PetscCall(GetStream(&stream));
-    DiagGetKernel<<<GridSize(n), BLOCK_SIZE, 0, stream>>>(n, pos, vals, d);
+    kernel<<<GridSize(n), BLOCK_SIZE, 0, stream>>>(n, args...);
     FusedKSPCheckLaunch();
     counters.launches++;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/*
-   DiagShift - Backend::diag_shift on the device: one kernel launch (none when n == 0)
-*/
+/* DiagGet - Backend::diag_get on the device: one kernel launch (none when n == 0) */
+PetscErrorCode DiagGet(PetscInt n, const PetscInt64 *pos, const PetscScalar *vals, PetscScalar *d)
+{
+  return LaunchEntries(n, DiagGetKernel, pos, vals, d);
+}
+
+/* DiagShift - Backend::diag_shift on the device: one kernel launch (none when n == 0) */
 PetscErrorCode DiagShift(PetscInt n, const PetscInt64 *pos, PetscScalar a, PetscScalar *vals)
 {
-  cudaStream_t stream;
-
-  PetscFunctionBegin;
-  PetscCheck(n >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative length %" PetscInt_FMT, n);
-  if (n) {
-    PetscCall(GetStream(&stream));
-    DiagShiftKernel<<<GridSize(n), BLOCK_SIZE, 0, stream>>>(n, pos, a, vals);
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return LaunchEntries(n, DiagShiftKernel, pos, a, vals);
 }
 
 } // namespace cuda

@@ -177,36 +177,15 @@ PetscErrorCode FreeHost(void *ptr)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/*
-   CopyToHostAsync - device -> host copy queued on the backend's stream; complete after the next
-   FenceRecord() + FenceWait()
-*/
+/* Backend::copy_to_host_async, copy_to_backend_async: queued on the backend's stream (CopyOnStream()) */
 PetscErrorCode CopyToHostAsync(void *hostdst, const void *src, size_t bytes)
 {
-  cudaStream_t stream;
-
-  PetscFunctionBegin;
-  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(GetStream(&stream));
-  FusedKSPCallCUDA(cudaMemcpyAsync(hostdst, src, bytes, cudaMemcpyDeviceToHost, stream));
-  PetscCall(LogTransfer(true, bytes));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return CopyOnStream(hostdst, src, bytes, cudaMemcpyDeviceToHost, false);
 }
 
-/*
-   CopyToBackendAsync - host -> device copy queued on the backend's stream (kernels queued later
-   see the data)
-*/
 PetscErrorCode CopyToBackendAsync(void *dst, const void *hostsrc, size_t bytes)
 {
-  cudaStream_t stream;
-
-  PetscFunctionBegin;
-  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(GetStream(&stream));
-  FusedKSPCallCUDA(cudaMemcpyAsync(dst, hostsrc, bytes, cudaMemcpyHostToDevice, stream));
-  PetscCall(LogTransfer(false, bytes));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return CopyOnStream(dst, hostsrc, bytes, cudaMemcpyHostToDevice, false);
 }
 
 /* *ev, created (without timing) at first use; both events of this file are released at PetscFinalize() */

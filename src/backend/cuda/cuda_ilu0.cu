@@ -27,12 +27,17 @@ struct ILU0Outcome {
 };
 
 struct ILU0Schedule {
-  PetscInt        nlevels  = 0;
-  PetscInt       *levelptr = nullptr; /* host, nlevels + 1 */
-  PetscInt       *rows     = nullptr; /* device, n: the rows level by level */
-  PetscScalar    *invdiag  = nullptr; /* device, n: 1 / u_ii of the rows factored so far */
-  ILU0Outcome    *outcome  = nullptr; /* device */
-  cudaGraphExec_t graph    = nullptr;
+  LevelSchedule levels;            /* of L */
+  PetscScalar  *invdiag = nullptr; /* device, n: 1 / u_ii of the rows factored so far */
+  ILU0Outcome  *outcome = nullptr; /* device */
+
+  PetscErrorCode Release()
+  {
+    PetscFunctionBegin;
+    PetscCall(LevelScheduleDestroy(&levels));
+    PetscCall(FreeBuffers({invdiag, outcome}));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
 };
 
 /* The position of column col in colidx[lo, hi) (ascending), or -1 */
@@ -139,14 +144,8 @@ static cudaError_t LaunchILU0Levels(cudaStream_t stream, const void *ctx)
   const ILU0View     *F  = ((const ILU0ToRecord *)ctx)->F;
   const ILU0Schedule *sc = ((const ILU0ToRecord *)ctx)->sc;
 
-  for (PetscInt l = 0; l < sc->nlevels; ++l) {
-    const PetscInt count = sc->levelptr[l + 1] - sc->levelptr[l];
-
-    ILU0LevelKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, sc->rows + sc->levelptr[l], F->rowptr, F->colidx, F->diag, F->lu, sc->invdiag, F->shifttype == MAT_SHIFT_INBLOCKS, F->zeropivot, F->shiftamount);
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
+  return sc->levels.ForEachLevel(
+      [&](PetscInt count, const PetscInt *rows) { ILU0LevelKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, rows, F->rowptr, F->colidx, F->diag, F->lu, sc->invdiag, F->shifttype == MAT_SHIFT_INBLOCKS, F->zeropivot, F->shiftamount); });
 }
 
 /* ILU0Analysis - Backend::ilu0_analysis on the device: the rows of L's level schedule, the graph of the level kernels */
@@ -154,23 +153,16 @@ PetscErrorCode ILU0Analysis(ILU0View *F, PetscInt nlevels, const PetscInt *level
 {
   const Backend *be = CUDABackend();
   ILU0Schedule  *sc;
+  ILU0ToRecord   r = {F, nullptr};
 
   PetscFunctionBegin;
   PetscCheck(!F->schedule, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The factorization has a schedule already: ilu0_free first");
   PetscCall(PetscNew(&sc));
   F->schedule = sc;
-  sc->nlevels = nlevels;
-  PetscCall(PetscMalloc1(nlevels + 1, &sc->levelptr));
-  PetscCall(PetscArraycpy(sc->levelptr, levelptr, nlevels + 1));
-  PetscCall(be->malloc_bytes(PetscMax(F->n, 1) * sizeof(PetscInt), (void **)&sc->rows));
+  r.sc        = sc;
   PetscCall(be->malloc_bytes(PetscMax(F->n, 1) * sizeof(PetscScalar), (void **)&sc->invdiag));
   PetscCall(be->malloc_bytes(sizeof(ILU0Outcome), (void **)&sc->outcome));
-  PetscCall(be->copy_to_backend(sc->rows, rows, F->n * sizeof(PetscInt)));
-  if (nlevels > 1 && nlevels <= GRAPH_MAX_LEVELS) {
-    const ILU0ToRecord r = {F, sc};
-
-    PetscCall(RecordOnSideStream(LaunchILU0Levels, &r, &sc->graph));
-  }
+  PetscCall(LevelScheduleCreate(F->n, nlevels, levelptr, rows, LaunchILU0Levels, &r, &sc->levels));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -190,15 +182,14 @@ PetscErrorCode ILU0Numeric(const ILU0View *F, const TriangularView *L, const Tri
   PetscCall(GetStream(&stream));
   FusedKSPCallCUDA(cudaMemsetAsync(sc->outcome, 0, sizeof(ILU0Outcome), stream));      /* theta 0.0 */
   FusedKSPCallCUDA(cudaMemsetAsync(&sc->outcome->failrow, 0x7f, sizeof(int), stream)); /* > every row: none failed */
-  if (sc->graph) {
-    FusedKSPCallCUDA(cudaGraphLaunch(sc->graph, stream));
-    counters.launches += sc->nlevels;
-  } else {
+  if (sc->levels.graph)
+    FusedKSPCallCUDA(cudaGraphLaunch(sc->levels.graph, stream));
+  else {
     const ILU0ToRecord r = {F, sc};
 
     FusedKSPCallCUDA(LaunchILU0Levels(stream, &r));
-    counters.launches += sc->nlevels;
   }
+  counters.launches += sc->levels.nlevels;
   ILU0SplitKernel<<<(unsigned)((F->n + BLOCK_SIZE - 1) / BLOCK_SIZE), BLOCK_SIZE, 0, stream>>>(F->n, F->rowptr, F->diag, F->lu, sc->invdiag, F->shifttype, F->zeropivot, L->rowptr, (PetscScalar *)L->vals, U->rowptr, (PetscScalar *)U->vals,
                                                                                                (PetscScalar *)U->invdiag, sc->outcome);
   FusedKSPCheckLaunch();
@@ -213,19 +204,7 @@ PetscErrorCode ILU0Numeric(const ILU0View *F, const TriangularView *L, const Tri
 /* ILU0Free - Backend::ilu0_free on the device */
 PetscErrorCode ILU0Free(ILU0View *F)
 {
-  const Backend *be = CUDABackend();
-  ILU0Schedule  *sc = (ILU0Schedule *)F->schedule;
-
-  PetscFunctionBegin;
-  if (!sc) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscFree(sc->levelptr));
-  PetscCall(be->free_bytes(sc->rows));
-  PetscCall(be->free_bytes(sc->invdiag));
-  PetscCall(be->free_bytes(sc->outcome));
-  if (sc->graph) FusedKSPCallCUDA(cudaGraphExecDestroy(sc->graph));
-  PetscCall(PetscFree(sc));
-  F->schedule = nullptr;
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return FreeSchedule<ILU0Schedule>(&F->schedule);
 }
 
 } // namespace cuda

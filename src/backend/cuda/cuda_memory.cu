@@ -347,36 +347,44 @@ static PetscErrorCode FreeBytes(void *ptr)
 }
 
 /*
-   CopyToBackend - host -> device copy on the backend's stream, complete on return
+   CopyOnStream - `bytes` (none when 0) copied on the backend's stream, after the kernels queued there:
+   complete on return when `sync` (counted in counters.h2d or d2h), else queued (and logged as a transfer,
+   LogTransfer(); complete after the next FenceRecord() + FenceWait())
 */
-static PetscErrorCode CopyToBackend(void *dst, const void *hostsrc, size_t bytes)
+PetscErrorCode CopyOnStream(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, bool sync)
 {
   cudaStream_t s;
 
   PetscFunctionBegin;
   if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(GetStream(&s));
-  FusedKSPCallCUDA(cudaMemcpyAsync(dst, hostsrc, bytes, cudaMemcpyHostToDevice, s));
-  counters.h2d++;
-  FusedKSPCallCUDA(cudaStreamSynchronize(s));
+  FusedKSPCallCUDA(cudaMemcpyAsync(dst, src, bytes, kind, s));
+  if (!sync)
+    PetscCall(LogTransfer(kind == cudaMemcpyDeviceToHost, bytes));
+  else {
+    ++(kind == cudaMemcpyDeviceToHost ? counters.d2h : counters.h2d);
+    FusedKSPCallCUDA(cudaStreamSynchronize(s));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/*
-   CopyToHost - device -> host copy on the backend's stream (after the kernels queued there),
-   complete on return
-*/
+/* FreeBuffers - see cuda_common.cuh */
+PetscErrorCode FreeBuffers(std::initializer_list<void *> buffers)
+{
+  PetscFunctionBegin;
+  for (void *b : buffers) PetscCall(FreeBytes(b));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Backend::copy_to_backend, copy_to_host: complete on return */
+static PetscErrorCode CopyToBackend(void *dst, const void *hostsrc, size_t bytes)
+{
+  return CopyOnStream(dst, hostsrc, bytes, cudaMemcpyHostToDevice, true);
+}
+
 static PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes)
 {
-  cudaStream_t s;
-
-  PetscFunctionBegin;
-  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(GetStream(&s));
-  FusedKSPCallCUDA(cudaMemcpyAsync(hostdst, src, bytes, cudaMemcpyDeviceToHost, s));
-  counters.d2h++;
-  FusedKSPCallCUDA(cudaStreamSynchronize(s));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return CopyOnStream(hostdst, src, bytes, cudaMemcpyDeviceToHost, true);
 }
 
 } // namespace cuda

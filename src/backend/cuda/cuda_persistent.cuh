@@ -44,8 +44,7 @@ template <int ND> __device__ inline void BlockPartials(const PetscScalar (&acc)[
 #pragma unroll
   for (int d = 0; d < ND; ++d) {
     PetscScalar v = acc[d];
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    v             = LaneSum(v);
     if (lane == 0) warp_sums[d][warp] = v;
   }
   __syncthreads();
@@ -53,8 +52,7 @@ template <int ND> __device__ inline void BlockPartials(const PetscScalar (&acc)[
 #pragma unroll
     for (int d = 0; d < ND; ++d) {
       PetscScalar v = lane < WARPS ? warp_sums[d][lane] : 0;
-#pragma unroll
-      for (int offset = WARPS / 2; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+      v             = LaneSum<WARPS>(v);
       if (lane == 0) __stcg(part + (size_t)d * gridDim.x + blockIdx.x, v);
     }
   }
@@ -72,8 +70,7 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
     const PetscScalar *p = part + (size_t)warp * gridDim.x;
     PetscScalar        v = 0;
     for (unsigned int b = lane; b < gridDim.x; b += 32) v += __ldcg(p + b);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    v = LaneSum(v);
     if (lane == 0) total[warp] = v;
   }
   __syncthreads();
@@ -91,6 +88,35 @@ template <int ND> __device__ inline void GridSums(const PetscScalar *part, Petsc
    in global memory a cluster was much slower per iteration, its loads waiting on L1TEX after every
    cluster barrier, whose acquire semantics appear to drop the SM's L1 lines.)                     */
 static_assert(FUSED_BLOCK_CHUNK_ROWS == 2 * RESIDENT_THREADS && FUSED_BLOCK_CHUNK_ROWS % FUSED_SELL_HEIGHT == 0, "the largest resident block: 2 rows per thread, whole SELL-P slices");
+
+/* body(t, i) for each of a resident block's rows i = threadIdx.x + t THREADS (t < R) below nloc: the
+   rows whose vector entries this thread keeps in registers, at index t of its arrays               */
+template <int R, int THREADS, class Body> __device__ __forceinline__ void ForOwnRows(PetscInt nloc, Body &&body)
+{
+#pragma unroll
+  for (int t = 0; t < R; ++t) {
+    const PetscInt i = threadIdx.x + t * THREADS;
+    if (i < nloc) body(t, i);
+  }
+}
+
+/* The sums of the rows [begin, end) of a sparse product in a thread block of THREADS threads, LANES
+   threads per row: part(row, lane) is one thread's part of the row; done(row, sum) runs in the row's
+   first lane */
+template <int LANES, int THREADS, class Index, class Part, class Done> __device__ __forceinline__ void ForRowSums(Index begin, Index end, Part &&part, Done &&done)
+{
+  const int lane = threadIdx.x % LANES;
+
+#pragma unroll 4
+  for (Index first = begin; first < end; first += THREADS / LANES) {
+    const Index row = first + threadIdx.x / LANES;
+    PetscScalar sum = 0;
+
+    if (row < end) sum = part(row, lane);
+    if (LANES > 1) sum = LaneSum<LANES>(sum);
+    if (lane == 0 && row < end) done(row, sum);
+  }
+}
 
 /* Entry `offset` of the vector at 32-bit shared address `base` in the shared memory of the cluster's
    block `rank` (this block's included): mapa + ld.shared::cluster, no generic addressing        */
@@ -171,6 +197,15 @@ template <bool CLUSTER> __device__ inline void ResidentSync()
     cooperative_groups::this_cluster().sync();
   else
     __syncthreads();
+}
+
+/* The end of a resident kernel: store(t, i) writes the vectors of each of the block's own rows back
+   (ForOwnRows()), after a cluster's blocks wait for each other (none may leave while another reads its
+   shared memory) */
+template <bool CLUSTER, int R, int THREADS, class Store> __device__ __forceinline__ void ResidentWriteBack(PetscInt nloc, Store &&store)
+{
+  if constexpr (CLUSTER) ResidentSync<CLUSTER>();
+  ForOwnRows<R, THREADS>(nloc, store);
 }
 
 /* The bytes of shared memory the rows [begin, begin + nloc) of a matrix take in ResidentMatrixRows() */
@@ -257,23 +292,20 @@ template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar 
 
 #pragma unroll
   for (int d = 0; d < ND; ++d) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) acc[d] += __shfl_down_sync(0xffffffffu, acc[d], offset);
+    acc[d] = LaneSum(acc[d]);
     if (lane == 0) warp_sums[d][warp] = acc[d];
   }
   __syncthreads();
   for (int d = warp; d < ND; d += warps) {
     PetscScalar v = lane < warps ? warp_sums[d][lane] : 0;
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    v             = LaneSum(v);
     if (lane == 0) (CLUSTER ? block_sums[parity][d] : total[d]) = v;
   }
   if constexpr (CLUSTER) {
     cooperative_groups::this_cluster().sync();
     for (int d = warp; d < ND; d += warps) {
       PetscScalar v = lane < (int)gridDim.x ? *cooperative_groups::this_cluster().map_shared_rank(&block_sums[parity][d], lane) : 0;
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+      v             = LaneSum(v);
       if (lane == 0) total[d] = v;
     }
   }
@@ -287,69 +319,6 @@ template <bool CLUSTER, int ND> __device__ inline void ResidentSums(PetscScalar 
 inline Partition PartitionResident(PetscInt nrows, int lanes, int max_blocks)
 {
   return PartitionRows(nrows, lanes, PetscMin((PetscInt)max_blocks, FUSED_REDUCE_BLOCKS));
-}
-
-/* The rows of a CSR or SELL-P matrix for a persistent kernel: lane `lane` of the LANES threads of a
-   row sums its part of the row, entry c of the input being load(in, c), times wr[c] if wr is given */
-template <int L> struct CSRRows {
-  static constexpr int                         LANES = L;
-  CSRView                                      A;
-  template <class Load> __device__ PetscScalar Part(PetscInt64 row, int lane, const PetscScalar *wr, const PetscScalar *in, Load load) const
-  {
-    return CSRRowPart<L>(A.rowptr, A.colidx, A.vals, wr, in, row, lane, load);
-  }
-};
-template <int T> struct SELLRows {
-  static constexpr int                         LANES = T;
-  SELLView                                     A;
-  template <class Load> __device__ PetscScalar Part(PetscInt64 row, int lane, const PetscScalar *wr, const PetscScalar *in, Load load) const
-  {
-    return SELLRowPart<T>(A.sliceptr, A.colidx, A.vals, wr, in, row, lane, load);
-  }
-};
-
-/* Calls launch(rows) with the Rows type of the matrix (exactly one of csr and sell): SELL-P with its
-   threads per row, CSR with CSRLanes()                                                            */
-template <class Launch> PetscErrorCode DispatchRows(const CSRView *csr, const SELLView *sell, Launch &&launch)
-{
-  PetscFunctionBegin;
-  PetscCheck(!csr != !sell, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A chunk operation needs exactly one of a CSR and a SELL-P matrix");
-  if (sell) {
-    switch (sell->threads) {
-    case 1:
-      PetscCall(launch(SELLRows<1>{*sell}));
-      break;
-    case 2:
-      PetscCall(launch(SELLRows<2>{*sell}));
-      break;
-    case 4:
-      PetscCall(launch(SELLRows<4>{*sell}));
-      break;
-    case 8:
-      PetscCall(launch(SELLRows<8>{*sell}));
-      break;
-    default:
-      SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", sell->threads);
-    }
-  } else {
-    switch (CSRLanes(csr)) {
-    case 2:
-      PetscCall(launch(CSRRows<2>{*csr}));
-      break;
-    case 4:
-      PetscCall(launch(CSRRows<4>{*csr}));
-      break;
-    case 8:
-      PetscCall(launch(CSRRows<8>{*csr}));
-      break;
-    case 16:
-      PetscCall(launch(CSRRows<16>{*csr}));
-      break;
-    default:
-      PetscCall(launch(CSRRows<32>{*csr}));
-    }
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The blocks of `kernel` (BLOCK_SIZE threads, smem_bytes of dynamic shared memory, which it is

@@ -1,7 +1,7 @@
 /*
    CUDA backend: the rows of a sparse product, shared by the SpMV kernels (cuda_spmv.cu) and the
-   persistent chunk kernels (cuda_cg_chunk.cu): how rows are cut into thread blocks, and one thread's
-   part of a row's sum in CSR and SELL-P.  The input vector is read through a load policy: cached
+   persistent chunk kernels (cuda_*_chunk.cu): how rows are cut into thread blocks, one thread's part
+   of a row's sum in CSR and SELL-P, and the Rows types that hold either format.  The input vector is read through a load policy: cached
    (written before the kernel) or from L2 only (written by other blocks of the same kernel, whose
    L1 copies may be stale).
 */
@@ -40,15 +40,6 @@ inline PetscErrorCode PartitionRowsWave(const void *kernel, PetscInt nrows, int 
   if (nrows > 0) PetscCall(WaveBlocks(kernel, &nblocks));
   *part = PartitionRows(nrows, lanes, nblocks);
   PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Adds the partial sums of the LANES threads of each row (lanes of one warp, LANES a power of
-   two <= 32); every lane of the warp must call it                                             */
-template <int LANES> __device__ inline PetscScalar RowSum(PetscScalar sum)
-{
-#pragma unroll
-  for (int offset = LANES / 2; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset, LANES);
-  return sum;
 }
 
 /* Threads per CSR row: the smallest power of two >= the average row length, 2 to 32 (8 when the
@@ -109,6 +100,49 @@ __device__ __forceinline__ PetscScalar SELLRowPart(const PetscInt64 *__restrict_
     if (c >= 0) sum += vals[k] * (wr ? wr[c] * load(in, c) : load(in, c));
   }
   return sum;
+}
+
+/* The rows of a CSR or SELL-P matrix as one type for the kernels of either format: lane `lane` of the
+   LANES threads of a row sums its part of the row, entry c of the input being load(in, c), times wr[c] if
+   wr is given */
+template <int L> struct CSRRows {
+  static constexpr int                         LANES = L;
+  CSRView                                      A;
+  template <class Load> __device__ PetscScalar Part(PetscInt64 row, int lane, const PetscScalar *wr, const PetscScalar *in, Load load) const
+  {
+    return CSRRowPart<L>(A.rowptr, A.colidx, A.vals, wr, in, row, lane, load);
+  }
+};
+template <int T> struct SELLRows {
+  static constexpr int                         LANES = T;
+  SELLView                                     A;
+  template <class Load> __device__ PetscScalar Part(PetscInt64 row, int lane, const PetscScalar *wr, const PetscScalar *in, Load load) const
+  {
+    return SELLRowPart<T>(A.sliceptr, A.colidx, A.vals, wr, in, row, lane, load);
+  }
+};
+
+/* launch(ROWS<L>{view}) with L the first of LANES... equal to lanes (the last one when none is) */
+template <template <int> class ROWS, int L, int... MORE, class View, class Launch> PetscErrorCode LaunchWithLanes(int lanes, const View &view, Launch &launch)
+{
+  if constexpr (sizeof...(MORE) == 0)
+    return launch(ROWS<L>{view});
+  else
+    return lanes == L ? launch(ROWS<L>{view}) : LaunchWithLanes<ROWS, MORE...>(lanes, view, launch);
+}
+
+/* Calls launch(rows) with the Rows type of the matrix (exactly one of csr and sell): SELL-P with its
+   threads per row, CSR with CSRLanes()                                                            */
+template <class Launch> PetscErrorCode DispatchRows(const CSRView *csr, const SELLView *sell, Launch &&launch)
+{
+  PetscFunctionBegin;
+  PetscCheck(!csr != !sell, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A sparse product needs exactly one of a CSR and a SELL-P matrix");
+  if (sell) {
+    PetscCheck(sell->threads == 1 || sell->threads == 2 || sell->threads == 4 || sell->threads == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", sell->threads);
+    PetscCall(LaunchWithLanes<SELLRows, 1, 2, 4, 8>(sell->threads, *sell, launch));
+  } else
+    PetscCall(LaunchWithLanes<CSRRows, 2, 4, 8, 16, 32>(CSRLanes(csr), *csr, launch));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 } // namespace cuda

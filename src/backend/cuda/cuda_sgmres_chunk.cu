@@ -100,8 +100,7 @@ template <class Own> __device__ inline void MultiDotPartials(const SGMRESChunkKe
 
 #pragma unroll 4
     for (PetscInt64 r = begin + lane; r < end; r += 32) acc += MultiDotEntry(a, own, i, d, r) * own.V(a, i, r);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) acc += __shfl_down_sync(0xffffffffu, acc, offset);
+    acc = LaneSum(acc);
     if (lane == 0) __stcg(a.partials + (size_t)d * gridDim.x + blockIdx.x, acc);
   }
 }
@@ -124,8 +123,7 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
     }
 #pragma unroll
     for (int u = 0; u < SGMRES_SUM_BATCH; ++u) {
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) v[u] += __shfl_xor_sync(0xffffffffu, v[u], offset);
+      v[u] = LaneSum(v[u]);
       if (lane == 0 && e0 + u * WARPS < count) out(e0 + u * WARPS) = v[u];
     }
   }
@@ -143,10 +141,8 @@ template <class Index, class Out> __device__ inline void GridSumsN(const PetscSc
 */
 template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE, SGMRES_GRID_BLOCKS_PER_SM) SGMRESChunkKernel(const __grid_constant__ SGMRESChunkKernelArgs a, const __grid_constant__ Rows A)
 {
-  constexpr int                 ROWS_PER_PASS = BLOCK_SIZE / Rows::LANES;
   extern __shared__ PetscScalar own_rows[];
   __shared__ PetscScalar        prev[SGMRESChunkSlot(FUSED_SGMRES_PERSISTENT_RESTART)], cur[SGMRESChunkSlot(FUSED_SGMRES_PERSISTENT_RESTART)];
-  const int                     lane  = threadIdx.x % Rows::LANES;
   const ChunkRange              range = BlockChunk(a.n, a.chunk);
   const ChunkControl            ctl   = *a.ctl;
   const PetscInt                m = a.m, nd = SGMRESChunkSlot(m);
@@ -163,14 +159,8 @@ template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE,
     PetscScalar    h = 1, eta = 0, acc[1] = {0};
     PetscReal      res = 0;
 
-    for (PetscInt64 first = range.begin; first < range.end; first += ROWS_PER_PASS) {
-      const PetscInt64 row = first + threadIdx.x / Rows::LANES;
-      PetscScalar      sum = 0;
-
-      if (row < range.end) sum = A.Part(row, lane, a.wr, a.Z[i], LoadL2());
-      if (Rows::LANES > 1) sum = RowSum<Rows::LANES>(sum);
-      if (lane == 0 && row < range.end) own.SetV(a, i, row, sum);
-    }
+    ForRowSums<Rows::LANES, BLOCK_SIZE>(
+        range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, a.wr, a.Z[i], LoadL2()); }, [&](PetscInt64 row, PetscScalar sum) { own.SetV(a, i, row, sum); });
     __syncthreads();
     MultiDotPartials(a, own, i, range.begin, range.end);
     GridBarrier();
@@ -313,7 +303,7 @@ struct SGMRESResidentArgs {
 template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch_bounds__(THREADS, 1) SGMRESChunkResidentKernel(const __grid_constant__ SGMRESResidentArgs a, const __grid_constant__ Rows A)
 {
   constexpr PetscInt            ROWS = R * THREADS, WARP_ROWS = 32 * R;
-  constexpr int                 WARPS = THREADS / 32, ROWS_PER_PASS = THREADS / Rows::LANES;
+  constexpr int                 WARPS = THREADS / 32;
   extern __shared__ PetscScalar resident_vecs[];
   __shared__ PetscScalar        prev[SGMRESChunkSlot(SGMRES_RESIDENT_RESTART)], cur[32], warp_sums[WARPS][32], inbox[CLUSTER ? FUSED_RESIDENT_CHUNK_BLOCKS : 1][32], coef[2];
   __shared__ unsigned long long inbox_bar;
@@ -364,14 +354,7 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
       }
       __syncwarp();
     } else {
-      for (PetscInt first = 0; first < nloc; first += ROWS_PER_PASS) {
-        const PetscInt row = first + threadIdx.x / Rows::LANES;
-        PetscScalar    sum = 0;
-
-        if (row < nloc) sum = rows.Part(row, threadIdx.x % Rows::LANES, nullptr, zw, load_z);
-        sum = RowSum<Rows::LANES>(sum);
-        if (threadIdx.x % Rows::LANES == 0 && row < nloc) ws[row] = sum;
-      }
+      ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int row_lane) { return rows.Part(row, row_lane, nullptr, zw, load_z); }, [&](PetscInt row, PetscScalar sum) { ws[row] = sum; });
       __syncthreads();
 #pragma unroll
       for (int q = 0; q < R; ++q) {

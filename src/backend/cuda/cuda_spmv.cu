@@ -1,5 +1,6 @@
 /* CUDA backend: sparse matrix-vector products (CSR, SELL-P) fused with dot products of the result */
 #include "backend/cuda/cuda_rows.cuh"
+#include <type_traits>
 
 namespace fusedksp
 {
@@ -14,48 +15,27 @@ __device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const PetscScal
   AddDotTerms(dots, row, in, sum, acc);
 }
 
-/* CSR: passes of BLOCK_SIZE / LANES rows dealt to the thread blocks in turn (NextChunk()), LANES
-   threads per row (chosen on the host from the matrix's average row length): each thread sums a
-   strided part of the row, the shuffles add the parts; then the block's reductions.          */
-template <int LANES>
-__global__ void CSRDotsKernel(PetscInt nrows, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
-                              const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots, const Reduction red)
+/* One kernel for CSR and SELL-P (Rows: CSRRows, SELLRows): passes of BLOCK_SIZE / LANES rows dealt to the
+   thread blocks in turn (NextChunk()), LANES threads per row (CSR: chosen on the host from the matrix's
+   average row length; SELL-P: the format's threads per row): each thread sums its part of the row, the
+   shuffles add the parts; then the block's reductions.                                               */
+template <class Rows>
+__global__ void SpMVDotsKernel(const __grid_constant__ Rows A, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr, const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots,
+                               const Reduction red)
 {
-  constexpr int ROWS_PER_PASS       = BLOCK_SIZE / LANES;
-  const int     lane                = threadIdx.x % LANES;
-  PetscScalar   acc[FUSED_MAX_DOTS] = {};
+  constexpr int  ROWS_PER_PASS       = BLOCK_SIZE / Rows::LANES;
+  const int      lane                = threadIdx.x % Rows::LANES;
+  const PetscInt nrows               = A.A.nrows;
+  PetscScalar    acc[FUSED_MAX_DOTS] = {};
 
   if (Stopped(red)) return;
   for (ChunkRange range = BlockChunk(nrows, ROWS_PER_PASS); range.begin < nrows; range = NextChunk(range, nrows, ROWS_PER_PASS)) {
-    const PetscInt64 row = range.begin + threadIdx.x / LANES;
+    const PetscInt64 row = range.begin + threadIdx.x / Rows::LANES;
     PetscScalar      sum = 0;
 
-    if (row < range.end) sum = CSRRowPart<LANES>(rowptr, colidx, vals, wr, in, row, lane, LoadCached());
-    sum = RowSum<LANES>(sum);
+    if (row < range.end) sum = A.Part(row, lane, wr, in, LoadCached());
+    if (Rows::LANES > 1) sum = LaneSum<Rows::LANES>(sum);
     if (lane == 0 && row < range.end) StoreRow(row, sum, wl, in, out, dots, acc);
-  }
-  ReduceBlocks(acc, dots.count, red);
-}
-
-/* SELL-P (see SELLView): passes dealt to the blocks as in CSRDotsKernel, T threads per row; thread t
-   of row i reads the row's entries j * T + t, consecutive threads reading consecutive memory; loads
-   of successive j are independent.                                                            */
-template <int T>
-__global__ void SELLDotsKernel(PetscInt nrows, const PetscInt64 *__restrict__ sliceptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr,
-                               const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots, const Reduction red)
-{
-  constexpr int ROWS_PER_PASS       = BLOCK_SIZE / T;
-  const int     t                   = threadIdx.x % T;
-  PetscScalar   acc[FUSED_MAX_DOTS] = {};
-
-  if (Stopped(red)) return;
-  for (ChunkRange range = BlockChunk(nrows, ROWS_PER_PASS); range.begin < nrows; range = NextChunk(range, nrows, ROWS_PER_PASS)) {
-    const PetscInt64 row = range.begin + threadIdx.x / T;
-    PetscScalar      sum = 0;
-
-    if (row < range.end) sum = SELLRowPart<T>(sliceptr, colidx, vals, wr, in, row, t, LoadCached());
-    if (T > 1) sum = RowSum<T>(sum);
-    if (t == 0 && row < range.end) StoreRow(row, sum, wl, in, out, dots, acc);
   }
   ReduceBlocks(acc, dots.count, red);
 }
@@ -82,85 +62,46 @@ static PetscErrorCode CheckProduct(PetscInt nrows, PetscInt ncols, int ndots, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/*
-   SpMVDots - Backend::spmv_dots on the device: one kernel launch (none for 0 rows) and, when
-   ndots > 0, one device->host copy of the ndots results
-*/
-PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+/* The sparse product of exactly one of csr and sell, with its dot products: one kernel launch (none for 0
+   rows) and, when ndots > 0, one device->host copy of the ndots results */
+static PetscErrorCode SpMVDotsRows(const CSRView *csr, const SELLView *sell, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const int    lanes  = CSRLanes(A);
-  const void  *kernel = lanes == 2 ? (const void *)CSRDotsKernel<2> : lanes == 4 ? (const void *)CSRDotsKernel<4> : lanes == 8 ? (const void *)CSRDotsKernel<8> : lanes == 16 ? (const void *)CSRDotsKernel<16> : (const void *)CSRDotsKernel<32>;
-  Partition    part;
-  Reduction    red;
-  DotList      list;
-  cudaStream_t stream;
+  const PetscInt nrows = csr ? csr->nrows : sell->nrows;
+  Partition      part;
+  DotList        list;
 
   PetscFunctionBegin;
-  PetscCall(PartitionRowsWave(kernel, A->nrows, lanes, &part));
-  PetscCall(CheckProduct(A->nrows, A->ncols, ndots, specs, &list));
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
-    switch (lanes) {
-    case 2:
-      CSRDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-      break;
-    case 4:
-      CSRDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-      break;
-    case 8:
-      CSRDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-      break;
-    case 16:
-      CSRDotsKernel<16><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-      break;
-    default:
-      CSRDotsKernel<32><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->rowptr, A->colidx, A->vals, wl, wr, in, out, list, red);
+  PetscCall(CheckProduct(nrows, csr ? csr->ncols : sell->ncols, ndots, specs, &list));
+  PetscCall(DispatchRows(csr, sell, [&](const auto &rows) {
+    using Rows = std::decay_t<decltype(rows)>;
+    Reduction    red;
+    cudaStream_t stream;
+
+    PetscFunctionBegin;
+    PetscCall(PartitionRowsWave((const void *)SpMVDotsKernel<Rows>, nrows, Rows::LANES, &part));
+    if (part.nblocks) {
+      PetscCall(GetStream(&stream));
+      if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
+      SpMVDotsKernel<Rows><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(rows, wl, wr, in, out, list, red);
+      FusedKSPCheckLaunch();
+      counters.launches++;
     }
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }));
   PetscCall(FinishReduction(ndots, part.nblocks, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/*
-   SpMVSELLDots - Backend::spmv_sell_dots on the device: one kernel launch (none for 0 rows) and,
-   when ndots > 0, one device->host copy of the ndots results
-*/
+/* SpMVDots - Backend::spmv_dots on the device (SpMVDotsRows()) */
+PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  return SpMVDotsRows(A, nullptr, wl, wr, in, out, ndots, specs, dots);
+}
+
+/* SpMVSELLDots - Backend::spmv_sell_dots on the device (SpMVDotsRows()) */
 PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const void  *kernel = A->threads == 1 ? (const void *)SELLDotsKernel<1> : A->threads == 2 ? (const void *)SELLDotsKernel<2> : A->threads == 4 ? (const void *)SELLDotsKernel<4> : (const void *)SELLDotsKernel<8>;
-  Partition    part;
-  Reduction    red;
-  DotList      list;
-  cudaStream_t stream;
-
-  PetscFunctionBegin;
-  PetscCall(CheckProduct(A->nrows, A->ncols, ndots, specs, &list));
-  PetscCheck(A->threads == 1 || A->threads == 2 || A->threads == 4 || A->threads == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
-  PetscCall(PartitionRowsWave(kernel, A->nrows, A->threads, &part));
-  if (part.nblocks) {
-    PetscCall(GetStream(&stream));
-    if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
-    switch (A->threads) {
-    case 1:
-      SELLDotsKernel<1><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-      break;
-    case 2:
-      SELLDotsKernel<2><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-      break;
-    case 4:
-      SELLDotsKernel<4><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-      break;
-    default:
-      SELLDotsKernel<8><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(A->nrows, A->sliceptr, A->colidx, A->vals, wl, wr, in, out, list, red);
-    }
-    FusedKSPCheckLaunch();
-    counters.launches++;
-  }
-  PetscCall(FinishReduction(ndots, part.nblocks, dots));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return SpMVDotsRows(nullptr, A, wl, wr, in, out, ndots, specs, dots);
 }
 
 /*

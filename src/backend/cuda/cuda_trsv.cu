@@ -33,11 +33,8 @@ constexpr int TRSV_WARPS = BLOCK_SIZE / 32; /* warps (rows) per thread block */
 /* The analysis data of one factor (TriangularView::schedule) */
 struct TrsvSchedule {
   /* LEVELS */
-  PetscInt        nlevels  = 0;
-  PetscInt       *levelptr = nullptr; /* host, nlevels + 1 */
-  PetscInt       *rows     = nullptr; /* device, n: the rows level by level */
-  cudaGraphExec_t graph    = nullptr; /* the level kernels, reading b and x from io */
-  PetscScalar   **io       = nullptr; /* device: {b, x} of the solve being replayed */
+  LevelSchedule levels;       /* its graph reads b and x from io */
+  PetscScalar **io = nullptr; /* device: {b, x} of the solve being replayed */
   /* JACOBI */
   PetscScalar *work  = nullptr; /* device, n */
   int          lanes = 32;      /* per row: 4 up to 8 entries a row on average, else 32 */
@@ -46,6 +43,13 @@ struct TrsvSchedule {
   unsigned long long *ticket     = nullptr; /* device: tickets taken since the analysis                */
   unsigned int        generation = 0;       /* of the last solve                                        */
   unsigned long long  taken      = 0;       /* tickets taken by the launches so far                     */
+  PetscErrorCode      Release()
+  {
+    PetscFunctionBegin;
+    PetscCall(LevelScheduleDestroy(&levels));
+    PetscCall(FreeBuffers({flags, ticket, work, io}));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
 };
 
 /* The warp's sum of the lanes' s (every lane gets it) */
@@ -157,14 +161,33 @@ static cudaError_t LaunchLevels(cudaStream_t stream, const void *ctx)
 {
   const LevelsToRecord *r = (const LevelsToRecord *)ctx;
 
-  for (PetscInt l = 0; l < r->sc->nlevels; ++l) {
-    const PetscInt count = r->sc->levelptr[l + 1] - r->sc->levelptr[l];
+  return r->sc->levels.ForEachLevel([&](PetscInt count, const PetscInt *rows) { TrsvLevelGraphKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, rows, r->T->upper, r->T->rowptr, r->T->colidx, r->T->vals, r->T->invdiag, r->sc->io); });
+}
 
-    TrsvLevelGraphKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, r->sc->rows + r->sc->levelptr[l], r->T->upper, r->T->rowptr, r->T->colidx, r->T->vals, r->T->invdiag, r->sc->io);
-    const cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess) return err;
-  }
-  return cudaSuccess;
+/* LevelScheduleCreate - see cuda_common.cuh */
+PetscErrorCode LevelScheduleCreate(PetscInt n, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows, cudaError_t (*record)(cudaStream_t, const void *), const void *ctx, LevelSchedule *s)
+{
+  const Backend *be = CUDABackend();
+
+  PetscFunctionBegin;
+  s->nlevels = nlevels;
+  PetscCall(PetscMalloc1(nlevels + 1, &s->levelptr));
+  PetscCall(PetscArraycpy(s->levelptr, levelptr, nlevels + 1));
+  PetscCall(be->malloc_bytes(PetscMax(n, 1) * sizeof(PetscInt), (void **)&s->rows));
+  PetscCall(be->copy_to_backend(s->rows, rows, n * sizeof(PetscInt)));
+  if (nlevels > 1 && nlevels <= GRAPH_MAX_LEVELS) PetscCall(RecordOnSideStream(record, ctx, &s->graph));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* LevelScheduleDestroy - see cuda_common.cuh */
+PetscErrorCode LevelScheduleDestroy(LevelSchedule *s)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscFree(s->levelptr));
+  PetscCall(CUDABackend()->free_bytes(s->rows));
+  if (s->graph) FusedKSPCallCUDA(cudaGraphExecDestroy(s->graph));
+  *s = LevelSchedule();
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*
@@ -184,17 +207,10 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
   PetscCall(PetscNew(&sc));
   T->schedule = sc;
   if (T->algorithm == TrsvAlgorithm::LEVELS) {
-    sc->nlevels = nlevels;
-    PetscCall(PetscMalloc1(nlevels + 1, &sc->levelptr));
-    PetscCall(PetscArraycpy(sc->levelptr, levelptr, nlevels + 1));
-    PetscCall(be->malloc_bytes(T->n * sizeof(PetscInt), (void **)&sc->rows));
-    PetscCall(be->copy_to_backend(sc->rows, rows, T->n * sizeof(PetscInt)));
-    if (nlevels > 1 && nlevels <= GRAPH_MAX_LEVELS) {
-      const LevelsToRecord r = {T, sc};
+    const LevelsToRecord r = {T, sc};
 
-      PetscCall(be->malloc_bytes(2 * sizeof(PetscScalar *), (void **)&sc->io));
-      PetscCall(RecordOnSideStream(LaunchLevels, &r, &sc->graph));
-    }
+    PetscCall(be->malloc_bytes(2 * sizeof(PetscScalar *), (void **)&sc->io));
+    PetscCall(LevelScheduleCreate(T->n, nlevels, levelptr, rows, LaunchLevels, &r, &sc->levels));
   } else if (T->algorithm == TrsvAlgorithm::JACOBI) {
     PetscCheck(T->sweeps >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative number of sweeps %" PetscInt_FMT, T->sweeps);
     PetscInt nnz = 0;
@@ -226,19 +242,14 @@ PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScala
   if (!T->n) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCheck(sc, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The triangular factor has no schedule: trsv_analysis first");
   PetscCall(GetStream(&stream));
-  if (T->algorithm == TrsvAlgorithm::LEVELS && sc->graph) {
+  if (T->algorithm == TrsvAlgorithm::LEVELS && sc->levels.graph) {
     TrsvSetIOKernel<<<1, 1, 0, stream>>>(sc->io, b, x);
     FusedKSPCheckLaunch();
-    FusedKSPCallCUDA(cudaGraphLaunch(sc->graph, stream));
-    counters.launches += 1 + sc->nlevels;
+    FusedKSPCallCUDA(cudaGraphLaunch(sc->levels.graph, stream));
+    counters.launches += 1 + sc->levels.nlevels;
   } else if (T->algorithm == TrsvAlgorithm::LEVELS) {
-    for (PetscInt l = 0; l < sc->nlevels; ++l) {
-      const PetscInt count = sc->levelptr[l + 1] - sc->levelptr[l];
-
-      TrsvLevelKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, sc->rows + sc->levelptr[l], T->upper, T->rowptr, T->colidx, T->vals, T->invdiag, b, x);
-      FusedKSPCheckLaunch();
-      counters.launches++;
-    }
+    FusedKSPCallCUDA(sc->levels.ForEachLevel([&](PetscInt count, const PetscInt *rows) { TrsvLevelKernel<<<WarpBlocks(count), BLOCK_SIZE, 0, stream>>>(count, rows, T->upper, T->rowptr, T->colidx, T->vals, T->invdiag, b, x); }));
+    counters.launches += sc->levels.nlevels;
   } else if (T->algorithm == TrsvAlgorithm::JACOBI) {
     const PetscInt64 threads = (PetscInt64)T->n * sc->lanes;
     const unsigned   blocks  = (unsigned)((threads + BLOCK_SIZE - 1) / BLOCK_SIZE);
@@ -272,21 +283,7 @@ PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScala
 /* TrsvFree - Backend::trsv_free on the device */
 PetscErrorCode TrsvFree(TriangularView *T)
 {
-  const Backend *be = CUDABackend();
-  TrsvSchedule  *sc = (TrsvSchedule *)T->schedule;
-
-  PetscFunctionBegin;
-  if (!sc) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscFree(sc->levelptr));
-  PetscCall(be->free_bytes(sc->rows));
-  PetscCall(be->free_bytes(sc->flags));
-  PetscCall(be->free_bytes(sc->ticket));
-  PetscCall(be->free_bytes(sc->work));
-  PetscCall(be->free_bytes(sc->io));
-  if (sc->graph) FusedKSPCallCUDA(cudaGraphExecDestroy(sc->graph));
-  PetscCall(PetscFree(sc));
-  T->schedule = nullptr;
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return FreeSchedule<TrsvSchedule>(&T->schedule);
 }
 
 } // namespace cuda

@@ -38,13 +38,5 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::bcgs_chunk: the operations of its steps */
-PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
-{
-  PetscFunctionBegin;
-  PetscCall(BCGSChunkSteps(HostBackend(), HostBlas(), args));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 } // namespace host
 } // namespace fusedksp

@@ -137,14 +137,6 @@ static PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See BlasKernels::mdot: the Gram-Schmidt multi-dot (MDot) with x as its vector */
-static PetscErrorCode MDotBlas(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
-{
-  PetscFunctionBegin;
-  PetscCall(MDot(n, nv, Y, x, PETSC_FALSE, vals));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* See BlasKernels::norm2 */
 static PetscErrorCode Norm2(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
@@ -185,6 +177,8 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+#include "backend/blas_table.hpp"
+
 } // namespace host
 
 /*
@@ -193,8 +187,8 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 */
 const BlasKernels *HostBlas()
 {
-  static const BlasKernels blas = {"host",    host::AXPY,     host::AYPX,  host::AXPBY, host::AXPBYPCZ, host::WAXPY, MAXPYByScale<host::MAXPYScale>, host::Scale, host::Set, host::Copy, host::Swap, host::PointwiseMult, host::PointwiseDivide,
-                                   host::Dot, host::MDotBlas, host::Norm2, host::Norm1, host::NormInf};
+  static const BlasKernels blas = host::BlasTable("host", MAXPYByScale<host::MAXPYScale>);
+
   return &blas;
 }
 

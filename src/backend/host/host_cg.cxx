@@ -19,13 +19,5 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::cg_chunk: the operations of its steps */
-PetscErrorCode CGChunk(const CGChunkArgs *args)
-{
-  PetscFunctionBegin;
-  PetscCall(CGChunkSteps(HostBackend(), HostBlas(), args));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 } // namespace host
 } // namespace fusedksp

@@ -12,6 +12,9 @@ static PetscErrorCode StoreChainedResults(int nd, const PetscScalar *all)
   return PETSC_SUCCESS;
 }
 
+static const auto ThisBackend = HostBackend;
+static const auto ThisBlas    = HostBlas;
+
 #include "backend/chained_host.hpp"
 
 } // namespace host

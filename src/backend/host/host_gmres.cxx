@@ -60,11 +60,5 @@ PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::sgmres_chunk */
-PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
-{
-  return SGMRESChunkHostMemory(HostBackend(), args);
-}
-
 } // namespace host
 } // namespace fusedksp

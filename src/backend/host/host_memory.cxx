@@ -43,71 +43,6 @@ static PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode BatchBegin(void)
-{
-  return PETSC_SUCCESS;
-}
-
-static PetscErrorCode BatchDefer(PetscBool)
-{
-  return PETSC_SUCCESS;
-}
-
-static PetscErrorCode BatchEnd(void)
-{
-  return PETSC_SUCCESS;
-}
-
-static PetscErrorCode BatchAbandon(void)
-{
-  return PETSC_SUCCESS;
-}
-
-static PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
-{
-  PetscFunctionBegin;
-  target = {slot, stop};
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* The host backend runs every operation at once: nothing to record */
-static PetscErrorCode GraphBegin(PetscBool *capturing)
-{
-  PetscFunctionBegin;
-  *capturing = PETSC_FALSE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode GraphEnd(void **)
-{
-  PetscFunctionBegin;
-  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ORDER, "The host backend records no graphs (graph_begin() said so)");
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode GraphAbort(void)
-{
-  return PETSC_SUCCESS;
-}
-
-static PetscErrorCode GraphLaunch(void *, PetscBool *launched)
-{
-  PetscFunctionBegin;
-  *launched = PETSC_FALSE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode GraphDestroy(void **graph)
-{
-  PetscFunctionBegin;
-  *graph = nullptr;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-} // namespace host
-
-namespace host
-{
 /* The host backend's table; host_memory: whether the fused types use PETSc's host arrays as its memory */
 static Backend Table(PetscBool host_memory)
 {
@@ -128,10 +63,10 @@ static Backend Table(PetscBool host_memory)
                  host::MDot,
                  host::MAXPYScale,
                  host::SGMRESUpdate,
-                 host::BatchBegin,
-                 host::BatchDefer,
-                 host::BatchEnd,
-                 host::BatchAbandon,
+                 eager::NoOp,
+                 eager::BatchDefer,
+                 eager::NoOp,
+                 eager::NoOp,
                  host::Gather,
                  host::Scatter,
                  host::SpMVOffDiagDots,
@@ -141,7 +76,7 @@ static Backend Table(PetscBool host_memory)
                  host::CopyToBackendAsync,
                  host::FenceRecord,
                  host::FenceWait,
-                 host::ReduceTargetSet,
+                 eager::ReduceTargetSet<host::target>,
                  host::CGUpdateChained,
                  host::WAXPYDotChained,
                  host::BCGSUpdateChained,
@@ -149,11 +84,11 @@ static Backend Table(PetscBool host_memory)
                  host::CGChunk,
                  host::BCGSChunk,
                  host::SGMRESChunk,
-                 host::GraphBegin,
-                 host::GraphEnd,
-                 host::GraphAbort,
-                 host::GraphLaunch,
-                 host::GraphDestroy,
+                 eager::GraphBegin,
+                 eager::GraphEnd,
+                 eager::NoOp,
+                 eager::GraphLaunch,
+                 eager::GraphDestroy,
                  host::TrsvAnalysis,
                  host::TrsvCSR,
                  host::TrsvFree,

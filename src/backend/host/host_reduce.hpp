@@ -1,7 +1,7 @@
 /* Host backend: the two-stage reduction the device kernels use, as a plain loop */
 #pragma once
 
-#include "backend/backend.hpp"
+#include "backend/eager.hpp"
 #include <algorithm>
 
 namespace fusedksp
@@ -47,10 +47,7 @@ template <class Body> inline void BlockedReduceN(PetscInt n, int nd, PetscScalar
 extern BackendCounters counters;
 
 /* The reduce target of the next reducing operation (Backend::reduce_target) */
-struct ReduceTarget {
-  PetscScalar    *slot = nullptr;
-  const PetscInt *stop = nullptr;
-};
+using eager::ReduceTarget;
 extern ReduceTarget target;
 
 /* At the start of an operation that honours the reduce target: true when it must do nothing (its
@@ -77,10 +74,7 @@ PetscErrorCode SpGEMMFree(SpGEMMView *);
 /* PetscMalloc() / PetscFree() of the backend's memory (host_memory.cxx) */
 PetscErrorCode MallocBytes(size_t, void **);
 PetscErrorCode FreeBytes(void *);
-PetscErrorCode CopyToHostAsync(void *, const void *, size_t);
-PetscErrorCode CopyToBackendAsync(void *, const void *, size_t);
 PetscErrorCode FenceRecord(void);
-PetscErrorCode FenceWait(void);
 
 } // namespace host
 } // namespace fusedksp

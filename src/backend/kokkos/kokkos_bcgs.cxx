@@ -40,13 +40,5 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::bcgs_chunk: the operations of its steps */
-PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
-{
-  PetscFunctionBegin;
-  PetscCall(BCGSChunkSteps(KokkosBackend(), KokkosBlas(), args));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 } // namespace kokkos
 } // namespace fusedksp

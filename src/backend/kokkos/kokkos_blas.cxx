@@ -136,14 +136,6 @@ static PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See BlasKernels::mdot: the Gram-Schmidt multi-dot (MDot) with x as its vector */
-static PetscErrorCode MDotBlas(PetscInt n, PetscInt nv, const PetscScalar *x, const PetscScalar *const *Y, PetscScalar *vals)
-{
-  PetscFunctionBegin;
-  PetscCall(MDot(n, nv, Y, x, PETSC_FALSE, vals));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* See BlasKernels::norm2 */
 static PetscErrorCode Norm2(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
@@ -189,6 +181,8 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+#include "backend/blas_table.hpp"
+
 } // namespace kokkos
 
 /*
@@ -197,9 +191,8 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 */
 const BlasKernels *KokkosBlas()
 {
-  static const BlasKernels blas = {"kokkos",         kokkos::AXPY,  kokkos::AYPX,  kokkos::AXPBY,  kokkos::AXPBYPCZ,      kokkos::WAXPY,           MAXPYByScale<kokkos::MAXPYScale>,
-                                   kokkos::Scale,    kokkos::Set,   kokkos::Copy,  kokkos::Swap,   kokkos::PointwiseMult, kokkos::PointwiseDivide, kokkos::Dot,
-                                   kokkos::MDotBlas, kokkos::Norm2, kokkos::Norm1, kokkos::NormInf};
+  static const BlasKernels blas = kokkos::BlasTable("kokkos", MAXPYByScale<kokkos::MAXPYScale>);
+
   return &blas;
 }
 

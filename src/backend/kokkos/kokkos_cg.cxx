@@ -19,13 +19,5 @@ PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::cg_chunk: the operations of its steps */
-PetscErrorCode CGChunk(const CGChunkArgs *args)
-{
-  PetscFunctionBegin;
-  PetscCall(CGChunkSteps(KokkosBackend(), KokkosBlas(), args));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 } // namespace kokkos
 } // namespace fusedksp

@@ -13,6 +13,9 @@ static PetscErrorCode StoreChainedResults(int nd, const PetscScalar *all)
   return StoreResults(nd, all, nullptr);
 }
 
+static const auto ThisBackend = KokkosBackend;
+static const auto ThisBlas    = KokkosBlas;
+
 #include "backend/chained_host.hpp"
 
 } // namespace kokkos

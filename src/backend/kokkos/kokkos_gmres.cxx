@@ -92,8 +92,9 @@ KOKKOS_INLINE_FUNCTION void SubtractScale(PetscInt start, PetscInt end, PetscInt
   for (PetscInt i = start; i < end; ++i) y[i] *= scale;
 }
 
-/* See Backend::maxpy_scale */
-PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *dot)
+/* y = scale (y - sum_j coef[j] V[j]) chunk by chunk; then tail(start, end, p) adds the chunk's terms of nd (0 or 1)
+   dot products, dots[0] when nd is 1 */
+template <class Tail> static PetscErrorCode SubtractScaleDot(const char *label, PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, int nd, const Tail &tail, PetscScalar *dots)
 {
   const PetscScalar *const *dV;
   const PetscScalar        *dcoef, *part;
@@ -103,46 +104,41 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
   PetscCall(PointerArray(nv, V, &dV));
   PetscCall(CoefficientArray(nv, coef, &dcoef));
   PetscCall(ChunkRangePartials<1>(
-      "fusedksp::maxpy_scale", n, FUSED_REDUCE_BLOCKS, dot ? 1 : 0,
+      label, n, FUSED_REDUCE_BLOCKS, nd,
       KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
         SubtractScale(start, end, nv, dcoef, dV, y, scale);
+        tail(start, end, p);
+      },
+      &nchunks, &part));
+  if (nd) SumPartials(nchunks, 1, part, dots);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::maxpy_scale */
+PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *dot)
+{
+  return SubtractScaleDot(
+      "fusedksp::maxpy_scale", n, nv, coef, V, y, scale, dot ? 1 : 0,
+      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
         if (dot)
           for (PetscInt i = start; i < end; ++i) p[0] += y[i] * (dotvec ? dotvec[i] : y[i]);
       },
-      &nchunks, &part));
-  if (dot) SumPartials(nchunks, 1, part, dot);
-  PetscFunctionReturn(PETSC_SUCCESS);
+      dot);
 }
 
 /* See Backend::sgmres_update */
 PetscErrorCode SGMRESUpdate(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1])
 {
-  const PetscScalar *const *dV;
-  const PetscScalar        *dcoef, *part;
-  PetscInt                  nchunks;
-
-  PetscFunctionBegin;
-  PetscCall(PointerArray(nv, V, &dV));
-  PetscCall(CoefficientArray(nv, coef, &dcoef));
-  PetscCall(ChunkRangePartials<1>(
-      "fusedksp::sgmres_update", n, FUSED_REDUCE_BLOCKS, 1,
+  return SubtractScaleDot(
+      "fusedksp::sgmres_update", n, nv, coef, V, w, scale, 1,
       KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
-        SubtractScale(start, end, nv, dcoef, dV, w, scale);
         for (PetscInt i = start; i < end; ++i) {
           const PetscScalar zi = zold[i] - eta * w[i];
           znew[i]              = zi;
           p[0] += zi * zi;
         }
       },
-      &nchunks, &part));
-  SumPartials(nchunks, 1, part, dots);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* See Backend::sgmres_chunk */
-PetscErrorCode SGMRESChunk(const SGMRESChunkArgs *args)
-{
-  return SGMRESChunkHostMemory(KokkosBackend(), args);
+      dots);
 }
 
 } // namespace kokkos

@@ -55,24 +55,6 @@ using HostBytes  = Kokkos::View<char *, Kokkos::HostSpace, Kokkos::MemoryTraits<
 using CBytes     = Kokkos::View<const char *, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using CHostBytes = Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
-PetscErrorCode CopyToBackend(void *dst, const void *src, size_t bytes)
-{
-  PetscFunctionBegin;
-  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  Kokkos::deep_copy(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
-  counters.h2d++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
-{
-  PetscFunctionBegin;
-  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
-  counters.d2h++;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode CopyArgsToBackend(void *dst, const void *src, size_t bytes)
 {
   PetscFunctionBegin;
@@ -85,6 +67,18 @@ PetscErrorCode CopyArgsToHost(void *dst, const void *src, size_t bytes)
   PetscFunctionBegin;
   if (bytes) Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode CopyToBackend(void *dst, const void *src, size_t bytes)
+{
+  if (bytes) counters.h2d++;
+  return CopyArgsToBackend(dst, src, bytes);
+}
+
+PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
+{
+  if (bytes) counters.d2h++;
+  return CopyArgsToHost(dst, src, bytes);
 }
 
 PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count)
@@ -185,28 +179,18 @@ static PetscErrorCode FreeHost(void *ptr)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode NoOp(void)
-{
-  return PETSC_SUCCESS;
-}
-
-static PetscErrorCode BatchDefer(PetscBool)
-{
-  return PETSC_SUCCESS;
-}
-
 /* Copies complete at once (the reductions of this backend fence before they return) */
-static PetscErrorCode CopyToHostAsync(void *hostdst, const void *src, size_t bytes)
+PetscErrorCode CopyToHostAsync(void *hostdst, const void *src, size_t bytes)
 {
   return CopyToHost(hostdst, src, bytes);
 }
 
-static PetscErrorCode CopyToBackendAsync(void *dst, const void *hostsrc, size_t bytes)
+PetscErrorCode CopyToBackendAsync(void *dst, const void *hostsrc, size_t bytes)
 {
   return CopyToBackend(dst, hostsrc, bytes);
 }
 
-static PetscErrorCode FenceWait(void)
+PetscErrorCode FenceWait(void)
 {
   PetscFunctionBegin;
   ExecSpace().fence("fusedksp fence_wait");
@@ -227,42 +211,6 @@ static PetscErrorCode FencedExchange(void *handle, const HaloPlan *plan)
   PetscFunctionBegin;
   PetscCall(FenceWait());
   PetscCall(MPICommExchange(handle, plan));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode ReduceTargetSet(PetscScalar *slot, const PetscInt *stop)
-{
-  PetscFunctionBegin;
-  target = {slot, stop};
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* The Kokkos backend records no graphs: every operation runs when it is called */
-static PetscErrorCode GraphBegin(PetscBool *capturing)
-{
-  PetscFunctionBegin;
-  *capturing = PETSC_FALSE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode GraphEnd(void **)
-{
-  PetscFunctionBegin;
-  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend records no graphs (graph_begin() said so)");
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode GraphLaunch(void *, PetscBool *launched)
-{
-  PetscFunctionBegin;
-  *launched = PETSC_FALSE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode GraphDestroy(void **graph)
-{
-  PetscFunctionBegin;
-  *graph = nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -353,10 +301,10 @@ const Backend *KokkosBackend()
                                   kokkos::MDot,
                                   kokkos::MAXPYScale,
                                   kokkos::SGMRESUpdate,
-                                  kokkos::NoOp,
-                                  kokkos::BatchDefer,
-                                  kokkos::NoOp,
-                                  kokkos::NoOp,
+                                  eager::NoOp,
+                                  eager::BatchDefer,
+                                  eager::NoOp,
+                                  eager::NoOp,
                                   kokkos::Gather,
                                   kokkos::Scatter,
                                   kokkos::SpMVOffDiagDots,
@@ -364,9 +312,9 @@ const Backend *KokkosBackend()
                                   kokkos::FreeHost,
                                   kokkos::CopyToHostAsync,
                                   kokkos::CopyToBackendAsync,
-                                  kokkos::NoOp,
+                                  eager::NoOp,
                                   kokkos::FenceWait,
-                                  kokkos::ReduceTargetSet,
+                                  eager::ReduceTargetSet<kokkos::target>,
                                   kokkos::CGUpdateChained,
                                   kokkos::WAXPYDotChained,
                                   kokkos::BCGSUpdateChained,
@@ -374,11 +322,11 @@ const Backend *KokkosBackend()
                                   kokkos::CGChunk,
                                   kokkos::BCGSChunk,
                                   kokkos::SGMRESChunk,
-                                  kokkos::GraphBegin,
-                                  kokkos::GraphEnd,
-                                  kokkos::NoOp,
-                                  kokkos::GraphLaunch,
-                                  kokkos::GraphDestroy,
+                                  eager::GraphBegin,
+                                  eager::GraphEnd,
+                                  eager::NoOp,
+                                  eager::GraphLaunch,
+                                  eager::GraphDestroy,
                                   kokkos::TrsvAnalysis,
                                   kokkos::TrsvCSR,
                                   kokkos::TrsvFree,

@@ -11,7 +11,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
-#include "backend/backend.hpp"
+#include "backend/eager.hpp"
 
 namespace fusedksp
 {
@@ -27,10 +27,7 @@ constexpr bool host_memory = Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemSp
 extern BackendCounters counters;
 
 /* The reduce target of the next reducing operation (Backend::reduce_target) */
-struct ReduceTarget {
-  PetscScalar    *slot = nullptr;
-  const PetscInt *stop = nullptr;
-};
+using eager::ReduceTarget;
 extern ReduceTarget target;
 
 /* Copies between the backend's memory and host memory (fenced), counted as transfers of data */

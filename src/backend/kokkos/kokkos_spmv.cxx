@@ -31,36 +31,33 @@ KOKKOS_INLINE_FUNCTION PetscScalar SELLRow(const PetscInt64 *sliceptr, const Pet
   return sum;
 }
 
-/* The dot product s of a matrix-vector kernel (see DotKind) over the entries [start, end) of out: one loop per
-   kind, in SIMD lanes */
+/* The sum of term(i) over [start, end), in SIMD lanes */
+template <class Term> KOKKOS_INLINE_FUNCTION PetscScalar SimdSum(PetscInt start, PetscInt end, Term term)
+{
+  PetscScalar sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (PetscInt i = start; i < end; ++i) sum += term(i);
+  return sum;
+}
+
+/* The dot product s of a matrix-vector kernel (see DotKind) over the entries [start, end) of out */
 KOKKOS_INLINE_FUNCTION PetscScalar ChunkDot(const DotSpec &s, PetscInt start, PetscInt end, const PetscScalar *in, const PetscScalar *out)
 {
   const PetscScalar *v = s.vec, *w = s.weight;
-  PetscScalar        sum = 0;
 
   switch (s.kind) {
   case DotKind::DOT_INPUT:
-#pragma omp simd reduction(+ : sum)
-    for (PetscInt i = start; i < end; ++i) sum += out[i] * in[i];
-    break;
+    return SimdSum(start, end, [=](PetscInt i) { return out[i] * in[i]; });
   case DotKind::DOT_SELF:
-#pragma omp simd reduction(+ : sum)
-    for (PetscInt i = start; i < end; ++i) sum += out[i] * out[i];
-    break;
+    return SimdSum(start, end, [=](PetscInt i) { return out[i] * out[i]; });
   case DotKind::DOT_SELF_W:
-#pragma omp simd reduction(+ : sum)
-    for (PetscInt i = start; i < end; ++i) sum += out[i] * v[i] * out[i];
-    break;
+    return SimdSum(start, end, [=](PetscInt i) { return out[i] * v[i] * out[i]; });
   case DotKind::DOT_VECTOR:
-#pragma omp simd reduction(+ : sum)
-    for (PetscInt i = start; i < end; ++i) sum += out[i] * v[i];
-    break;
+    return SimdSum(start, end, [=](PetscInt i) { return out[i] * v[i]; });
   case DotKind::DOT_VECTOR_W:
-#pragma omp simd reduction(+ : sum)
-    for (PetscInt i = start; i < end; ++i) sum += out[i] * w[i] * v[i];
-    break;
+    return SimdSum(start, end, [=](PetscInt i) { return out[i] * w[i] * v[i]; });
   }
-  return sum;
+  return 0;
 }
 
 /* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count: each chunk computes its rows of
