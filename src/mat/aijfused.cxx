@@ -39,12 +39,7 @@ namespace
 
 /* The operations MATSEQAIJFUSED replaces in MATSEQAIJ's table: X(op, fused implementation) */
 #define FUSED_SEQAIJ_OPS(X)                                                                                                                                                                                                                              \
-  X(destroy, MatDestroy_SeqAIJFused)                                                                                                                                                                                                                     \
-  X(assemblyend, MatAssemblyEnd_SeqAIJFused)                                                                                                                                                                                                             \
-  X(mult, (MatAIJFusedMult<SeqProducts, PETSC_FALSE>))                                                                                                                                                                                                   \
-  X(multadd, (MatAIJFusedProduct<SeqProducts, PETSC_FALSE, true>))                                                                                                                                                                                       \
-  X(multtranspose, (MatAIJFusedMult<SeqProducts, PETSC_TRUE>))                                                                                                                                                                                           \
-  X(multtransposeadd, (MatAIJFusedProduct<SeqProducts, PETSC_TRUE, true>))                                                                                                                                                                               \
+  FUSED_AIJ_SHARED_OPS(X, SeqAIJFusedType)                                                                                                                                                                                                               \
   X(getdiagonal, MatGetDiagonal_SeqAIJFused)                                                                                                                                                                                                             \
   X(scale, MatScale_SeqAIJFused)                                                                                                                                                                                                                         \
   X(shift, MatShift_SeqAIJFused)                                                                                                                                                                                                                         \
@@ -53,8 +48,7 @@ namespace
   X(lufactor, MatLUFactor_SeqAIJFused)                                                                                                                                                                                                                   \
   X(ilufactor, MatILUFactor_SeqAIJFused)                                                                                                                                                                                                                 \
   X(choleskyfactor, MatCholeskyFactor_SeqAIJFused)                                                                                                                                                                                                       \
-  X(iccfactor, MatICCFactor_SeqAIJFused)                                                                                                                                                                                                                 \
-  X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
+  X(iccfactor, MatICCFactor_SeqAIJFused)
 
 /* MATSEQAIJ's implementations of those operations, called for the host work */
 struct HostOps {
@@ -151,50 +145,6 @@ PetscErrorCode Product(Mat A, const Mirror *m, const PetscScalar *wl, const Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Frees the backend copies and the data of a MATSEQAIJFUSED, leaving A->spptr NULL */
-PetscErrorCode FreeData(Mat A)
-{
-  MatFusedData *d = Data(A);
-
-  PetscFunctionBegin;
-  PetscCall(MirrorFree(d->backend, &d->mirror));
-  PetscCall(MirrorFree(d->backend, &d->transpose));
-  delete d;
-  A->spptr = nullptr;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MatDestroy_SeqAIJFused(Mat A)
-{
-  PetscErrorCode (*host_destroy)(Mat) = Data(A)->host.destroy;
-
-  PetscFunctionBegin;
-  PetscCall(FreeData(A));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr, nullptr));
-  PetscCall(host_destroy(A));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* PETSc's assembly; at the end of a final one of a matrix that has a mirror (it was used on the backend) the
-   mirror (and with -mat_aijfused_transpose the one of A^T) is brought up to date: the values into its
-   existing arrays when the nonzero pattern is the same, else first a new structure.  A matrix never used on
-   the backend gets its mirror at its first use (GetMirror()): the matrices a setup makes and uses only on the
-   host (PCGAMG's graphs, intermediate products) are never copied.  MATSEQAIJ's MatZeroRows() and
-   MatZeroRowsColumns() call it too.                                                                    */
-PetscErrorCode MatAssemblyEnd_SeqAIJFused(Mat A, MatAssemblyType mode)
-{
-  MatFusedData    *d = Data(A);
-  PetscObjectState state;
-
-  PetscFunctionBegin;
-  PetscCall(d->host.assemblyend(A, mode));
-  if (mode != MAT_FINAL_ASSEMBLY || A->structure_only) PetscFunctionReturn(PETSC_SUCCESS); /* a structure-only matrix has no values to mirror */
-  if (d->mirror.generation < 0) PetscFunctionReturn(PETSC_SUCCESS);                        /* never used on the backend: mirrored at its first use */
-  PetscCall(StateAfterOperation((PetscObject)A, &state));
-  PetscCall(d->keep_transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* y = op(A) x on the backend's arrays (fused vectors); op(A) = A or A^T */
 PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
 {
@@ -244,13 +194,13 @@ PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The products of MATSEQAIJFUSED (MatAIJFusedProduct()): on the backend when the vectors are fused; y = A^T x with the
-   explicit transpose, kept after its first use                                                                  */
-struct SeqProducts {
-  static const HostOps &Host(Mat A)
-  {
-    return Data(A)->host;
-  }
+/* MATSEQAIJFUSED for the templates of aijfused_private.hpp.  Its products run on the backend when the vectors are
+   fused; y = A^T x with the explicit transpose, kept after its first use                                          */
+struct SeqAIJFusedType {
+  using DataType                     = MatFusedData;
+  static constexpr const char *base  = MATSEQAIJ;
+  static constexpr const char *fused = MATSEQAIJFUSED;
+
   static PetscErrorCode OnBackend(Mat, std::initializer_list<Vec> vecs, PetscBool *backend)
   {
     PetscFunctionBegin;
@@ -266,6 +216,39 @@ struct SeqProducts {
       PetscCall(MultDevice(A, transpose, x, y));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+  static PetscErrorCode FreeContents(MatFusedData *d)
+  {
+    PetscFunctionBegin;
+    PetscCall(MirrorFree(d->backend, &d->mirror));
+    PetscCall(MirrorFree(d->backend, &d->transpose));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  /* A new format frees the backend copies (their generation becomes -1): they are built again, in that format, at
+     the next final assembly or product                                                                        */
+  static PetscErrorCode SetFormat(Mat A, MatAIJFusedFormat format)
+  {
+    MatFusedData *d = Data(A);
+
+    PetscFunctionBegin;
+    if (format != d->requested) PetscCall(FreeContents(d));
+    d->requested = format;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  /* A matrix that has a mirror (it was used on the backend) gets it (and with -mat_aijfused_transpose the one of A^T)
+     up to date: the values into its existing arrays when the nonzero pattern is the same, else first a new structure.
+     A matrix never used on the backend gets its mirror at its first use (GetMirror()): the matrices a setup makes and
+     uses only on the host (PCGAMG's graphs, intermediate products) are never copied.                              */
+  static PetscErrorCode AssemblyRefresh(Mat A, PetscObjectState state)
+  {
+    MatFusedData *d = Data(A);
+
+    PetscFunctionBegin;
+    if (d->mirror.generation < 0) PetscFunctionReturn(PETSC_SUCCESS);
+    PetscCall(d->keep_transpose ? RefreshTransposeMirror(A, state) : RefreshMirror(A, state));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  static void InstallOps(Mat A, MatFusedData *d);
+  static void RestoreOps(Mat A, const HostOps &host);
 };
 
 PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
@@ -291,83 +274,47 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Whether a host operation may be repeated on the mirror instead of refreshing it: the mirror is
-   current, has its own value array, and the operation keeps the nonzero pattern            */
-PetscErrorCode MirrorCurrent(Mat A, PetscBool *current)
+/* MatScale() and MatShift(): MATSEQAIJ's operation `host`, then `device`, the same operation on the mirror, instead of
+   a refresh at the next product, when it can be repeated there (`inplace`) and the mirror was current and has its own
+   value array.  Not when the host operation changed the nonzero pattern or refreshed the mirror itself (it assembled
+   A: MatShift() of a matrix missing diagonal entries).  The mirror is then marked current at the state A has after the
+   operation (MatScale() and MatShift() increase the object state after the type's method).                          */
+template <class Host, class Device> PetscErrorCode RepeatOnMirror(Mat A, PetscBool inplace, Host host, Device device)
 {
-  Mirror          *m = &Data(A)->mirror;
-  PetscObjectState state;
+  Mirror                *m      = &Data(A)->mirror;
+  const PetscObjectState before = m->state;
+  PetscObjectState       state;
+  PetscBool              current;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectStateGet((PetscObject)A, &state));
-  *current = (m->vals && state == m->state && A->nonzerostate == m->nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Whether the host operation of MatScale() or MatShift() left the mirror (current before it, at the
-   state `before`) alone and the nonzero pattern unchanged: an operation that assembles A (MatShift()
-   of a matrix missing diagonal entries) refreshes the mirror itself                              */
-PetscBool MirrorUntouched(Mat A, PetscObjectState before)
-{
-  const Mirror *m = &Data(A)->mirror;
-
-  return (m->state == before && A->nonzerostate == m->nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
-}
-
-/* Marks the mirror current after the same operation was done on both copies (MatScale() and
-   MatShift() increase the object state after the type's method)                            */
-PetscErrorCode MirrorUpdated(Mat A)
-{
-  PetscFunctionBegin;
-  PetscCall(StateAfterOperation((PetscObject)A, &Data(A)->mirror.state));
+  current = (inplace && m->vals && state == m->state && A->nonzerostate == m->nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
+  PetscCall(host());
+  if (current && m->state == before && A->nonzerostate == m->nonzerostate) {
+    PetscCall(device());
+    PetscCall(StateAfterOperation((PetscObject)A, &m->state));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MatScale_SeqAIJFused(Mat A, PetscScalar a)
 {
-  MatFusedData          *d      = Data(A);
-  const PetscObjectState before = d->mirror.state;
-  PetscBool              current;
+  MatFusedData *d = Data(A);
 
   PetscFunctionBegin;
-  PetscCall(MirrorCurrent(A, &current));
-  PetscCall(d->host.scale(A, a));
-  if (current && MirrorUntouched(A, before)) {
-    PetscCall(MatFusedBlas(d->backend)->scale(d->mirror.nvals, a, d->mirror.vals));
-    PetscCall(MirrorUpdated(A));
-  }
+  PetscCall(RepeatOnMirror(
+      A, PETSC_TRUE, [&] { return d->host.scale(A, a); }, [&] { return MatFusedBlas(d->backend)->scale(d->mirror.nvals, a, d->mirror.vals); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* repeated on the mirror only when every row stores its diagonal entry */
 PetscErrorCode MatShift_SeqAIJFused(Mat A, PetscScalar a)
-{
-  MatFusedData          *d      = Data(A);
-  const PetscObjectState before = d->mirror.state;
-  PetscBool              current;
-
-  PetscFunctionBegin;
-  PetscCall(MirrorCurrent(A, &current));
-  current = (current && d->mirror.alldiag) ? PETSC_TRUE : PETSC_FALSE;
-  PetscCall(d->host.shift(A, a));
-  if (current && MirrorUntouched(A, before)) {
-    PetscCall(d->backend->diag_shift(PetscMin(A->rmap->n, A->cmap->n), d->mirror.diagpos, a, d->mirror.vals));
-    PetscCall(MirrorUpdated(A));
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* A new format frees the backend copies (their generation becomes -1): they are built again, in
-   that format, at the next final assembly or product                                          */
-PetscErrorCode MatAIJFusedSetFormat_SeqAIJFused(Mat A, MatAIJFusedFormat format)
 {
   MatFusedData *d = Data(A);
 
   PetscFunctionBegin;
-  if (format != d->requested) {
-    PetscCall(MirrorFree(d->backend, &d->mirror));
-    PetscCall(MirrorFree(d->backend, &d->transpose));
-  }
-  d->requested = format;
+  PetscCall(RepeatOnMirror(
+      A, d->mirror.alldiag, [&] { return d->host.shift(A, a); }, [&] { return d->backend->diag_shift(PetscMin(A->rmap->n, A->cmap->n), d->mirror.diagpos, a, d->mirror.vals); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -380,7 +327,7 @@ PetscErrorCode MatSetFromOptions_SeqAIJFused(Mat A, PetscOptionItems PetscOption
   if (d->host.setfromoptions) PetscCall(d->host.setfromoptions(A, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "MATSEQAIJFUSED options");
   PetscCall(PetscOptionsEnum("-mat_aijfused_format", "Storage of the matrix on the backend", "MatAIJFusedSetFormat", MatAIJFusedFormats, (PetscEnum)format, (PetscEnum *)&format, nullptr));
-  PetscCall(MatAIJFusedSetFormat_SeqAIJFused(A, format));
+  PetscCall(SeqAIJFusedType::SetFormat(A, format));
   PetscCall(PetscOptionsBool("-mat_aijfused_transpose", "Build and keep the explicit transpose with the mirror (else at the first MatMultTranspose)", "MATSEQAIJFUSED", d->keep_transpose, &d->keep_transpose, nullptr));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -401,7 +348,7 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
       const Mirror *m = &d->mirror;
       /* -ksp_view shows the matrix too: the KSP line already says why the host backend runs */
       PetscCall(BackendDescription(d->backend, PETSC_FALSE, backend, sizeof(backend)));
-      if (A->ops->destroy != MatDestroy_SeqAIJFused)
+      if (!MatAIJFusedIsType<SeqAIJFusedType>(A))
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s\n", backend));
       else if (m->nonzerostate < 0)
         PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP matrix, backend: %s, device format: %s (chosen when the copy is built: at assembly or the next product)\n", backend, MatAIJFusedFormats[d->requested]));
@@ -416,20 +363,12 @@ PetscErrorCode MatView_AIJFused(Mat A, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatConvertToFused(Mat);
-PetscErrorCode MatConvertFromFused(Mat);
-
-/* MatConvert() from MATSEQAIJ to MATSEQAIJFUSED (found by MatConvert() on a MATSEQAIJFUSED, and by MatSetType() of an
-   assembled MATSEQAIJ; the values are kept, in place or in a duplicate), and back to MATSEQAIJ (or MATAIJ)         */
-constexpr MatConvertFn MatConvert_SeqAIJ_SeqAIJFused = MatAIJFusedConverter<MatConvertToFused>;
-constexpr MatConvertFn MatConvert_SeqAIJFused_SeqAIJ = MatAIJFusedConverter<MatConvertFromFused>;
-
 /* In-place factorizations: the factors replace A's data (MatHeaderMerge()), after which A is a factored
    MATSEQAIJ with no products, so A becomes a plain MATSEQAIJ first and MATSEQAIJ factors it */
 PetscErrorCode MatLUFactor_SeqAIJFused(Mat A, IS row, IS col, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
-  PetscCall(MatConvertFromFused(A));
+  PetscCall(MatAIJFusedToBase<SeqAIJFusedType>(A));
   PetscUseTypeMethod(A, lufactor, row, col, info);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -437,7 +376,7 @@ PetscErrorCode MatLUFactor_SeqAIJFused(Mat A, IS row, IS col, const MatFactorInf
 PetscErrorCode MatILUFactor_SeqAIJFused(Mat A, IS row, IS col, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
-  PetscCall(MatConvertFromFused(A));
+  PetscCall(MatAIJFusedToBase<SeqAIJFusedType>(A));
   PetscUseTypeMethod(A, ilufactor, row, col, info);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -445,7 +384,7 @@ PetscErrorCode MatILUFactor_SeqAIJFused(Mat A, IS row, IS col, const MatFactorIn
 PetscErrorCode MatCholeskyFactor_SeqAIJFused(Mat A, IS perm, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
-  PetscCall(MatConvertFromFused(A));
+  PetscCall(MatAIJFusedToBase<SeqAIJFusedType>(A));
   PetscUseTypeMethod(A, choleskyfactor, perm, info);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -453,33 +392,19 @@ PetscErrorCode MatCholeskyFactor_SeqAIJFused(Mat A, IS perm, const MatFactorInfo
 PetscErrorCode MatICCFactor_SeqAIJFused(Mat A, IS perm, const MatFactorInfo *info)
 {
   PetscFunctionBegin;
-  PetscCall(MatConvertFromFused(A));
+  PetscCall(MatAIJFusedToBase<SeqAIJFusedType>(A));
   PetscUseTypeMethod(A, iccfactor, perm, info);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Turns the MATSEQAIJ A (new, or assembled: its values stay) into a MATSEQAIJFUSED */
-PetscErrorCode MatConvertToFused(Mat A)
+void SeqAIJFusedType::InstallOps(Mat A, MatFusedData *d)
 {
-  MatFusedData *d;
-
-  PetscFunctionBegin;
-  PetscCall(MatAIJFusedNewData(A, MATSEQAIJ, MATSEQAIJFUSED, &d));
   FUSED_SEQAIJ_OPS(FUSED_INSTALL_OP)
-  PetscCall(MatAIJFusedFinishTypeChange(A, MATSEQAIJ, MATSEQAIJFUSED, MatConvert_SeqAIJ_SeqAIJFused, MatConvert_SeqAIJFused_SeqAIJ, MatAIJFusedSetFormat_SeqAIJFused));
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Turns the MATSEQAIJFUSED A back into the MATSEQAIJ it extends (its values stay) */
-PetscErrorCode MatConvertFromFused(Mat A)
+void SeqAIJFusedType::RestoreOps(Mat A, const HostOps &host)
 {
-  HostOps host = Data(A)->host;
-
-  PetscFunctionBegin;
-  PetscCall(FreeData(A));
   FUSED_SEQAIJ_OPS(FUSED_RESTORE_OP)
-  PetscCall(MatAIJFusedFinishTypeChange(A, MATSEQAIJ, MATSEQAIJFUSED, nullptr, nullptr, nullptr));
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 } // namespace
@@ -487,14 +412,14 @@ PetscErrorCode MatConvertFromFused(Mat A)
 PetscErrorCode MatIsSeqAIJFused(Mat A, PetscBool *fused)
 {
   PetscFunctionBegin;
-  *fused = (A && A->ops->destroy == MatDestroy_SeqAIJFused && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  *fused = (MatAIJFusedIsType<SeqAIJFusedType>(A) && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat))
 {
   PetscFunctionBegin;
-  *f = (A && A->ops->destroy == MatDestroy_SeqAIJFused) ? Data(A)->host.productsetfromoptions : nullptr;
+  *f = MatAIJFusedIsType<SeqAIJFusedType>(A) ? Data(A)->host.productsetfromoptions : nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -519,7 +444,7 @@ PetscErrorCode MatSeqAIJFusedGetView(Mat A, const CSRView **csr, const SELLView 
 PetscErrorCode MatAIJFusedGetArraysGeneration(Mat A, PetscInt64 *generation)
 {
   PetscFunctionBegin;
-  *generation = (A && A->ops->destroy == MatDestroy_SeqAIJFused) ? Data(A)->mirror.generation : -1;
+  *generation = MatAIJFusedIsType<SeqAIJFusedType>(A) ? Data(A)->mirror.generation : -1;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -579,8 +504,7 @@ M*/
 PETSC_INTERN PetscErrorCode MatCreate_SeqAIJFused(Mat A)
 {
   PetscFunctionBegin;
-  PetscCall(MatSetType(A, MATSEQAIJ));
-  PetscCall(fusedksp::MatConvertToFused(A));
+  PetscCall(fusedksp::MatCreate_AIJFusedType<fusedksp::SeqAIJFusedType>(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

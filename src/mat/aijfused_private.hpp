@@ -1,8 +1,9 @@
-/* What MATSEQAIJFUSED and MATMPIAIJFUSED share inside src/mat: conversions and products */
+/* What MATSEQAIJFUSED and MATMPIAIJFUSED share inside src/mat: their life cycle, conversions and products */
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
 #include "backend/blas.hpp"
+#include "mat/mirror.hpp"
 #include <petsc/private/matimpl.h>
 #include <initializer_list>
 
@@ -21,17 +22,15 @@ using MatSetFormatFn = PetscErrorCode (*)(Mat, MatAIJFusedFormat);
   if (d->host.op) A->ops->op = fn;
 #define FUSED_RESTORE_OP(op, fn) A->ops->op = host.op;
 
-/* The first step of turning the plain AIJ matrix A (type `base`) into its fused type `fused`: its new data *d,
-   with the active backend, in A->spptr (the slot PETSc leaves to AIJ subclasses; it moves with the header) */
-template <class Data> PetscErrorCode MatAIJFusedNewData(Mat A, MatType base, MatType fused, Data **d)
-{
-  PetscFunctionBegin;
-  PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix %s in place: it is not a plain %s", ((PetscObject)A)->type_name, fused, base);
-  FusedKSPCallCXX(*d = new Data);
-  (*d)->backend = ActiveBackend();
-  A->spptr      = *d;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+/* The part of those lists every fused AIJ type T has: the templates below and the product choice of aijfused_shared.cxx */
+#define FUSED_AIJ_SHARED_OPS(X, T)                                                                                                                                                                                                                       \
+  X(destroy, MatDestroy_AIJFused<T>)                                                                                                                                                                                                                     \
+  X(assemblyend, MatAssemblyEnd_AIJFused<T>)                                                                                                                                                                                                             \
+  X(mult, (MatAIJFusedMult<T, PETSC_FALSE>))                                                                                                                                                                                                             \
+  X(multadd, (MatAIJFusedProduct<T, PETSC_FALSE, true>))                                                                                                                                                                                                 \
+  X(multtranspose, (MatAIJFusedMult<T, PETSC_TRUE>))                                                                                                                                                                                                     \
+  X(multtransposeadd, (MatAIJFusedProduct<T, PETSC_TRUE, true>))                                                                                                                                                                                         \
+  X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
 
 /* Composes on A (type `fused`, extending `base`) the functions PETSc's MatConvert() and MatProduct*()
    look for: MatConvert_<base>_<fused>_C (to_fused), MatConvert_<fused>_<base>_C (from_fused) and
@@ -49,11 +48,114 @@ PetscErrorCode MatAIJFusedFinishTypeChange(Mat A, MatType base, MatType fused, M
    INITIAL duplicates A into *M, then (INITIAL and INPLACE) `change` turns *M into the other type in place */
 PetscErrorCode MatAIJFusedConvert(Mat A, MatReuse reuse, Mat *M, PetscErrorCode (*change)(Mat));
 
+/* The templates below are the life cycle both fused AIJ types share: creation, conversion to and from the
+   AIJ type they extend, assembly, destruction and the products.  A type is described by T (SeqAIJFusedType
+   in aijfused.cxx, MPIAIJFusedType in mpiaijfused.cxx):
+     T::DataType                      its data, in A->spptr (the slot PETSc leaves to AIJ subclasses; it moves
+                                    with the header): `backend` (the active backend when A became fused) and
+                                    `host` (the AIJ type's implementations of the operations it replaces)
+     T::base, T::fused              the AIJ type it extends and its own type name
+     T::InstallOps(A, d)            saves the AIJ type's operations in d->host and installs the fused ones
+     T::RestoreOps(A, host)         puts the AIJ type's operations `host` back in A's table
+     T::SetFormat                   MatAIJFusedSetFormat()
+     T::FreeContents(d)               frees the backend copies of the data d
+     T::AssemblyRefresh(A, state)   at the end of a final assembly: brings the backend copies up to date with
+                                    A as of the object state `state`
+     T::OnBackend(A, vecs, &dev)    whether the product of A on these vectors runs on the backend
+     T::Device(A, transpose, x, z, y)  y = op(A) x, plus z unless NULL, on the backend                     */
+
+template <class T> inline typename T::DataType *MatAIJFusedGetData(Mat A)
+{
+  return static_cast<typename T::DataType *>(A->spptr);
+}
+
+/* Frees the backend copies and the data of a matrix of the fused type T, leaving A->spptr NULL */
+template <class T> PetscErrorCode MatAIJFusedFreeData(Mat A)
+{
+  typename T::DataType *d = MatAIJFusedGetData<T>(A);
+
+  PetscFunctionBegin;
+  PetscCall(T::FreeContents(d));
+  delete d;
+  A->spptr = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+template <class T> PetscErrorCode MatDestroy_AIJFused(Mat A)
+{
+  PetscErrorCode (*host_destroy)(Mat) = MatAIJFusedGetData<T>(A)->host.destroy;
+
+  PetscFunctionBegin;
+  PetscCall(MatAIJFusedFreeData<T>(A));
+  PetscCall(MatAIJFusedComposeFunctions(A, T::base, T::fused, nullptr, nullptr, nullptr));
+  PetscCall(host_destroy(A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Whether A is of the fused type T (with any backend) */
+template <class T> inline PetscBool MatAIJFusedIsType(Mat A)
+{
+  return (A && A->ops->destroy == MatDestroy_AIJFused<T>) ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/* The AIJ type's assembly; at the end of a final one (of a matrix with values) T::AssemblyRefresh() with the
+   state A will have when MatAssemblyEnd() returns.  MATSEQAIJ's MatZeroRows() and MatZeroRowsColumns() call it too. */
+template <class T> PetscErrorCode MatAssemblyEnd_AIJFused(Mat A, MatAssemblyType mode)
+{
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(MatAIJFusedGetData<T>(A)->host.assemblyend(A, mode));
+  if (mode != MAT_FINAL_ASSEMBLY || A->structure_only) PetscFunctionReturn(PETSC_SUCCESS); /* a structure-only matrix has no values to mirror */
+  PetscCall(StateAfterOperation((PetscObject)A, &state));
+  PetscCall(T::AssemblyRefresh(A, state));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Turns the matrix A of the fused type T back into the AIJ type it extends (its values stay) */
+template <class T> PetscErrorCode MatAIJFusedToBase(Mat A)
+{
+  const auto host = MatAIJFusedGetData<T>(A)->host;
+
+  PetscFunctionBegin;
+  PetscCall(MatAIJFusedFreeData<T>(A));
+  T::RestoreOps(A, host);
+  PetscCall(MatAIJFusedFinishTypeChange(A, T::base, T::fused, nullptr, nullptr, nullptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* MatAIJFusedConvert() with `change` as a MatConvert_<from>_<to>_C function */
 template <PetscErrorCode (*change)(Mat)> PetscErrorCode MatAIJFusedConverter(Mat A, MatType, MatReuse reuse, Mat *M)
 {
   PetscFunctionBegin;
   PetscCall(MatAIJFusedConvert(A, reuse, M, change));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Turns the AIJ matrix A of type T::base (new, or assembled: its values stay) into the fused type T: its new data,
+   with the active backend, in A->spptr, the fused operations and the composed functions, among them MatConvert()
+   from T::base to T (found by MatConvert() on a fused matrix, and by MatSetType() of an assembled AIJ matrix; the
+   values are kept, in place or in a duplicate) and back (to T::base, or MATAIJ)                                  */
+template <class T> PetscErrorCode MatAIJFusedToFused(Mat A)
+{
+  typename T::DataType *d;
+
+  PetscFunctionBegin;
+  PetscCheck(!A->spptr, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Cannot make a %s matrix %s in place: it is not a plain %s", ((PetscObject)A)->type_name, T::fused, T::base);
+  FusedKSPCallCXX(d = new typename T::DataType);
+  d->backend = ActiveBackend();
+  A->spptr   = d;
+  T::InstallOps(A, d);
+  PetscCall(MatAIJFusedFinishTypeChange(A, T::base, T::fused, MatAIJFusedConverter<MatAIJFusedToFused<T>>, MatAIJFusedConverter<MatAIJFusedToBase<T>>, T::SetFormat));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* MatCreate() of the fused type T: a new T::base matrix made fused */
+template <class T> PetscErrorCode MatCreate_AIJFusedType(Mat A)
+{
+  PetscFunctionBegin;
+  PetscCall(MatSetType(A, T::base));
+  PetscCall(MatAIJFusedToFused<T>(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -66,10 +168,10 @@ PetscErrorCode MatConvertFrom_AIJFused(Mat A, MatType newtype, MatReuse reuse, M
 /* MatMult(), MatMultAdd(), MatMultTranspose() and MatMultTransposeAdd() of a fused AIJ type, as one function (add:
    with z; transpose: op(A) = A^T), with the type's T::OnBackend(A, vecs, &backend) (whether the product on these
    vectors runs on the backend), T::Device(A, transpose, x, z, y) (y = op(A) x, plus z unless NULL, on the backend)
-   and T::Host(A) (the AIJ type's operations, which run otherwise)                                             */
+   and the AIJ type's operations, which run otherwise                                                          */
 template <class T, PetscBool transpose, bool add> PetscErrorCode MatAIJFusedProduct(Mat A, Vec x, Vec z, Vec y)
 {
-  const auto &host = T::Host(A);
+  const auto &host = MatAIJFusedGetData<T>(A)->host;
   PetscBool   backend;
 
   PetscFunctionBegin;

@@ -69,17 +69,11 @@ struct Halo {
 
 /* The operations MATMPIAIJFUSED replaces in MATMPIAIJ's table: X(op, fused implementation) */
 #define FUSED_MPIAIJ_OPS(X)                                                                                                                                                                                                                              \
-  X(destroy, MatDestroy_MPIAIJFused)                                                                                                                                                                                                                     \
-  X(assemblyend, MatAssemblyEnd_MPIAIJFused)                                                                                                                                                                                                             \
-  X(mult, (MatAIJFusedMult<MPIProducts, PETSC_FALSE>))                                                                                                                                                                                                   \
-  X(multadd, (MatAIJFusedProduct<MPIProducts, PETSC_FALSE, true>))                                                                                                                                                                                       \
-  X(multtranspose, (MatAIJFusedMult<MPIProducts, PETSC_TRUE>))                                                                                                                                                                                           \
-  X(multtransposeadd, (MatAIJFusedProduct<MPIProducts, PETSC_TRUE, true>))                                                                                                                                                                               \
+  FUSED_AIJ_SHARED_OPS(X, MPIAIJFusedType)                                                                                                                                                                                                               \
   X(getdiagonal, MatGetDiagonal_MPIAIJFused)                                                                                                                                                                                                             \
   X(view, MatView_MPIAIJFused)                                                                                                                                                                                                                           \
   X(createsubmatrix, MatCreateSubMatrix_MPIAIJFused)                                                                                                                                                                                                     \
-  X(getdiagonalblock, MatGetDiagonalBlock_MPIAIJFused)                                                                                                                                                                                                   \
-  X(productsetfromoptions, MatProductSetFromOptions_AIJFused)
+  X(getdiagonalblock, MatGetDiagonalBlock_MPIAIJFused)
 
 /* MATMPIAIJ's implementations of those operations, called for the host work */
 struct HostOps {
@@ -106,8 +100,7 @@ struct MatMPIFusedData {
   PetscScalar            *work                = nullptr;                       /* backend, max(local rows, local columns): MatMultAdd()s   */
   Mat                     diag_block          = nullptr;                       /* MatGetDiagonalBlock(): a MATSEQAIJFUSED copy of the diagonal block */
   PetscObjectState        diag_block_state = -1, diag_block_nonzerostate = -1; /* the block's states the copy holds */
-  PetscErrorCode (*host_getdiagonalblock)(Mat, Mat *) = nullptr;               /* MATMPIAIJ's                     */
-  HostOps host;
+  HostOps                 host;
 };
 
 inline MatMPIFusedData *Data(Mat A)
@@ -439,52 +432,6 @@ PetscErrorCode HaloEnd(MatMPIFusedData *d)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* PETSc's assembly; at the end of a final one the mirrored blocks are brought up to date: the values
-   into their existing arrays when the nonzero pattern is the same, else first a new structure (the
-   halo pattern follows at the next product).  Collective. */
-PetscErrorCode MatAssemblyEnd_MPIAIJFused(Mat A, MatAssemblyType mode)
-{
-  MatMPIFusedData *d = Data(A);
-  PetscObjectState state;
-
-  PetscFunctionBegin;
-  PetscCall(d->host.assemblyend(A, mode));
-  if (mode != MAT_FINAL_ASSEMBLY || A->structure_only) PetscFunctionReturn(PETSC_SUCCESS); /* a structure-only matrix has no values to mirror */
-  PetscCall(StateAfterOperation((PetscObject)A, &state));
-  PetscCall(RefreshBlocks(A, d, state));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Frees the backend copies and the data of a MATMPIAIJFUSED, leaving A->spptr NULL */
-PetscErrorCode FreeData(Mat A)
-{
-  MatMPIFusedData *d = Data(A);
-
-  PetscFunctionBegin;
-  PetscCall(MirrorFree(d->backend, &d->diag));
-  PetscCall(FreeBlock(d->backend, &d->offdiag));
-  PetscCall(FreeHalo(d->backend, &d->halo));
-  PetscCall(PetscSFDestroy(&d->sf));
-  PetscCall(MirrorFree(d->backend, &d->diag_t));
-  PetscCall(MirrorFree(d->backend, &d->offdiag_t));
-  PetscCall(d->backend->free_bytes(d->work));
-  PetscCall(MatDestroy(&d->diag_block));
-  delete d;
-  A->spptr = nullptr;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MatDestroy_MPIAIJFused(Mat A)
-{
-  PetscErrorCode (*host_destroy)(Mat) = Data(A)->host.destroy;
-
-  PetscFunctionBegin;
-  PetscCall(FreeData(A));
-  PetscCall(MatAIJFusedComposeFunctions(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr, nullptr));
-  PetscCall(host_destroy(A));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* Brings Ad^T and Ao^T up to date with the blocks (Refresh() first).  Ao^T has a row per halo entry:
    its product with the local x is what this rank adds to the entries of y that other ranks own. */
 PetscErrorCode RefreshTransposes(Mat A, MatMPIFusedData *d)
@@ -583,16 +530,48 @@ PetscErrorCode OnBackend(Mat A, std::initializer_list<Vec> vecs, PetscBool *devi
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The products of MATMPIAIJFUSED (MatAIJFusedProduct()): on the backend when the vectors are fused and A lives with the
-   active backend; y = A^T x with the explicit transposes of both blocks, built at the first use and kept (refreshed
-   when A changes)                                                                                              */
-struct MPIProducts {
-  static const HostOps &Host(Mat A)
-  {
-    return Data(A)->host;
-  }
+/* MATMPIAIJFUSED for the templates of aijfused_private.hpp.  Its products run on the backend when the vectors are
+   fused and A lives with the active backend; y = A^T x with the explicit transposes of both blocks, built at the
+   first use and kept (refreshed when A changes)                                                                 */
+struct MPIAIJFusedType {
+  using DataType                     = MatMPIFusedData;
+  static constexpr const char *base  = MATMPIAIJ;
+  static constexpr const char *fused = MATMPIAIJFUSED;
+
   static constexpr auto OnBackend = fusedksp::OnBackend;
   static constexpr auto Device    = MultDevice;
+  static PetscErrorCode FreeContents(MatMPIFusedData *d)
+  {
+    PetscFunctionBegin;
+    PetscCall(MirrorFree(d->backend, &d->diag));
+    PetscCall(FreeBlock(d->backend, &d->offdiag));
+    PetscCall(FreeHalo(d->backend, &d->halo));
+    PetscCall(PetscSFDestroy(&d->sf));
+    PetscCall(MirrorFree(d->backend, &d->diag_t));
+    PetscCall(MirrorFree(d->backend, &d->offdiag_t));
+    PetscCall(d->backend->free_bytes(d->work));
+    PetscCall(MatDestroy(&d->diag_block));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  static PetscErrorCode SetFormat(Mat A, MatAIJFusedFormat format)
+  {
+    MatMPIFusedData *d = Data(A);
+
+    PetscFunctionBegin;
+    if (format != d->requested) d->nonzerostate = -1; /* rebuilt in the new format at the next assembly or product */
+    d->requested = format;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  /* The mirrored blocks: the values into their existing arrays when the nonzero pattern is the same, else first a
+     new structure (the halo pattern follows at the next product).  Collective.                                    */
+  static PetscErrorCode AssemblyRefresh(Mat A, PetscObjectState state)
+  {
+    PetscFunctionBegin;
+    PetscCall(RefreshBlocks(A, Data(A), state));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  static void InstallOps(Mat A, MatMPIFusedData *d);
+  static void RestoreOps(Mat A, const HostOps &host);
 };
 
 /* The diagonal from the mirror of the diagonal block (square matrices with the same row and column layout;
@@ -616,13 +595,6 @@ PetscErrorCode MatGetDiagonal_MPIAIJFused(Mat A, Vec v)
   PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
-
-PetscErrorCode MatConvertToMPIFused(Mat);
-PetscErrorCode MatConvertFromMPIFused(Mat);
-
-/* MatConvert() from MATMPIAIJ to MATMPIAIJFUSED and back (see MatConvert_SeqAIJ_SeqAIJFused) */
-constexpr MatConvertFn MatConvert_MPIAIJ_MPIAIJFused = MatAIJFusedConverter<MatConvertToMPIFused>;
-constexpr MatConvertFn MatConvert_MPIAIJFused_MPIAIJ = MatAIJFusedConverter<MatConvertFromMPIFused>;
 
 /* MATMPIAIJ's submatrix, made fused: some of MATMPIAIJ's paths assemble it from its blocks, whose type
    (MATSEQAIJ) decides the parallel type, and a submatrix is used in products (PCFIELDSPLIT, PCGASM) */
@@ -661,7 +633,7 @@ PetscErrorCode MatCreateSubMatrix_MPIAIJFused(Mat A, IS isrow, IS iscol, MatReus
   PetscFunctionBegin;
   PetscCall(Data(A)->host.createsubmatrix(A, isrow, iscol, reuse, B));
   PetscCall(PetscObjectTypeCompare((PetscObject)*B, MATMPIAIJ, &plain));
-  if (plain) PetscCall(MatConvert_MPIAIJ_MPIAIJFused(*B, MATMPIAIJFUSED, MAT_INPLACE_MATRIX, B));
+  if (plain) PetscCall(MatAIJFusedToFused<MPIAIJFusedType>(*B));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -701,40 +673,14 @@ PetscErrorCode MatView_MPIAIJFused(Mat A, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatAIJFusedSetFormat_MPIAIJFused(Mat A, MatAIJFusedFormat format)
+void MPIAIJFusedType::InstallOps(Mat A, MatMPIFusedData *d)
 {
-  MatMPIFusedData *d = Data(A);
-
-  PetscFunctionBegin;
-  if (format != d->requested) d->nonzerostate = -1; /* rebuilt in the new format at the next assembly or product */
-  d->requested = format;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Turns the MATMPIAIJ A (new, or assembled: its values stay) into a MATMPIAIJFUSED */
-PetscErrorCode MatConvertToMPIFused(Mat A)
-{
-  MatMPIFusedData *d;
-
-  PetscFunctionBegin;
-  PetscCall(MatAIJFusedNewData(A, MATMPIAIJ, MATMPIAIJFUSED, &d));
   FUSED_MPIAIJ_OPS(FUSED_INSTALL_OP)
-  PetscCall(MatAIJFusedFinishTypeChange(A, MATMPIAIJ, MATMPIAIJFUSED, MatConvert_MPIAIJ_MPIAIJFused, MatConvert_MPIAIJFused_MPIAIJ, MatAIJFusedSetFormat_MPIAIJFused));
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Turns the MATMPIAIJFUSED A back into the MATMPIAIJ it extends (its values stay) */
-PetscErrorCode MatConvertFromMPIFused(Mat A)
+void MPIAIJFusedType::RestoreOps(Mat A, const HostOps &host)
 {
-  HostOps host                                        = Data(A)->host;
-  PetscErrorCode (*host_getdiagonalblock)(Mat, Mat *) = Data(A)->host_getdiagonalblock;
-
-  PetscFunctionBegin;
-  PetscCall(FreeData(A));
-  PetscCall(PetscObjectComposeFunction((PetscObject)A, "MatGetDiagonalBlock_C", host_getdiagonalblock));
   FUSED_MPIAIJ_OPS(FUSED_RESTORE_OP)
-  PetscCall(MatAIJFusedFinishTypeChange(A, MATMPIAIJ, MATMPIAIJFUSED, nullptr, nullptr, nullptr));
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 } // namespace
@@ -742,14 +688,14 @@ PetscErrorCode MatConvertFromMPIFused(Mat A)
 PetscErrorCode MatIsMPIAIJFused(Mat A, PetscBool *fused)
 {
   PetscFunctionBegin;
-  *fused = (A && A->ops->destroy == MatDestroy_MPIAIJFused && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
+  *fused = (MatAIJFusedIsType<MPIAIJFusedType>(A) && Data(A)->backend == ActiveBackend()) ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MatMPIAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat))
 {
   PetscFunctionBegin;
-  *f = (A && A->ops->destroy == MatDestroy_MPIAIJFused) ? Data(A)->host.productsetfromoptions : nullptr;
+  *f = MatAIJFusedIsType<MPIAIJFusedType>(A) ? Data(A)->host.productsetfromoptions : nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -765,7 +711,7 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   const Backend   *be;
 
   PetscFunctionBegin;
-  PetscCheck(A->ops->destroy == MatDestroy_MPIAIJFused, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
+  PetscCheck(MatAIJFusedIsType<MPIAIJFusedType>(A), PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
   be = d->backend;
   PetscCall(Refresh(A, d));
   PetscCall(HaloBegin(d, wr, in));
@@ -788,7 +734,7 @@ PetscErrorCode MatMPIAIJFusedGetChunkView(Mat A, const CSRView **csr, const SELL
   Halo            *h;
 
   PetscFunctionBegin;
-  PetscCheck(A->ops->destroy == MatDestroy_MPIAIJFused, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
+  PetscCheck(MatAIJFusedIsType<MPIAIJFusedType>(A), PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
   PetscCall(Refresh(A, d));
   h                      = &d->halo;
   *csr                   = d->diag.format == MAT_AIJFUSED_CSR ? &d->diag.csr : nullptr;
@@ -843,7 +789,6 @@ M*/
 PETSC_INTERN PetscErrorCode MatCreate_MPIAIJFused(Mat A)
 {
   PetscFunctionBegin;
-  PetscCall(MatSetType(A, MATMPIAIJ));
-  PetscCall(fusedksp::MatConvertToMPIFused(A));
+  PetscCall(fusedksp::MatCreate_AIJFusedType<fusedksp::MPIAIJFusedType>(A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -13,6 +13,9 @@ namespace fusedksp
 namespace
 {
 
+/* The access modes of backend arrays, short */
+constexpr PetscMemoryAccessMode READ = PETSC_MEMORY_ACCESS_READ, WRITE = PETSC_MEMORY_ACCESS_WRITE, READ_WRITE = PETSC_MEMORY_ACCESS_READ_WRITE;
+
 /* The batches are per solve (OpsSolveScoped()): scopes[nscopes - 1] is the innermost solve running,
    scopes[0] the operations called outside any solve.  A solve has at most one batch open; a fused
    solve nested in another (inside its PC or operator) has a scope of its own, so it neither sees nor
@@ -115,9 +118,30 @@ PetscErrorCode LocalDot(Vec x, Vec y, PetscScalar *val)
    stream waits for the kernel when they are given back.                                                         */
 class BackendArrays {
 public:
+  /* One operand of a kernel: the vector, the kernel's access, where its backend array goes */
+  struct Operand {
+    Vec                   v;
+    PetscMemoryAccessMode mode;
+    PetscScalar         **a;
+  };
   void Length(PetscInt n)
   {
     n_ = n;
+  }
+  /* Length() with the local length *n of v */
+  PetscErrorCode LengthOf(Vec v, PetscInt *n)
+  {
+    PetscFunctionBegin;
+    PetscCall(VecGetLocalSize(v, n));
+    n_ = *n;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  /* Get() of each operand, in order */
+  PetscErrorCode Get(std::initializer_list<Operand> operands)
+  {
+    PetscFunctionBegin;
+    for (const Operand &o : operands) PetscCall(Get(o.v, o.mode, o.a));
+    PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscErrorCode Get(Vec v, PetscMemoryAccessMode mode, PetscScalar **a)
   {
@@ -133,13 +157,13 @@ public:
       }
       for (auto &e : held_)
         if (e.v == v) {
-          if (mode != PETSC_MEMORY_ACCESS_READ) e.mode = PETSC_MEMORY_ACCESS_READ_WRITE;
+          if (mode != READ) e.mode = READ_WRITE;
           *a = e.a;
           PetscFunctionReturn(PETSC_SUCCESS);
         }
       PetscBool petsc;
       PetscCall(VecIsPETScDevice(v, &petsc));
-      if (mode == PETSC_MEMORY_ACCESS_WRITE) mode = PETSC_MEMORY_ACCESS_READ_WRITE;
+      if (mode == WRITE) mode = READ_WRITE;
       if (petsc)
         PetscCall(VecPETScDeviceGetArray(v, mode, a, &ordered_));
       else
@@ -189,13 +213,13 @@ PetscErrorCode BackendSpecs(BackendArrays &arr, int ndots, const OpDot *specs, D
     bspecs[k].kind = specs[k].kind;
     if (specs[k].kind == DotKind::DOT_SELF_W || specs[k].kind == DotKind::DOT_VECTOR || specs[k].kind == DotKind::DOT_VECTOR_W) {
       PetscCheck(specs[k].vec, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a vector", k);
-      PetscCall(arr.Get(specs[k].vec, PETSC_MEMORY_ACCESS_READ, &a));
+      PetscCall(arr.Get(specs[k].vec, READ, &a));
     }
     bspecs[k].vec    = a;
     bspecs[k].weight = nullptr;
     if (specs[k].kind == DotKind::DOT_VECTOR_W) {
       PetscCheck(specs[k].weight, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "Dot product %d needs a weight", k);
-      PetscCall(arr.Get(specs[k].weight, PETSC_MEMORY_ACCESS_READ, &a));
+      PetscCall(arr.Get(specs[k].weight, READ, &a));
       bspecs[k].weight = a;
     }
   }
@@ -241,17 +265,12 @@ struct CGUpdateArrays {
 PetscErrorCode GetCGUpdateArrays(BackendArrays &arr, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w, CGUpdateArrays *a)
 {
   PetscFunctionBegin;
-  PetscCall(VecGetLocalSize(x, &a->n));
-  arr.Length(a->n);
-  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
-  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &a->r));
-  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &a->p));
-  PetscCall(arr.Get(q, PETSC_MEMORY_ACCESS_READ, &a->q));
+  PetscCall(arr.LengthOf(x, &a->n));
+  PetscCall(arr.Get({{x, READ_WRITE, &a->x}, {r, READ_WRITE, &a->r}, {p, READ_WRITE, &a->p}, {q, READ, &a->q}}));
   if (w)
-    PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &a->w));
+    PetscCall(arr.Get(w, READ, &a->w));
   else if (u) {
-    PetscCall(arr.Get(z, PETSC_MEMORY_ACCESS_READ_WRITE, &a->z));
-    PetscCall(arr.Get(u, PETSC_MEMORY_ACCESS_READ, &a->u));
+    PetscCall(arr.Get({{z, READ_WRITE, &a->z}, {u, READ, &a->u}}));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -265,17 +284,8 @@ struct BCGSUpdateArrays {
 PetscErrorCode GetBCGSUpdateArrays(BackendArrays &arr, Vec wr, Vec x, Vec r, Vec p, Vec s, Vec Ap, Vec As, Vec rstar, Vec rhat, BCGSUpdateArrays *a)
 {
   PetscFunctionBegin;
-  PetscCall(VecGetLocalSize(x, &a->n));
-  arr.Length(a->n);
-  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &a->wr));
-  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &a->x));
-  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_WRITE, &a->r));
-  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &a->p));
-  PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_READ, &a->s));
-  PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_READ, &a->Ap));
-  PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_READ, &a->As));
-  PetscCall(arr.Get(rstar, PETSC_MEMORY_ACCESS_READ, &a->rstar));
-  PetscCall(arr.Get(rhat, PETSC_MEMORY_ACCESS_READ, &a->rhat));
+  PetscCall(arr.LengthOf(x, &a->n));
+  PetscCall(arr.Get({{wr, READ, &a->wr}, {x, READ_WRITE, &a->x}, {r, WRITE, &a->r}, {p, READ_WRITE, &a->p}, {s, READ, &a->s}, {Ap, READ, &a->Ap}, {As, READ, &a->As}, {rstar, READ, &a->rstar}, {rhat, READ, &a->rhat}}));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -332,11 +342,9 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     PetscInt      rows, cols;
     PetscCall(MatGetLocalSize(A, &rows, &cols));
     arr.Length(cols);
-    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
-    PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
+    PetscCall(arr.Get({{in, READ, &ina}, {wr, READ, &wra}}));
     arr.Length(rows);
-    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
-    PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
+    PetscCall(arr.Get({{out, WRITE, &outa}, {wl, READ, &wla}}));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     if (fusedmpi) PetscCall(CheckNoTarget("an MPI operator"));
     PetscCall(DeferBegin());
@@ -375,9 +383,9 @@ PetscErrorCode OpsApplyOperatorTranspose(Mat A, Vec in, Vec out, int ndots, cons
     PetscInt      rows, cols;
     PetscCall(MatGetLocalSize(A, &rows, &cols));
     arr.Length(rows);
-    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
+    PetscCall(arr.Get(in, READ, &ina));
     arr.Length(cols);
-    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_WRITE, &outa));
+    PetscCall(arr.Get(out, WRITE, &outa));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     PetscCall(DeferBegin());
     PetscCall(MatSeqAIJFusedMultTransposeDots(A, ina, outa, ndots, bspecs, dots));
@@ -404,10 +412,8 @@ PetscErrorCode OpsDots(Vec in, Vec out, int ndots, const OpDot *specs, PetscScal
     DotSpec       bspecs[FUSED_MAX_DOTS];
     PetscScalar  *ina, *outa;
     PetscInt      n;
-    PetscCall(VecGetLocalSize(out, &n));
-    arr.Length(n);
-    PetscCall(arr.Get(in, PETSC_MEMORY_ACCESS_READ, &ina));
-    PetscCall(arr.Get(out, PETSC_MEMORY_ACCESS_READ, &outa));
+    PetscCall(arr.LengthOf(out, &n));
+    PetscCall(arr.Get({{in, READ, &ina}, {out, READ, &outa}}));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
     PetscCall(PetscLogEventBegin(events.dots, in, out, 0, 0));
     PetscCall(DeferBegin());
@@ -437,11 +443,8 @@ PetscErrorCode OpsWAXPYDot(PetscScalar a, Vec x, Vec v, Vec y, PetscScalar dots[
     BackendArrays arr;
     PetscScalar  *xa, *va, *ya;
     PetscInt      n;
-    PetscCall(VecGetLocalSize(y, &n));
-    arr.Length(n);
-    PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
-    PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
-    PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+    PetscCall(arr.LengthOf(y, &n));
+    PetscCall(arr.Get({{x, READ, &xa}, {v, READ, &va}, {y, WRITE, &ya}}));
     PetscCall(PetscLogEventBegin(events.waxpy_dot, x, v, y, 0));
     PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->waxpy_dot(n, a, xa, va, ya, dots));
@@ -502,11 +505,10 @@ PetscErrorCode OpsMDot(PetscInt nv, const Vec V[], Vec y, PetscBool selfdot, Pet
     std::vector<PetscScalar *> va;
     PetscScalar               *ya;
     PetscInt                   n;
-    PetscCall(VecGetLocalSize(y, &n));
-    arr.Length(n);
+    PetscCall(arr.LengthOf(y, &n));
     FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
-    PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ, &ya));
-    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
+    PetscCall(arr.Get(y, READ, &ya));
+    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], READ, &va[j]));
     PetscCall(PetscLogEventBegin(events.mdot, y, 0, 0, 0));
     PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->mdot(n, nv, va.data(), ya, selfdot, dots));
@@ -535,12 +537,10 @@ PetscErrorCode OpsMAXPYScale(PetscInt nv, const PetscScalar coef[], const Vec V[
     std::vector<PetscScalar *> va;
     PetscScalar               *ya, *da;
     PetscInt                   n;
-    PetscCall(VecGetLocalSize(y, &n));
-    arr.Length(n);
+    PetscCall(arr.LengthOf(y, &n));
     FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
-    PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
-    PetscCall(arr.Get(dotvec, PETSC_MEMORY_ACCESS_READ, &da));
-    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
+    PetscCall(arr.Get({{y, READ_WRITE, &ya}, {dotvec, READ, &da}}));
+    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], READ, &va[j]));
     PetscCall(PetscLogEventBegin(events.maxpy, y, 0, 0, 0));
     PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->maxpy_scale(n, nv, coef, va.data(), ya, scale, da, dot));
@@ -573,13 +573,10 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
     std::vector<PetscScalar *> va;
     PetscScalar               *wa, *zo, *zn;
     PetscInt                   n;
-    PetscCall(VecGetLocalSize(w, &n));
-    arr.Length(n);
+    PetscCall(arr.LengthOf(w, &n));
     FusedKSPCallCXX(va.resize(nv > 0 ? nv : 1));
-    PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
-    PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zo));
-    PetscCall(arr.Get(znew, PETSC_MEMORY_ACCESS_WRITE, &zn));
-    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], PETSC_MEMORY_ACCESS_READ, &va[j]));
+    PetscCall(arr.Get({{w, READ_WRITE, &wa}, {zold, READ, &zo}, {znew, WRITE, &zn}}));
+    for (PetscInt j = 0; j < nv; ++j) PetscCall(arr.Get(V[j], READ, &va[j]));
     PetscCall(PetscLogEventBegin(events.maxpy, w, 0, 0, 0));
     PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->sgmres_update(n, nv, coef, va.data(), wa, scale, eta, zo, zn, dots));
@@ -783,9 +780,9 @@ PetscErrorCode OpsChunkKey(Mat A, std::initializer_list<Vec> vecs, std::vector<c
   for (Vec v : vecs) {
     PetscScalar *a;
     if (!v) continue;
-    PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_READ, &a));
+    PetscCall(VecFusedGetArray(v, READ, &a));
     FusedKSPCallCXX(key->push_back(a));
-    PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_READ, &a));
+    PetscCall(VecFusedRestoreArray(v, READ, &a));
   }
   PetscCall(MatAIJFusedGetArraysGeneration(A, &generation));
   FusedKSPCallCXX(key->push_back(reinterpret_cast<const void *>((uintptr_t)generation)));
@@ -945,7 +942,7 @@ static PetscErrorCode RunChunk(Args *args, PetscScalar *slots, ChunkControl *ctl
 
 PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *ctl, Vec b, PetscBool guess, PetscInt bnorm, Vec x, Vec r, Vec p, Vec q, Vec w, ChunkForm form)
 {
-  const PetscMemoryAccessMode updated = b ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ_WRITE;
+  const PetscMemoryAccessMode updated = b ? WRITE : READ_WRITE;
   BackendArrays               arr;
   CGChunkArgs                 args;
   PetscScalar                *wa, *ba;
@@ -956,14 +953,8 @@ PetscErrorCode OpsCGChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl *c
 
   PetscFunctionBegin;
   PetscCall(ChunkMatrix("CG", A, {b, x, r, p, q, w}, &args.csr, &args.sell, &nnz, &par, &args.par));
-  PetscCall(VecGetLocalSize(x, &n));
-  arr.Length(n);
-  PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
-  PetscCall(arr.Get(x, b && !guess ? updated : PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
-  PetscCall(arr.Get(r, updated, &args.r));
-  PetscCall(arr.Get(p, updated, &args.p));
-  PetscCall(arr.Get(q, updated, &args.q));
-  PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ, &wa));
+  PetscCall(arr.LengthOf(x, &n));
+  PetscCall(arr.Get({{b, READ, &ba}, {x, b && !guess ? updated : READ_WRITE, &args.x}, {r, updated, &args.r}, {p, updated, &args.p}, {q, updated, &args.q}, {w, READ, &wa}}));
   args.b     = ba;
   args.guess = b ? guess : PETSC_FALSE;
   args.bnorm = b ? bnorm : CHUNK_BNORM_NONE;
@@ -986,18 +977,9 @@ PetscErrorCode OpsBCGSChunk(Mat A, PetscInt k, PetscScalar *slots, ChunkControl 
 
   PetscFunctionBegin;
   PetscCall(ChunkMatrix("BiCGStab", A, {wl, wr, b, x, r, p, s, Ap, As, rstar}, &args.csr, &args.sell, &nnz, &par, &args.par));
-  PetscCall(VecGetLocalSize(x, &n));
-  arr.Length(n);
-  PetscCall(arr.Get(wl, PETSC_MEMORY_ACCESS_READ, &wla));
-  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
-  PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
-  PetscCall(arr.Get(rstar, b ? PETSC_MEMORY_ACCESS_WRITE : PETSC_MEMORY_ACCESS_READ, &args.rstar));
-  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ_WRITE, &args.x));
-  PetscCall(arr.Get(r, PETSC_MEMORY_ACCESS_READ_WRITE, &args.r));
-  PetscCall(arr.Get(p, PETSC_MEMORY_ACCESS_READ_WRITE, &args.p));
-  PetscCall(arr.Get(s, PETSC_MEMORY_ACCESS_WRITE, &args.s));
-  PetscCall(arr.Get(Ap, PETSC_MEMORY_ACCESS_WRITE, &args.Ap));
-  PetscCall(arr.Get(As, PETSC_MEMORY_ACCESS_WRITE, &args.As));
+  PetscCall(arr.LengthOf(x, &n));
+  PetscCall(arr.Get(
+      {{wl, READ, &wla}, {wr, READ, &wra}, {b, READ, &ba}, {rstar, b ? WRITE : READ, &args.rstar}, {x, READ_WRITE, &args.x}, {r, READ_WRITE, &args.r}, {p, READ_WRITE, &args.p}, {s, WRITE, &args.s}, {Ap, WRITE, &args.Ap}, {As, WRITE, &args.As}}));
   args.wl = wla;
   args.wr = wra;
   args.b  = ba;
@@ -1018,11 +1000,8 @@ PetscErrorCode OpsWAXPYDotChained(const PetscScalar *prev, const PetscScalar *cu
   PetscCheck(target_pending, PETSC_COMM_SELF, PETSC_ERR_ORDER, "OpsWAXPYDotChained() needs an OpsReduceInto() target");
   PetscCall(AllFused({x, v, y}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
-  PetscCall(VecGetLocalSize(y, &n));
-  arr.Length(n);
-  PetscCall(arr.Get(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(arr.Get(v, PETSC_MEMORY_ACCESS_READ, &va));
-  PetscCall(arr.Get(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
+  PetscCall(arr.LengthOf(y, &n));
+  PetscCall(arr.Get({{x, READ, &xa}, {v, READ, &va}, {y, WRITE, &ya}}));
   PetscCall(PetscLogEventBegin(events.waxpy_dot, x, v, y, 0));
   PetscCall(ActiveBackend()->waxpy_dot_chained(n, prev, cur, ctl, j, xa, va, ya));
   target_pending = false;
@@ -1067,18 +1046,16 @@ PetscErrorCode OpsSGMRESChunk(Mat A, PetscInt i0, PetscInt k, PetscInt m, PetscR
   FusedKSPCallCXX(va.assign(m + 1, nullptr); za.assign(m + 2, nullptr));
   PetscCall(ChunkMatrix("simpler GMRES", A, {b, wr, Z[i0 + 1]}, &args.csr, &args.sell, &nnz, &par, &args.par));
   PetscCheck(!args.par || !b, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of simpler GMRES steps with several processes does not compute the start");
-  PetscCall(VecGetLocalSize(Z[i0 + 1], &n));
-  arr.Length(n);
-  PetscCall(arr.Get(wr, PETSC_MEMORY_ACCESS_READ, &wra));
-  PetscCall(arr.Get(b, PETSC_MEMORY_ACCESS_READ, &ba));
+  PetscCall(arr.LengthOf(Z[i0 + 1], &n));
+  PetscCall(arr.Get({{wr, READ, &wra}, {b, READ, &ba}}));
   for (PetscInt v = 1; v <= i0 + k; ++v) {
     PetscBool fused;
 
     PetscCall(AllFused({V[v], Z[v + 1]}, &fused));
     PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "A chunk of simpler GMRES steps needs fused vectors");
-    PetscCall(arr.Get(V[v], v <= i0 ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &va[v]));
+    PetscCall(arr.Get(V[v], v <= i0 ? READ : READ_WRITE, &va[v]));
   }
-  for (PetscInt v = i0 + 1; v <= i0 + k + 1; ++v) PetscCall(arr.Get(Z[v], v == i0 + 1 && !b ? PETSC_MEMORY_ACCESS_READ : PETSC_MEMORY_ACCESS_READ_WRITE, &za[v]));
+  for (PetscInt v = i0 + 1; v <= i0 + k + 1; ++v) PetscCall(arr.Get(Z[v], v == i0 + 1 && !b ? READ : READ_WRITE, &za[v]));
   args.wr   = wra;
   args.b    = ba;
   args.V    = va.data();
@@ -1106,12 +1083,9 @@ PetscErrorCode OpsSGMRESUpdateChained(PetscInt i, PetscInt m, PetscReal keep, co
   PetscCall(AllFused({w, zold, znew}, &fused));
   for (PetscInt v = 0; v < i - 1 && fused; ++v) PetscCall(AllFused({V[v]}, &fused));
   PetscCheck(fused, PETSC_COMM_SELF, PETSC_ERR_SUP, "Device-resident scalars need fused vectors");
-  PetscCall(VecGetLocalSize(w, &n));
-  arr.Length(n);
-  for (PetscInt v = 0; v < i - 1; ++v) PetscCall(arr.Get(V[v], PETSC_MEMORY_ACCESS_READ, &va[v]));
-  PetscCall(arr.Get(w, PETSC_MEMORY_ACCESS_READ_WRITE, &wa));
-  PetscCall(arr.Get(zold, PETSC_MEMORY_ACCESS_READ, &zoa));
-  PetscCall(arr.Get(znew, PETSC_MEMORY_ACCESS_WRITE, &zna));
+  PetscCall(arr.LengthOf(w, &n));
+  for (PetscInt v = 0; v < i - 1; ++v) PetscCall(arr.Get(V[v], READ, &va[v]));
+  PetscCall(arr.Get({{w, READ_WRITE, &wa}, {zold, READ, &zoa}, {znew, WRITE, &zna}}));
   PetscCall(PetscLogEventBegin(events.maxpy, w, 0, 0, 0));
   PetscCall(ActiveBackend()->sgmres_update_chained(n, i, m, keep, va.data(), wa, zoa, zna, prev, cur, ctl, j));
   target_pending = false;
@@ -1157,8 +1131,8 @@ PetscErrorCode OpsMarkWritten(std::initializer_list<Vec> vecs)
   for (Vec v : vecs) {
     PetscScalar *a;
     if (!v) continue;
-    PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_READ_WRITE, &a));
-    PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_READ_WRITE, &a));
+    PetscCall(VecFusedGetArray(v, READ_WRITE, &a));
+    PetscCall(VecFusedRestoreArray(v, READ_WRITE, &a));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

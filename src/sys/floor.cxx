@@ -1,6 +1,23 @@
 /* FusedKSPMeasureDeviceFloor(): the benchmark floor of the active device (CUDA backend) */
 #include "sys/fusedksp_impl.hpp"
 
+/* PETSC_ERR_SUP unless the active backend is the CUDA one (`name`: the measuring function, for the message) */
+static PetscErrorCode CheckCUDABackend([[maybe_unused]] const char *name)
+{
+  PetscFunctionBegin;
+#if defined(FUSEDKSP_HAVE_CUDA)
+  const char *backend;
+  PetscBool   cuda;
+
+  PetscCall(FusedKSPGetBackendName(&backend));
+  PetscCall(PetscStrcmp(backend, "cuda", &cuda));
+  PetscCheck(cuda, PETSC_COMM_SELF, PETSC_ERR_SUP, "The active FusedKSP backend is %s, not cuda (-fused_backend; FusedKSPInitializePackage() selects it)", backend);
+#else
+  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "%s() needs the CUDA backend: this libfusedksp was built without it (no nvcc at build time)", name);
+#endif
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*@
   FusedKSPMeasureDeviceFloor - Measures the benchmark floor of the CUDA backend on the active device
 
@@ -27,21 +44,12 @@
 @*/
 PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_us, PetscReal *latency_median_us, PetscReal *copy_bandwidth_GBs)
 {
-  const char *backend;
-  PetscBool   cuda;
-
   PetscFunctionBegin;
   PetscCheck(latency_min_us && latency_median_us && copy_bandwidth_GBs, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The three output arguments must be non-NULL");
   PetscCheck(reps >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "reps must be at least 1, got %" PetscInt_FMT, reps);
+  PetscCall(CheckCUDABackend("FusedKSPMeasureDeviceFloor"));
 #if defined(FUSEDKSP_HAVE_CUDA)
-  PetscCall(FusedKSPGetBackendName(&backend));
-  PetscCall(PetscStrcmp(backend, "cuda", &cuda));
-  PetscCheck(cuda, PETSC_COMM_SELF, PETSC_ERR_SUP, "The active FusedKSP backend is %s, not cuda (-fused_backend; FusedKSPInitializePackage() selects it)", backend);
   PetscCall(fusedksp::CUDAMeasureFloor(reps, latency_min_us, latency_median_us, copy_bandwidth_GBs));
-#else
-  (void)backend;
-  (void)cuda;
-  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "FusedKSPMeasureDeviceFloor() needs the CUDA backend: this libfusedksp was built without it (no nvcc at build time)");
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -72,21 +80,12 @@ PetscErrorCode FusedKSPMeasureDeviceFloor(PetscInt reps, PetscReal *latency_min_
 @*/
 PetscErrorCode FusedKSPMeasureDeviceGraphFloor(PetscInt reps, PetscInt its, PetscReal *min_us, PetscReal *median_us)
 {
-  const char *backend;
-  PetscBool   cuda;
-
   PetscFunctionBegin;
   PetscCheck(min_us && median_us, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The two output arguments must be non-NULL");
   PetscCheck(reps >= 1 && its >= 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "reps and its must be at least 1, got %" PetscInt_FMT " and %" PetscInt_FMT, reps, its);
+  PetscCall(CheckCUDABackend("FusedKSPMeasureDeviceGraphFloor"));
 #if defined(FUSEDKSP_HAVE_CUDA)
-  PetscCall(FusedKSPGetBackendName(&backend));
-  PetscCall(PetscStrcmp(backend, "cuda", &cuda));
-  PetscCheck(cuda, PETSC_COMM_SELF, PETSC_ERR_SUP, "The active FusedKSP backend is %s, not cuda (-fused_backend; FusedKSPInitializePackage() selects it)", backend);
   PetscCall(fusedksp::CUDAMeasureGraphFloor(reps, its, min_us, median_us));
-#else
-  (void)backend;
-  (void)cuda;
-  SETERRQ(PETSC_COMM_SELF, PETSC_ERR_SUP, "FusedKSPMeasureDeviceGraphFloor() needs the CUDA backend: this libfusedksp was built without it (no nvcc at build time)");
 #endif
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -213,22 +213,14 @@ template <Kind K> PetscErrorCode VecSet_Fused(Vec x, PetscScalar a)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = x (x may be fused and y not, or the other way round: then the host operation runs) */
-template <Kind K> PetscErrorCode VecCopy_Fused(Vec x, Vec y)
+/* copy (y = x; x may be fused and y not, or the other way round: then the host operation runs) and swap, which do
+   nothing when x is y (Host: the saved operation; Kernel: the BlasKernels entry; XMode, YMode: the accesses)      */
+template <Kind K, PetscErrorCode (*_VecOps::*Host)(Vec, Vec), auto Kernel, PetscMemoryAccessMode XMode, PetscMemoryAccessMode YMode> PetscErrorCode VecPair_Fused(Vec x, Vec y)
 {
   PetscFunctionBegin;
   if (x == y) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(RunOp(
-      {x, y}, {READ, WRITE}, 0.0, [&] { return host_ops[K].copy(x, y); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->copy(x->map->n, v[0], v[1]); }));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-template <Kind K> PetscErrorCode VecSwap_Fused(Vec x, Vec y)
-{
-  PetscFunctionBegin;
-  if (x == y) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(RunOp(
-      {x, y}, {READ_WRITE, READ_WRITE}, 0.0, [&] { return host_ops[K].swap(x, y); }, [&](const BlasKernels *blas, PetscScalar **v) { return blas->swap(x->map->n, v[0], v[1]); }));
+      {x, y}, {XMode, YMode}, 0.0, [&] { return (host_ops[K].*Host)(x, y); }, [&](const BlasKernels *blas, PetscScalar **v) { return (blas->*Kernel)(x->map->n, v[0], v[1]); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -386,8 +378,8 @@ template <Kind K> PetscErrorCode Install(Vec v)
   Replace(ops->maxpy, VecMAXPY_Fused<K>);
   Replace(ops->scale, VecScale_Fused<K>);
   Replace(ops->set, VecSet_Fused<K>);
-  Replace(ops->copy, VecCopy_Fused<K>);
-  Replace(ops->swap, VecSwap_Fused<K>);
+  Replace(ops->copy, VecPair_Fused<K, &_VecOps::copy, &BlasKernels::copy, READ, WRITE>);
+  Replace(ops->swap, VecPair_Fused<K, &_VecOps::swap, &BlasKernels::swap, READ_WRITE, READ_WRITE>);
   Replace(ops->pointwisemult, VecPointwise_Fused<K, &_VecOps::pointwisemult, &BlasKernels::pointwise_mult>);
   Replace(ops->pointwisedivide, VecPointwise_Fused<K, &_VecOps::pointwisedivide, &BlasKernels::pointwise_divide>);
   Replace(ops->dot, VecDot_Fused<K, &_VecOps::dot, true>);
