@@ -299,13 +299,6 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPSetUp_FusedBCGS(KSP ksp)
-{
-  PetscFunctionBegin;
-  PetscCall(KSPSetWorkVecs(ksp, NWORK));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
 {
   KSP_FusedBCGS  *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
@@ -469,21 +462,13 @@ PetscErrorCode KSPView_FusedBCGS(KSP ksp, PetscViewer viewer)
   PetscFunctionBegin;
   PetscCall(KSPFusedViewCommon(ksp, viewer, bc->mode,
                                bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
-                                                 : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)",
-                               bc->counters.reductions, bc->counters.replacements));
+                                                 : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)"));
   PetscCall(KSPFusedChunkView(&bc->chunk, viewer));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
-{
-  KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
-
-  PetscFunctionBegin;
-  PetscCall(KSPFusedChunkDestroy(ksp, &bc->chunk));
-  PetscCall(KSPFusedDestroyData<KSP_FusedBCGS>(ksp));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+/* The operations KSPCreate_FusedBCGS() sets */
+const KSPFusedOps FusedBCGSOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSolve_FusedBCGS>, KSPFusedDestroyChunked<KSP_FusedBCGS>, KSPView_FusedBCGS, KSPSetFromOptions_FusedBCGS};
 
 } // namespace
 } // namespace fusedksp
@@ -520,24 +505,8 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
 {
-  fusedksp::KSP_FusedBCGS *bc;
-
   PetscFunctionBegin;
-  FusedKSPCallCXX(bc = new fusedksp::KSP_FusedBCGS);
+  PetscCall(fusedksp::KSPFusedCreateChunked<fusedksp::KSP_FusedBCGS>(ksp, fusedksp::FusedBCGSOps, {{KSP_NORM_PRECONDITIONED, PC_LEFT}, {KSP_NORM_UNPRECONDITIONED, PC_RIGHT}}));
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself (or its first chunk does) */
-  ksp->data           = bc;
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 2));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
-  ksp->ops->setup          = fusedksp::KSPSetUp_FusedBCGS;
-  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedBCGS>;
-  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedBCGS;
-  ksp->ops->view           = fusedksp::KSPView_FusedBCGS;
-  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedBCGS;
-  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
-  ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &bc->counters));
-  PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &bc->chunk));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
