@@ -173,21 +173,18 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
 {
   Vec       *V     = ksp->work;
   const bool right = ksp->pc_side == PC_RIGHT;
-  PetscBool  ok;
   PetscReal  truenorm;
 
   PetscFunctionBegin;
-  *restarted = PETSC_FALSE;
-  PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], &truenorm, &ok));
-  if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
+  /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance,
+     so repeated failed checks need not mean stagnation */
+  PetscCall(KSPFusedTrueResidualReplace(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], NULL, &truenorm, restarted));
+  if (*restarted) {
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
-    ksp->reason = KSP_CONVERGED_ITERATING;
-    bc->counters.replacements++;
     PetscCall(VecCopy(right ? V[VEC_T] : V[VEC_T2], V[VEC_R]));
     PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
     PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, start));
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), start, nr, &bc->counters));
-    *restarted = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

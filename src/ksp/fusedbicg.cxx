@@ -198,14 +198,12 @@ PetscErrorCode KSPSolve_FusedBiCG(KSP ksp)
     rnorm = BiCGNorm(ksp, d);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
     if (ksp->reason > 0) {
-      PetscBool ok;
+      PetscBool replace;
       PetscReal truenorm;
 
-      PetscCall(KSPFusedTrueResidualConverged(ksp, bi->mode, bi->w, PETSC_TRUE, V[VEC_T], V[VEC_T2], &truenorm, &ok));
-      if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) {
+      PetscCall(KSPFusedTrueResidualReplace(ksp, bi->mode, bi->w, PETSC_TRUE, V[VEC_T], V[VEC_T2], &guard, &truenorm, &replace));
+      if (replace) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; restarting from it\n", it, (double)rnorm, (double)truenorm));
-        ksp->reason = KSP_CONVERGED_ITERATING;
-        bi->counters.replacements++;
         PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
         PetscCall(BiCGStart(ksp, bi, A, V, d));
         ksp->rnorm = BiCGNorm(ksp, d);

@@ -516,7 +516,7 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
       PetscReal truenorm;
       PetscBool replaced;
 
-      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &g->counters, &truenorm, &replaced, &stop));
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
       if (replaced) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
         prev = -1; /* the restart compares with this true residual, not with the estimate */

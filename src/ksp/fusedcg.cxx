@@ -116,20 +116,15 @@ PetscReal CGNorm(KSP ksp, const PetscScalar *d)
    (d: the new reduced values), *restarted = PETSC_TRUE and ksp->reason is reset               */
 PetscErrorCode CGCheckTrueResidual(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscInt it, PetscReal rnorm, TrueResidualGuard *guard, PetscBool *restarted)
 {
-  PetscBool ok;
   PetscReal truenorm;
 
   PetscFunctionBegin;
-  *restarted = PETSC_FALSE;
-  PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], &truenorm, &ok));
-  if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, guard)) {
+  PetscCall(KSPFusedTrueResidualReplace(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], guard, &truenorm, restarted));
+  if (*restarted) {
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
-    ksp->reason = KSP_CONVERGED_ITERATING;
-    cg->counters.replacements++;
     PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
     PetscCall(CGStart(ksp, cg, A, V, d));
     ksp->rnorm = CGNorm(ksp, d);
-    *restarted = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

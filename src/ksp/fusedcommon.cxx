@@ -249,6 +249,22 @@ PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidua
   return stagnates;
 }
 
+PetscErrorCode KSPFusedTrueResidualReplace(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replace)
+{
+  PetscBool      ok;
+  SolveCounters *counters;
+
+  PetscFunctionBegin;
+  *replace = PETSC_FALSE;
+  PetscCall(KSPFusedTrueResidualConverged(ksp, mode, w, leftpc, r, z, truenorm, &ok));
+  if (ok || (guard && KSPFusedTrueResidualStagnates(ksp, *truenorm, guard))) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(KSPFusedGetSolveCounters(ksp, &counters));
+  counters->replacements++;
+  ksp->reason = KSP_CONVERGED_ITERATING;
+  *replace    = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in, Vec out, Vec work)
 {
   PetscFunctionBegin;
@@ -314,20 +330,15 @@ PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, cons
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, SolveCounters *counters, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop)
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop)
 {
   PetscFunctionBegin;
   *replaced = PETSC_FALSE;
   *stop     = PETSC_TRUE;
   if (ksp->reason < 0) PetscFunctionReturn(PETSC_SUCCESS);
   if (ksp->reason > 0) {
-    PetscBool ok;
-
-    PetscCall(KSPFusedTrueResidualConverged(ksp, mode, w, PETSC_FALSE, T, T2, truenorm, &ok));
-    if (ok || KSPFusedTrueResidualStagnates(ksp, *truenorm, guard)) PetscFunctionReturn(PETSC_SUCCESS);
-    *replaced   = PETSC_TRUE;
-    ksp->reason = KSP_CONVERGED_ITERATING;
-    counters->replacements++;
+    PetscCall(KSPFusedTrueResidualReplace(ksp, mode, w, PETSC_FALSE, T, T2, guard, truenorm, replaced));
+    if (!*replaced) PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (k == 0) {
     ksp->reason = KSP_DIVERGED_BREAKDOWN;

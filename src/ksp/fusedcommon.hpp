@@ -67,6 +67,12 @@ struct TrueResidualGuard {
    Used by fusedcg and fusedsgmres, whose residual estimates are accurate up to the attainable accuracy. */
 PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidualGuard *guard);
 
+/* After a converged test with a recurrence residual: the true-residual check (KSPFusedTrueResidualConverged(), with its
+   arguments).  *replace when the true residual *truenorm did not meet the tolerance and, with a guard (NULL: none), its
+   checks do not stagnate (KSPFusedTrueResidualStagnates()): ksp->reason is reset and the replacement counted, and the
+   solver goes on from the true residual                                                                              */
+PetscErrorCode KSPFusedTrueResidualReplace(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replace);
+
 /* Composes p on ksp under `name` (a PetscContainer that does not own it; p = NULL removes it);
    KSPFusedQueryPointer() returns it, an error with the message `missing` when there is none */
 PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p);
@@ -103,9 +109,9 @@ PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, cons
    - a reason < 0; a converged estimate that the true residual (T = b - A x, T2 scratch) confirms or whose
    checks stagnate (KSPFusedTrueResidualStagnates()); k = 0 (KSP_DIVERGED_BREAKDOWN); max_it
    (KSP_DIVERGED_ITS with the estimate, as KSPGMRES: no true residual after the last cycle).  *replaced
-   when the true residual *truenorm did not confirm a converged estimate: ksp->reason is reset, the
-   replacement counted, and the next cycle restarts from the true residual                            */
-PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, SolveCounters *counters, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop);
+   when the true residual *truenorm did not confirm a converged estimate (KSPFusedTrueResidualReplace()):
+   the next cycle restarts from the true residual                                                       */
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop);
 
 /* KSPGMRESSetRestart() and KSPGMRESGetRestart() of a fused GMRES whose data (a Solver) holds `restart` */
 template <class Solver> PetscErrorCode KSPGMRESSetRestart_Fused(KSP ksp, PetscInt restart)

@@ -430,7 +430,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       PetscReal truenorm;
       PetscBool replaced, stop;
 
-      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &g->counters, &truenorm, &replaced, &stop));
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
       if (replaced) PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
       if (stop) break;
     }
