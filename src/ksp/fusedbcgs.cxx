@@ -457,10 +457,9 @@ PetscErrorCode KSPView_FusedBCGS(KSP ksp, PetscViewer viewer)
   KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, bc->mode,
-                               bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
-                                                 : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)"));
-  PetscCall(KSPFusedChunkView(&bc->chunk, viewer));
+  PetscCall(KSPFusedViewChunked<KSP_FusedBCGS>(ksp, viewer,
+                                               bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
+                                                                 : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -331,11 +331,8 @@ PetscErrorCode KSPSetFromOptions_FusedCG(KSP ksp, PetscOptionItems PetscOptionsO
 
 PetscErrorCode KSPView_FusedCG(KSP ksp, PetscViewer viewer)
 {
-  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
-
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, cg->mode, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 6 values"));
-  PetscCall(KSPFusedChunkView(&cg->chunk, viewer));
+  PetscCall(KSPFusedViewChunked<KSP_FusedCG>(ksp, viewer, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 6 values"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -462,10 +462,9 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart,
                                      g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt, a second pass where it lost orthogonality (selective CGS2)"));
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " steps reorthogonalized (second Gram-Schmidt pass when h^2 < %g <w,w>)\n", g->nreorth, (double)SGMRESKeep(g)));
-  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
-                               g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
-                                       : "3 per inner step (SpMV, multi-dot, update + scale), or one persistent kernel per chunk (below), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise"));
-  PetscCall(KSPFusedChunkView(&g->chunk, viewer));
+  PetscCall(KSPFusedViewChunked<KSP_FusedSGMRES>(ksp, viewer,
+                                                 g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
+                                                         : "3 per inner step (SpMV, multi-dot, update + scale), or one persistent kernel per chunk (below), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
