@@ -173,21 +173,18 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
 {
   Vec       *V     = ksp->work;
   const bool right = ksp->pc_side == PC_RIGHT;
-  PetscBool  ok;
   PetscReal  truenorm;
 
   PetscFunctionBegin;
-  *restarted = PETSC_FALSE;
-  PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], &truenorm, &ok));
-  if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
+  /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance,
+     so repeated failed checks need not mean stagnation */
+  PetscCall(KSPFusedTrueResidualReplace(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], NULL, &truenorm, restarted));
+  if (*restarted) {
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
-    ksp->reason = KSP_CONVERGED_ITERATING;
-    bc->counters.replacements++;
     PetscCall(VecCopy(right ? V[VEC_T] : V[VEC_T2], V[VEC_R]));
     PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
     PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, start));
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), start, nr, &bc->counters));
-    *restarted = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -296,13 +293,6 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
   PetscCall(KSPFusedChunkSolve(ksp, c, start, ops, &chunked, entering));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode KSPSetUp_FusedBCGS(KSP ksp)
-{
-  PetscFunctionBegin;
-  PetscCall(KSPSetWorkVecs(ksp, NWORK));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -436,18 +426,10 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     rnorm   = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
     if (ksp->reason > 0) {
-      PetscBool ok;
-      PetscReal truenorm;
+      PetscBool restarted;
       PetscCall(OpsBatchEnd());
-      PetscCall(KSPFusedTrueResidualConverged(ksp, bc->mode, bc->w, right ? PETSC_FALSE : PETSC_TRUE, V[VEC_T], V[VEC_T2], &truenorm, &ok));
-      if (!ok) { /* no stagnation guard: the recurrence norm <s,s> - 2 omega <As,s> + omega^2 <As,As> cancels near the tolerance, so repeated failed checks need not mean stagnation */
-        PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
-        ksp->reason = KSP_CONVERGED_ITERATING;
-        bc->counters.replacements++;
-        PetscCall(VecCopy(right ? V[VEC_T] : V[VEC_T2], V[VEC_R]));
-        PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
-        PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, pend));
-        PetscCall(OpsAllreduce(comm, pend, nr, &bc->counters));
+      PetscCall(BCGSCheckTrueResidual(ksp, bc, it, rnorm, nr, spec_r, pend, &restarted));
+      if (restarted) {
         rrstar = pend[0];
         sigma = rhat_r = one ? pend[2] : 0;
         pending        = PETSC_FALSE;
@@ -475,23 +457,14 @@ PetscErrorCode KSPView_FusedBCGS(KSP ksp, PetscViewer viewer)
   KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, bc->mode,
-                               bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
-                                                 : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)",
-                               bc->counters.reductions, bc->counters.replacements));
-  PetscCall(KSPFusedChunkView(&bc->chunk, viewer));
+  PetscCall(KSPFusedViewChunked<KSP_FusedBCGS>(ksp, viewer,
+                                               bc->one_reduction ? "4 per iteration (SpMV + <Ap,r*>,<Ap,rhat>; s update + <s,s>; SpMV + 4 dots; x/r/p update + 3 dots), 1 reduction (rhat = Op^T r*)"
+                                                                 : "4 per iteration (SpMV + <Ap,r*>; s update + <s,s>; SpMV + 3 dots; x/r/p update + 2 dots), 2 reductions (no transpose of the operator or PC)"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
-{
-  KSP_FusedBCGS *bc = static_cast<KSP_FusedBCGS *>(ksp->data);
-
-  PetscFunctionBegin;
-  PetscCall(KSPFusedChunkDestroy(ksp, &bc->chunk));
-  PetscCall(KSPFusedDestroyData<KSP_FusedBCGS>(ksp));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+/* The operations KSPCreate_FusedBCGS() sets */
+const KSPFusedOps FusedBCGSOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSolve_FusedBCGS>, KSPFusedDestroyChunked<KSP_FusedBCGS>, KSPView_FusedBCGS, KSPSetFromOptions_FusedBCGS};
 
 } // namespace
 } // namespace fusedksp
@@ -528,24 +501,8 @@ PetscErrorCode KSPDestroy_FusedBCGS(KSP ksp)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedBCGS(KSP ksp)
 {
-  fusedksp::KSP_FusedBCGS *bc;
-
   PetscFunctionBegin;
-  FusedKSPCallCXX(bc = new fusedksp::KSP_FusedBCGS);
+  PetscCall(fusedksp::KSPFusedCreateChunked<fusedksp::KSP_FusedBCGS>(ksp, fusedksp::FusedBCGSOps, {{KSP_NORM_PRECONDITIONED, PC_LEFT}, {KSP_NORM_UNPRECONDITIONED, PC_RIGHT}}));
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself (or its first chunk does) */
-  ksp->data           = bc;
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 2));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
-  ksp->ops->setup          = fusedksp::KSPSetUp_FusedBCGS;
-  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedBCGS>;
-  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedBCGS;
-  ksp->ops->view           = fusedksp::KSPView_FusedBCGS;
-  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedBCGS;
-  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
-  ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &bc->counters));
-  PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &bc->chunk));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

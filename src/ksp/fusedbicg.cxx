@@ -136,21 +136,7 @@ PetscErrorCode BiCGStart(KSP ksp, KSP_FusedBiCG *bi, Mat A, Vec *V, PetscScalar 
 
 PetscReal BiCGNorm(KSP ksp, const PetscScalar *d)
 {
-  switch (ksp->normtype) {
-  case KSP_NORM_PRECONDITIONED:
-    return PetscSqrtReal(PetscAbsScalar(d[BICG_ZZ]));
-  case KSP_NORM_UNPRECONDITIONED:
-    return PetscSqrtReal(PetscAbsScalar(d[BICG_RR]));
-  default:
-    return 0;
-  }
-}
-
-PetscErrorCode KSPSetUp_FusedBiCG(KSP ksp)
-{
-  PetscFunctionBegin;
-  PetscCall(KSPSetWorkVecs(ksp, NWORK));
-  PetscFunctionReturn(PETSC_SUCCESS);
+  return KSPFusedNormOf(d, KSPFusedNormDot(ksp, BICG_ZZ, BICG_RR, -1));
 }
 
 /* The operator needs MatMultTranspose() and a general preconditioner PCApplyTranspose(), as in KSPBICG */
@@ -212,14 +198,12 @@ PetscErrorCode KSPSolve_FusedBiCG(KSP ksp)
     rnorm = BiCGNorm(ksp, d);
     PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
     if (ksp->reason > 0) {
-      PetscBool ok;
+      PetscBool replace;
       PetscReal truenorm;
 
-      PetscCall(KSPFusedTrueResidualConverged(ksp, bi->mode, bi->w, PETSC_TRUE, V[VEC_T], V[VEC_T2], &truenorm, &ok));
-      if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, &guard)) {
+      PetscCall(KSPFusedTrueResidualReplace(ksp, bi->mode, bi->w, PETSC_TRUE, V[VEC_T], V[VEC_T2], &guard, &truenorm, &replace));
+      if (replace) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; restarting from it\n", it, (double)rnorm, (double)truenorm));
-        ksp->reason = KSP_CONVERGED_ITERATING;
-        bi->counters.replacements++;
         PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
         PetscCall(BiCGStart(ksp, bi, A, V, d));
         ksp->rnorm = BiCGNorm(ksp, d);
@@ -234,10 +218,12 @@ PetscErrorCode KSPView_FusedBiCG(KSP ksp, PetscViewer viewer)
   KSP_FusedBiCG *bi = static_cast<KSP_FusedBiCG *>(ksp->data);
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, bi->mode, "5 per iteration (A side: x/r/z/p update + 3 dots, SpMV; A^T side: r~/z~/p~ update, 2 dots of r~, SpMV with A^T + 3 dots), 1 reduction of 8 values; both sides on one stream",
-                               bi->counters.reductions, bi->counters.replacements));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, bi->mode, "5 per iteration (A side: x/r/z/p update + 3 dots, SpMV; A^T side: r~/z~/p~ update, 2 dots of r~, SpMV with A^T + 3 dots), 1 reduction of 8 values; both sides on one stream"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* The operations KSPCreate_FusedBiCG() sets */
+const KSPFusedOps FusedBiCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSolve_FusedBiCG>, KSPFusedDestroyData<KSP_FusedBiCG>, KSPView_FusedBiCG};
 
 } // namespace
 } // namespace fusedksp
@@ -278,21 +264,7 @@ PetscErrorCode KSPView_FusedBiCG(KSP ksp, PetscViewer viewer)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedBiCG(KSP ksp)
 {
-  fusedksp::KSP_FusedBiCG *bi;
-
   PetscFunctionBegin;
-  FusedKSPCallCXX(bi = new fusedksp::KSP_FusedBiCG);
-  ksp->data = bi;
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
-  ksp->ops->setup          = fusedksp::KSPSetUp_FusedBiCG;
-  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedBiCG>;
-  ksp->ops->destroy        = fusedksp::KSPFusedDestroyData<fusedksp::KSP_FusedBiCG>;
-  ksp->ops->view           = fusedksp::KSPView_FusedBiCG;
-  ksp->ops->setfromoptions = NULL;
-  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
-  ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &bi->counters));
+  PetscCall(fusedksp::KSPFusedCreate<fusedksp::KSP_FusedBiCG>(ksp, fusedksp::FusedBiCGOps, {{KSP_NORM_PRECONDITIONED, PC_LEFT}, {KSP_NORM_UNPRECONDITIONED, PC_LEFT}}));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

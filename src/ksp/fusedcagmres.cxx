@@ -516,7 +516,7 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
       PetscReal truenorm;
       PetscBool replaced;
 
-      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &g->counters, &truenorm, &replaced, &stop));
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
       if (replaced) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
         prev = -1; /* the restart compares with this true residual, not with the estimate */
@@ -562,21 +562,19 @@ PetscErrorCode KSPView_FusedCAGMRES(KSP ksp, PetscViewer viewer)
       PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
     }
   }
-  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode, "per block of s steps: s operator applications and s shift updates (matrix powers, one halo exchange each under MPI), 2 x s multi-dots, 2 global reductions, 2 x s multi-axpys",
-                               g->counters.reductions, g->counters.replacements));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode, "per block of s steps: s operator applications and s shift updates (matrix powers, one halo exchange each under MPI), 2 x s multi-dots, 2 global reductions, 2 x s multi-axpys"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOptionsObject)
 {
-  KSP_FusedCAGMRES *g       = static_cast<KSP_FusedCAGMRES *>(ksp->data);
-  PetscInt          restart = g->restart, s = g->s;
+  KSP_FusedCAGMRES *g = static_cast<KSP_FusedCAGMRES *>(ksp->data);
+  PetscInt          s = g->s;
   PetscBool         flg;
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused communication-avoiding GMRES options");
-  PetscCall(PetscOptionsInt("-ksp_gmres_restart", "Number of Krylov directions before restart (a multiple of -ksp_cagmres_s)", "KSPGMRESSetRestart", restart, &restart, &flg));
-  if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
+  PetscCall(KSPFusedGMRESRestartOption<KSP_FusedCAGMRES>(PetscOptionsObject, ksp, "Number of Krylov directions before restart (a multiple of -ksp_cagmres_s)"));
   PetscCall(PetscOptionsInt("-ksp_cagmres_s", "Steps per block: basis vectors from s operator applications, orthogonalized together (1 to 64)", "KSPFUSEDCAGMRES", s, &s, &flg));
   if (flg && s != g->s) {
     g->s            = s;
@@ -604,10 +602,13 @@ PetscErrorCode KSPDestroy_FusedCAGMRES(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedCAGMRES(ksp));
-  for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
+  PetscCall(KSPFusedComposeGMRESRestart<KSP_FusedCAGMRES>(ksp, PETSC_FALSE));
   PetscCall(KSPFusedDestroyData<KSP_FusedCAGMRES>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* The operations KSPCreate_FusedCAGMRES() sets */
+const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSolve_FusedCAGMRES>, KSPDestroy_FusedCAGMRES, KSPView_FusedCAGMRES, KSPSetFromOptions_FusedCAGMRES, KSPReset_FusedCAGMRES, KSPBuildSolution_FusedCAGMRES};
 
 } // namespace
 } // namespace fusedksp
@@ -662,24 +663,9 @@ PetscErrorCode KSPDestroy_FusedCAGMRES(KSP ksp)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedCAGMRES(KSP ksp)
 {
-  fusedksp::KSP_FusedCAGMRES *g;
-
   PetscFunctionBegin;
-  FusedKSPCallCXX(g = new fusedksp::KSP_FusedCAGMRES);
+  PetscCall(fusedksp::KSPFusedCreate<fusedksp::KSP_FusedCAGMRES>(ksp, fusedksp::FusedCAGMRESOps, {{KSP_NORM_UNPRECONDITIONED, PC_RIGHT}}));
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself */
-  ksp->data           = g;
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
-  ksp->ops->setup          = fusedksp::KSPSetUp_FusedCAGMRES;
-  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedCAGMRES>;
-  ksp->ops->reset          = fusedksp::KSPReset_FusedCAGMRES;
-  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCAGMRES;
-  ksp->ops->view           = fusedksp::KSPView_FusedCAGMRES;
-  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedCAGMRES;
-  ksp->ops->buildsolution  = fusedksp::KSPBuildSolution_FusedCAGMRES;
-  ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &g->counters));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_Fused<fusedksp::KSP_FusedCAGMRES>));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_Fused<fusedksp::KSP_FusedCAGMRES>));
+  PetscCall(fusedksp::KSPFusedComposeGMRESRestart<fusedksp::KSP_FusedCAGMRES>(ksp, PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

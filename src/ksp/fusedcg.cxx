@@ -100,33 +100,15 @@ PetscErrorCode CGStart(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscReal CGNorm(KSP ksp, const PetscScalar *d)
-{
-  switch (ksp->normtype) {
-  case KSP_NORM_PRECONDITIONED:
-    return PetscSqrtReal(PetscAbsScalar(d[CG_ZZ]));
-  case KSP_NORM_UNPRECONDITIONED:
-    return PetscSqrtReal(PetscAbsScalar(d[CG_RR]));
-  case KSP_NORM_NATURAL:
-    return PetscSqrtReal(PetscAbsScalar(d[CG_RZ]));
-  default:
-    return 0;
-  }
-}
-
 /* The dot product whose square root is the norm CGNorm() returns (-1: none) */
 PetscInt CGNormDot(KSP ksp)
 {
-  switch (ksp->normtype) {
-  case KSP_NORM_PRECONDITIONED:
-    return CG_ZZ;
-  case KSP_NORM_UNPRECONDITIONED:
-    return CG_RR;
-  case KSP_NORM_NATURAL:
-    return CG_RZ;
-  default:
-    return -1;
-  }
+  return KSPFusedNormDot(ksp, CG_ZZ, CG_RR, CG_RZ);
+}
+
+PetscReal CGNorm(KSP ksp, const PetscScalar *d)
+{
+  return KSPFusedNormOf(d, CGNormDot(ksp));
 }
 
 /* After the convergence test passed at iteration `it` with the recurrence residual rnorm: the
@@ -134,20 +116,15 @@ PetscInt CGNormDot(KSP ksp)
    (d: the new reduced values), *restarted = PETSC_TRUE and ksp->reason is reset               */
 PetscErrorCode CGCheckTrueResidual(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d, PetscInt it, PetscReal rnorm, TrueResidualGuard *guard, PetscBool *restarted)
 {
-  PetscBool ok;
   PetscReal truenorm;
 
   PetscFunctionBegin;
-  *restarted = PETSC_FALSE;
-  PetscCall(KSPFusedTrueResidualConverged(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], &truenorm, &ok));
-  if (!ok && !KSPFusedTrueResidualStagnates(ksp, truenorm, guard)) {
+  PetscCall(KSPFusedTrueResidualReplace(ksp, cg->mode, cg->w, PETSC_TRUE, V[VEC_T], V[VEC_Z], guard, &truenorm, restarted));
+  if (*restarted) {
     PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": recurrence residual %g passed but true residual %g did not; replacing the residual\n", it, (double)rnorm, (double)truenorm));
-    ksp->reason = KSP_CONVERGED_ITERATING;
-    cg->counters.replacements++;
     PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
     PetscCall(CGStart(ksp, cg, A, V, d));
     ksp->rnorm = CGNorm(ksp, d);
-    *restarted = PETSC_TRUE;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -277,13 +254,6 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPSetUp_FusedCG(KSP ksp)
-{
-  PetscFunctionBegin;
-  PetscCall(KSPSetWorkVecs(ksp, NWORK));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode KSPSolve_FusedCG(KSP ksp)
 {
   KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
@@ -361,23 +331,13 @@ PetscErrorCode KSPSetFromOptions_FusedCG(KSP ksp, PetscOptionItems PetscOptionsO
 
 PetscErrorCode KSPView_FusedCG(KSP ksp, PetscViewer viewer)
 {
-  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
-
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, cg->mode, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 6 values", cg->counters.reductions, cg->counters.replacements));
-  PetscCall(KSPFusedChunkView(&cg->chunk, viewer));
+  PetscCall(KSPFusedViewChunked<KSP_FusedCG>(ksp, viewer, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 6 values"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
-{
-  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
-
-  PetscFunctionBegin;
-  PetscCall(KSPFusedChunkDestroy(ksp, &cg->chunk));
-  PetscCall(KSPFusedDestroyData<KSP_FusedCG>(ksp));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+/* The operations KSPCreate_FusedCG() sets */
+const KSPFusedOps FusedCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSolve_FusedCG>, KSPFusedDestroyChunked<KSP_FusedCG>, KSPView_FusedCG, KSPSetFromOptions_FusedCG};
 
 } // namespace
 } // namespace fusedksp
@@ -417,24 +377,8 @@ PetscErrorCode KSPDestroy_FusedCG(KSP ksp)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP ksp)
 {
-  fusedksp::KSP_FusedCG *cg;
-
   PetscFunctionBegin;
-  FusedKSPCallCXX(cg = new fusedksp::KSP_FusedCG);
+  PetscCall(fusedksp::KSPFusedCreateChunked<fusedksp::KSP_FusedCG>(ksp, fusedksp::FusedCGOps, {{KSP_NORM_PRECONDITIONED, PC_LEFT}, {KSP_NORM_UNPRECONDITIONED, PC_LEFT}, {KSP_NORM_NATURAL, PC_LEFT}}));
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve does it (a chunk that computes the start: on the device) */
-  ksp->data           = cg;
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_PRECONDITIONED, PC_LEFT, 3));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_LEFT, 2));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NATURAL, PC_LEFT, 2));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_LEFT, 1));
-  ksp->ops->setup          = fusedksp::KSPSetUp_FusedCG;
-  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedCG>;
-  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedCG;
-  ksp->ops->view           = fusedksp::KSPView_FusedCG;
-  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedCG;
-  ksp->ops->buildsolution  = KSPBuildSolutionDefault;
-  ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &cg->counters));
-  PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &cg->chunk));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -80,23 +80,14 @@ static PetscErrorCode KSPFusedGetCheckInterval_Fused(KSP ksp, PetscInt *k)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode KSPFusedSetUseGraph_Fused(KSP ksp, PetscBool flg)
+/* KSPFusedSetUseGraph() and KSPFusedSetUsePersistent(): the chunk setting `Flag` */
+template <PetscBool ChunkSettings::*Flag> static PetscErrorCode KSPFusedSetChunkFlag_Fused(KSP ksp, PetscBool flg)
 {
   Chunker *c;
 
   PetscFunctionBegin;
   PetscCall(GetChunker(ksp, &c));
-  c->settings.graph = flg;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode KSPFusedSetUsePersistent_Fused(KSP ksp, PetscBool flg)
-{
-  Chunker *c;
-
-  PetscFunctionBegin;
-  PetscCall(GetChunker(ksp, &c));
-  c->settings.persistent = flg;
+  c->settings.*Flag = flg;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -112,15 +103,20 @@ static PetscErrorCode KSPFusedGetChunkCounts_Fused(KSP ksp, PetscInt *chunks, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The methods composed with the Chunker (each finds it with GetChunker()) */
+static const KSPFusedMethod ChunkMethods[] = {
+    {"KSPFusedSetCheckInterval_C", (PetscErrorCodeFn *)KSPFusedSetCheckInterval_Fused},
+    {"KSPFusedGetCheckInterval_C", (PetscErrorCodeFn *)KSPFusedGetCheckInterval_Fused},
+    {"KSPFusedSetUseGraph_C", (PetscErrorCodeFn *)KSPFusedSetChunkFlag_Fused<&ChunkSettings::graph>},
+    {"KSPFusedSetUsePersistent_C", (PetscErrorCodeFn *)KSPFusedSetChunkFlag_Fused<&ChunkSettings::persistent>},
+    {"KSPFusedGetChunkCounts_C", (PetscErrorCodeFn *)KSPFusedGetChunkCounts_Fused},
+};
+
 PetscErrorCode KSPFusedChunkRegister(KSP ksp, Chunker *c)
 {
   PetscFunctionBegin;
   PetscCall(KSPFusedComposePointer(ksp, "FusedKSPChunker", c));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", KSPFusedSetCheckInterval_Fused));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", KSPFusedGetCheckInterval_Fused));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", KSPFusedSetUseGraph_Fused));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUsePersistent_C", KSPFusedSetUsePersistent_Fused));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetChunkCounts_C", KSPFusedGetChunkCounts_Fused));
+  PetscCall(KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(ChunkMethods), ChunkMethods, PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -138,12 +134,8 @@ PetscErrorCode KSPFusedChunkDestroy(KSP ksp, Chunker *c)
   PetscFunctionBegin;
   PetscCall(ChunkRecordsClear(c));
   PetscCall(OpsBackendBufferDestroy(&c->buf));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPChunker", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetCheckInterval_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetCheckInterval_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUseGraph_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSetUsePersistent_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetChunkCounts_C", NULL));
+  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPChunker", NULL));
+  PetscCall(KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(ChunkMethods), ChunkMethods, PETSC_FALSE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

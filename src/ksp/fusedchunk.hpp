@@ -159,4 +159,36 @@ PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscBool start, const Ch
 /* The views' line on chunks */
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer);
 
+/* -ksp_view of a solver whose data (a Solver) has a PCMode `mode` and a Chunker `chunk`: KSPFusedViewCommon() with its
+   kernels, then KSPFusedChunkView()                                                                                  */
+template <class Solver> PetscErrorCode KSPFusedViewChunked(KSP ksp, PetscViewer viewer, const char *kernels)
+{
+  Solver *s = static_cast<Solver *>(ksp->data);
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedViewCommon(ksp, viewer, s->mode, kernels));
+  PetscCall(KSPFusedChunkView(&s->chunk, viewer));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* KSPFusedCreate() of a solver whose data (a Solver) has a Chunker `chunk`: registers it (KSPFusedChunkRegister()) */
+template <class Solver> PetscErrorCode KSPFusedCreateChunked(KSP ksp, const KSPFusedOps &ops, std::initializer_list<KSPFusedNorm> norms)
+{
+  Solver *s = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedCreate(ksp, ops, norms, &s));
+  PetscCall(KSPFusedChunkRegister(ksp, &s->chunk));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ksp->ops->destroy of such a solver, or its end: KSPFusedChunkDestroy(), then KSPFusedDestroyData() */
+template <class Solver> PetscErrorCode KSPFusedDestroyChunked(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPFusedChunkDestroy(ksp, &static_cast<Solver *>(ksp->data)->chunk));
+  PetscCall(KSPFusedDestroyData<Solver>(ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace fusedksp

@@ -186,6 +186,25 @@ PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscInt KSPFusedNormDot(KSP ksp, PetscInt preconditioned, PetscInt unpreconditioned, PetscInt natural)
+{
+  switch (ksp->normtype) {
+  case KSP_NORM_PRECONDITIONED:
+    return preconditioned;
+  case KSP_NORM_UNPRECONDITIONED:
+    return unpreconditioned;
+  case KSP_NORM_NATURAL:
+    return natural;
+  default:
+    return -1;
+  }
+}
+
+PetscReal KSPFusedNormOf(const PetscScalar *d, PetscInt dot)
+{
+  return dot >= 0 ? PetscSqrtReal(PetscAbsScalar(d[dot])) : 0;
+}
+
 PetscErrorCode KSPFusedTrueResidualConverged(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, PetscReal *truenorm, PetscBool *ok)
 {
   Mat A;
@@ -228,6 +247,22 @@ PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidua
     (void)PetscInfo(ksp, "True residual %g stagnates above the tolerance after a residual replacement: the tolerance is below the attainable accuracy\n", (double)truenorm);
   }
   return stagnates;
+}
+
+PetscErrorCode KSPFusedTrueResidualReplace(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replace)
+{
+  PetscBool      ok;
+  SolveCounters *counters;
+
+  PetscFunctionBegin;
+  *replace = PETSC_FALSE;
+  PetscCall(KSPFusedTrueResidualConverged(ksp, mode, w, leftpc, r, z, truenorm, &ok));
+  if (ok || (guard && KSPFusedTrueResidualStagnates(ksp, *truenorm, guard))) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(KSPFusedGetSolveCounters(ksp, &counters));
+  counters->replacements++;
+  ksp->reason = KSP_CONVERGED_ITERATING;
+  *replace    = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in, Vec out, Vec work)
@@ -295,20 +330,15 @@ PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, cons
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, SolveCounters *counters, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop)
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop)
 {
   PetscFunctionBegin;
   *replaced = PETSC_FALSE;
   *stop     = PETSC_TRUE;
   if (ksp->reason < 0) PetscFunctionReturn(PETSC_SUCCESS);
   if (ksp->reason > 0) {
-    PetscBool ok;
-
-    PetscCall(KSPFusedTrueResidualConverged(ksp, mode, w, PETSC_FALSE, T, T2, truenorm, &ok));
-    if (ok || KSPFusedTrueResidualStagnates(ksp, *truenorm, guard)) PetscFunctionReturn(PETSC_SUCCESS);
-    *replaced   = PETSC_TRUE;
-    ksp->reason = KSP_CONVERGED_ITERATING;
-    counters->replacements++;
+    PetscCall(KSPFusedTrueResidualReplace(ksp, mode, w, PETSC_FALSE, T, T2, guard, truenorm, replaced));
+    if (!*replaced) PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (k == 0) {
     ksp->reason = KSP_DIVERGED_BREAKDOWN;
@@ -322,14 +352,16 @@ PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements)
+PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels)
 {
-  PetscBool ascii;
-  char      backend[PETSC_MAX_PATH_LEN], warning[PETSC_MAX_PATH_LEN];
+  PetscBool      ascii;
+  char           backend[PETSC_MAX_PATH_LEN], warning[PETSC_MAX_PATH_LEN];
+  SolveCounters *c;
 
   PetscFunctionBegin;
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (!ascii) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(KSPFusedGetSolveCounters(ksp, &c));
   PetscCall(BackendDescription(ActiveBackend(), PETSC_TRUE, backend, sizeof(backend)));
   PetscCall(DeviceSharingWarning(warning, sizeof(warning)));
   PetscCall(PetscViewerASCIIPrintf(viewer, "  FusedKSP backend: %s\n", backend));
@@ -348,12 +380,10 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
       PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: %s, the fused operations as PETSc's vector operations (not fused)\n", ((PetscObject)ksp->vec_sol)->type_name));
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  preconditioner in the kernels: %s\n", PCModeNames[(int)mode]));
-  PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " global reductions, %" PetscInt_FMT " residual replacements\n", reductions, replacements));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " global reductions, %" PetscInt_FMT " residual replacements\n", c->reductions, c->replacements));
   if (mode == PCMode::GENERAL) {
-    SolveCounters *c;
-    const char    *name;
+    const char *name;
 
-    PetscCall(KSPFusedGetSolveCounters(ksp, &c));
     PetscCall(FusedKSPGetBackendName(&name));
     if (!c->pc_applies)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): not applied yet\n"));
@@ -370,11 +400,13 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
 
 PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p)
 {
-  PetscContainer c;
+  PetscContainer c = NULL;
 
   PetscFunctionBegin;
-  PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
-  PetscCall(PetscContainerSetPointer(c, p));
+  if (p) {
+    PetscCall(PetscContainerCreate(PetscObjectComm((PetscObject)ksp), &c));
+    PetscCall(PetscContainerSetPointer(c, p));
+  }
   PetscCall(PetscObjectCompose((PetscObject)ksp, name, (PetscObject)c));
   PetscCall(PetscContainerDestroy(&c));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -391,6 +423,13 @@ PetscErrorCode KSPFusedQueryPointer(KSP ksp, const char *name, const char *missi
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode KSPFusedComposeMethods(KSP ksp, PetscInt n, const KSPFusedMethod methods[], PetscBool compose)
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < n; ++i) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, methods[i].name, compose ? methods[i].fn : NULL));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters)
 {
   PetscFunctionBegin;
@@ -398,32 +437,41 @@ static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode KSPFusedGetReductionCount_Fused(KSP ksp, PetscInt *count)
+/* KSPFusedGetReductionCount() and KSPFusedGetResidualReplacementCount(): the counter `Count` of the last solve */
+template <PetscInt SolveCounters::*Count> static PetscErrorCode KSPFusedGetCount_Fused(KSP ksp, PetscInt *count)
 {
   SolveCounters *counters;
 
   PetscFunctionBegin;
   PetscCall(KSPFusedGetSolveCounters(ksp, &counters));
-  *count = counters->reductions;
+  *count = counters->*Count;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode KSPFusedGetResidualReplacementCount_Fused(KSP ksp, PetscInt *count)
-{
-  SolveCounters *counters;
+/* The methods composed with the solve counters */
+static const KSPFusedMethod CounterMethods[] = {
+    {"KSPFusedGetReductionCount_C", (PetscErrorCodeFn *)KSPFusedGetCount_Fused<&SolveCounters::reductions>},
+    {"KSPFusedGetResidualReplacementCount_C", (PetscErrorCodeFn *)KSPFusedGetCount_Fused<&SolveCounters::replacements>},
+};
 
-  PetscFunctionBegin;
-  PetscCall(KSPFusedGetSolveCounters(ksp, &counters));
-  *count = counters->replacements;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter)
+PetscErrorCode KSPFusedCreateCommon(KSP ksp, void *data, SolveCounters *counters, const KSPFusedOps &ops, std::initializer_list<KSPFusedNorm> norms)
 {
   PetscFunctionBegin;
-  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPSolveCounters", counter));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", KSPFusedGetReductionCount_Fused));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetResidualReplacementCount_C", KSPFusedGetResidualReplacementCount_Fused));
+  ksp->data                = data;
+  ksp->ops->setup          = ops.setup;
+  ksp->ops->solve          = ops.solve;
+  ksp->ops->destroy        = ops.destroy;
+  ksp->ops->view           = ops.view;
+  ksp->ops->setfromoptions = ops.setfromoptions;
+  ksp->ops->reset          = ops.reset;
+  ksp->ops->buildsolution  = ops.buildsolution ? ops.buildsolution : KSPBuildSolutionDefault;
+  ksp->ops->buildresidual  = KSPBuildResidualDefault;
+  for (const KSPFusedNorm &norm : norms) {
+    PetscCall(KSPSetSupportedNorm(ksp, norm.type, norm.side, &norm == norms.begin() ? 3 : 2));
+    PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, norm.side, 1));
+  }
+  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPSolveCounters", counters));
+  PetscCall(KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(CounterMethods), CounterMethods, PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -431,9 +479,8 @@ PetscErrorCode KSPFusedDestroyCommon(KSP ksp, Vec *w)
 {
   PetscFunctionBegin;
   PetscCall(VecDestroy(w));
-  PetscCall(PetscObjectCompose((PetscObject)ksp, "FusedKSPSolveCounters", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetReductionCount_C", NULL));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedGetResidualReplacementCount_C", NULL));
+  PetscCall(KSPFusedComposePointer(ksp, "FusedKSPSolveCounters", NULL));
+  PetscCall(KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(CounterMethods), CounterMethods, PETSC_FALSE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

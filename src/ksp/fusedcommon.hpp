@@ -4,6 +4,7 @@
 #include "ops/fusedops.hpp"
 #include "core/recurrences.hpp"
 #include <petsc/private/kspimpl.h>
+#include <initializer_list>
 
 namespace fusedksp
 {
@@ -40,6 +41,13 @@ PetscBool KSPFusedStatusStops(KSP ksp, RecurrenceStatus status);
 /* Logs, monitors and tests convergence of residual norm `rnorm` at iteration `it` */
 PetscErrorCode KSPFusedMonitorAndTest(KSP ksp, PetscInt it, PetscReal rnorm);
 
+/* The entry of a solver's reduced values whose square root is the residual norm of ksp->normtype: the entry
+   `preconditioned`, `unpreconditioned` or `natural` (-1: a norm the solver does not compute), -1 for KSP_NORM_NONE */
+PetscInt KSPFusedNormDot(KSP ksp, PetscInt preconditioned, PetscInt unpreconditioned, PetscInt natural);
+
+/* The residual norm sqrt|d[dot]| of the reduced values d (dot from KSPFusedNormDot()); 0 when dot is -1 */
+PetscReal KSPFusedNormOf(const PetscScalar *d, PetscInt dot);
+
 /* After a converged test with a recurrence residual: is the true residual (norm of the type
    the solve uses, with left preconditioning by `mode`) within the tolerance too?  `r` and `z`
    receive b - A x and its preconditioned counterpart.  Only for the default convergence test, whose
@@ -58,6 +66,26 @@ struct TrueResidualGuard {
    0.9 of the best one: the tolerance is below the attainable accuracy, and replacing again cannot help.
    Used by fusedcg and fusedsgmres, whose residual estimates are accurate up to the attainable accuracy. */
 PetscBool KSPFusedTrueResidualStagnates(KSP ksp, PetscReal truenorm, TrueResidualGuard *guard);
+
+/* After a converged test with a recurrence residual: the true-residual check (KSPFusedTrueResidualConverged(), with its
+   arguments).  *replace when the true residual *truenorm did not meet the tolerance and, with a guard (NULL: none), its
+   checks do not stagnate (KSPFusedTrueResidualStagnates()): ksp->reason is reset and the replacement counted, and the
+   solver goes on from the true residual                                                                              */
+PetscErrorCode KSPFusedTrueResidualReplace(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec r, Vec z, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replace);
+
+/* Composes p on ksp under `name` (a PetscContainer that does not own it; p = NULL removes it);
+   KSPFusedQueryPointer() returns it, an error with the message `missing` when there is none */
+PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p);
+PetscErrorCode KSPFusedQueryPointer(KSP ksp, const char *name, const char *missing, void **p);
+
+/* A function composed on a KSP under a name (PetscObjectComposeFunction()) */
+struct KSPFusedMethod {
+  const char       *name;
+  PetscErrorCodeFn *fn;
+};
+
+/* Composes the n methods on ksp, or with compose = PETSC_FALSE removes them */
+PetscErrorCode KSPFusedComposeMethods(KSP ksp, PetscInt n, const KSPFusedMethod methods[], PetscBool compose);
 
 /* The GMRES solvers (fusedsgmres, fusedcagmres): right preconditioning, restart cycles */
 
@@ -81,9 +109,9 @@ PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, cons
    - a reason < 0; a converged estimate that the true residual (T = b - A x, T2 scratch) confirms or whose
    checks stagnate (KSPFusedTrueResidualStagnates()); k = 0 (KSP_DIVERGED_BREAKDOWN); max_it
    (KSP_DIVERGED_ITS with the estimate, as KSPGMRES: no true residual after the last cycle).  *replaced
-   when the true residual *truenorm did not confirm a converged estimate: ksp->reason is reset, the
-   replacement counted, and the next cycle restarts from the true residual                            */
-PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, SolveCounters *counters, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop);
+   when the true residual *truenorm did not confirm a converged estimate (KSPFusedTrueResidualReplace()):
+   the next cycle restarts from the true residual                                                       */
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop);
 
 /* KSPGMRESSetRestart() and KSPGMRESGetRestart() of a fused GMRES whose data (a Solver) holds `restart` */
 template <class Solver> PetscErrorCode KSPGMRESSetRestart_Fused(KSP ksp, PetscInt restart)
@@ -106,29 +134,88 @@ template <class Solver> PetscErrorCode KSPGMRESGetRestart_Fused(KSP ksp, PetscIn
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Views the parts every fused solver shows in -ksp_view */
-PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels, PetscInt reductions, PetscInt replacements);
+/* Composes KSPGMRESSetRestart() and KSPGMRESGetRestart() of a fused GMRES whose data is a Solver (with compose =
+   PETSC_FALSE removes them) */
+template <class Solver> PetscErrorCode KSPFusedComposeGMRESRestart(KSP ksp, PetscBool compose)
+{
+  const KSPFusedMethod methods[] = {{"KSPGMRESSetRestart_C", (PetscErrorCodeFn *)KSPGMRESSetRestart_Fused<Solver>}, {"KSPGMRESGetRestart_C", (PetscErrorCodeFn *)KSPGMRESGetRestart_Fused<Solver>}};
 
-/* Composes p on ksp under `name` (a PetscContainer that does not own it; PetscObjectCompose() with NULL
-   removes it); KSPFusedQueryPointer() returns it, an error with the message `missing` when there is none */
-PetscErrorCode KSPFusedComposePointer(KSP ksp, const char *name, void *p);
-PetscErrorCode KSPFusedQueryPointer(KSP ksp, const char *name, const char *missing, void **p);
+  PetscFunctionBegin;
+  PetscCall(KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(methods), methods, compose));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
-/* The counter behind KSPFusedGetReductionCount(), composed on the KSP; removed by KSPFusedDestroyCommon() */
-PetscErrorCode KSPFusedSetSolveCounters(KSP ksp, SolveCounters *counter);
+/* -ksp_gmres_restart of a fused GMRES whose data is a Solver (KSPGMRESSetRestart()), in its options; help: the text */
+template <class Solver> PetscErrorCode KSPFusedGMRESRestartOption(PetscOptionItems PetscOptionsObject, KSP ksp, const char *help)
+{
+  PetscInt  restart = static_cast<Solver *>(ksp->data)->restart;
+  PetscBool flg;
 
-/* ksp->ops->solve of a fused solver: Solve in a scope of batches of its own (OpsSolveScoped()), so that
-   fused solves nest inside each other's preconditioners and operators and an error leaves no batch open */
+  PetscFunctionBegin;
+  PetscCall(PetscOptionsInt("-ksp_gmres_restart", help, "KSPGMRESSetRestart", restart, &restart, &flg));
+  if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Views the parts every fused solver shows in -ksp_view, with the counts of its last solve */
+PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, const char *kernels);
+
 /* As PETSc's KSPCheckDot()/KSPCheckNorm() in its solvers: a solve stopped by NaN or Inf after its preconditioner
    failed (PCGetFailedReason(): a zero pivot of a factorization, a singular block of point-block Jacobi) ends with
    KSP_DIVERGED_PC_FAILED, its solution flagged with VecFlag().  Collective (ksp->reason is the same on every rank). */
 PetscErrorCode KSPFusedCheckPCFailed(KSP ksp);
 
+/* ksp->ops->solve of a fused solver: Solve in a scope of batches of its own (OpsSolveScoped()), so that
+   fused solves nest inside each other's preconditioners and operators and an error leaves no batch open */
 template <PetscErrorCode (*Solve)(KSP)> PetscErrorCode KSPSolveScoped(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(OpsSolveScoped(ksp, Solve));
   PetscCall(KSPFusedCheckPCFailed(ksp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The operations of a fused solver that KSPFusedCreate() sets in ksp->ops; NULL: none (setfromoptions, reset) or
+   KSPBuildSolutionDefault() (buildsolution).  ksp->ops->buildresidual is KSPBuildResidualDefault() for every one. */
+struct KSPFusedOps {
+  PetscErrorCode (*setup)(KSP);
+  PetscErrorCode (*solve)(KSP);
+  PetscErrorCode (*destroy)(KSP);
+  PetscErrorCode (*view)(KSP, PetscViewer);
+  PetscErrorCode (*setfromoptions)(KSP, PetscOptionItems);
+  PetscErrorCode (*reset)(KSP);
+  PetscErrorCode (*buildsolution)(KSP, Vec, Vec *);
+};
+
+/* A norm type a fused solver supports, with the side of preconditioning it goes with */
+struct KSPFusedNorm {
+  KSPNormType type;
+  PCSide      side;
+};
+
+/* What every fused solver's KSPCreate_ does with its data (ksp->data) and solve counters (composed on ksp for
+   KSPFusedGetReductionCount(), removed by KSPFusedDestroyCommon()): sets ops, and the supported norms with PETSc's
+   priorities - norms[0] the default (3), the others 2, and KSP_NORM_NONE (1) on every side they name              */
+PetscErrorCode KSPFusedCreateCommon(KSP ksp, void *data, SolveCounters *counters, const KSPFusedOps &ops, std::initializer_list<KSPFusedNorm> norms);
+
+/* KSPCreate_ of a fused solver: a new Solver (with its SolveCounters `counters`) as ksp->data, then KSPFusedCreateCommon();
+ *s (unless NULL) receives it                                                                                          */
+template <class Solver> PetscErrorCode KSPFusedCreate(KSP ksp, const KSPFusedOps &ops, std::initializer_list<KSPFusedNorm> norms, Solver **s = nullptr)
+{
+  Solver *data;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(data = new Solver);
+  PetscCall(KSPFusedCreateCommon(ksp, data, &data->counters, ops, norms));
+  if (s) *s = data;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ksp->ops->setup of a fused solver that needs only its N work vectors (ksp->work) */
+template <PetscInt N> PetscErrorCode KSPFusedSetUpWork(KSP ksp)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPSetWorkVecs(ksp, N));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -430,7 +430,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       PetscReal truenorm;
       PetscBool replaced, stop;
 
-      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &g->counters, &truenorm, &replaced, &stop));
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
       if (replaced) PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
       if (stop) break;
     }
@@ -462,24 +462,19 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart,
                                      g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt, a second pass where it lost orthogonality (selective CGS2)"));
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " steps reorthogonalized (second Gram-Schmidt pass when h^2 < %g <w,w>)\n", g->nreorth, (double)SGMRESKeep(g)));
-  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
-                               g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
-                                       : "3 per inner step (SpMV, multi-dot, update + scale), or one persistent kernel per chunk (below), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise",
-                               g->counters.reductions, g->counters.replacements));
-  PetscCall(KSPFusedChunkView(&g->chunk, viewer));
+  PetscCall(KSPFusedViewChunked<KSP_FusedSGMRES>(ksp, viewer,
+                                                 g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
+                                                         : "3 per inner step (SpMV, multi-dot, update + scale), or one persistent kernel per chunk (below), 1 reduction; one host wait per step with k = 1, per chunk of k steps otherwise"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode KSPSetFromOptions_FusedSGMRES(KSP ksp, PetscOptionItems PetscOptionsObject)
 {
-  KSP_FusedSGMRES *g       = static_cast<KSP_FusedSGMRES *>(ksp->data);
-  PetscInt         restart = g->restart;
-  PetscBool        flg;
+  KSP_FusedSGMRES *g = static_cast<KSP_FusedSGMRES *>(ksp->data);
 
   PetscFunctionBegin;
   PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused simpler GMRES options");
-  PetscCall(PetscOptionsInt("-ksp_gmres_restart", "Number of Krylov directions before restart", "KSPGMRESSetRestart", restart, &restart, &flg));
-  if (flg) PetscCall(KSPGMRESSetRestart(ksp, restart));
+  PetscCall(KSPFusedGMRESRestartOption<KSP_FusedSGMRES>(PetscOptionsObject, ksp, "Number of Krylov directions before restart"));
   PetscCall(PetscOptionsReal("-ksp_fusedsgmres_reorth_tol", "Reorthogonalize a step (one more reduction) when the projection keeps less than this fraction of <w,w> (0: only against cancellation; see -ksp_fusedsgmres_cgs2 for every step)",
                              "KSPFUSEDSGMRES", g->reorth_tol, &g->reorth_tol, NULL));
   PetscCall(PetscOptionsBool("-ksp_fusedsgmres_cgs2", "One reorthogonalization pass (CGS2)", "KSPFusedSGMRESSetCGS2", g->cgs2, &g->cgs2, NULL));
@@ -514,15 +509,24 @@ PetscErrorCode KSPReset_FusedSGMRES(KSP ksp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* KSPFusedSGMRESSetCGS2() and KSPFusedSGMRESGetCGS2() */
+const KSPFusedMethod SGMRESCGS2Methods[] = {
+    {"KSPFusedSGMRESSetCGS2_C", (PetscErrorCodeFn *)KSPFusedSGMRESSetCGS2_FusedSGMRES},
+    {"KSPFusedSGMRESGetCGS2_C", (PetscErrorCodeFn *)KSPFusedSGMRESGetCGS2_FusedSGMRES},
+};
+
 PetscErrorCode KSPDestroy_FusedSGMRES(KSP ksp)
 {
   PetscFunctionBegin;
   PetscCall(KSPReset_FusedSGMRES(ksp));
-  PetscCall(KSPFusedChunkDestroy(ksp, &static_cast<KSP_FusedSGMRES *>(ksp->data)->chunk));
-  for (const char *name : {"KSPGMRESSetRestart_C", "KSPGMRESGetRestart_C", "KSPFusedSGMRESSetCGS2_C", "KSPFusedSGMRESGetCGS2_C"}) PetscCall(PetscObjectComposeFunction((PetscObject)ksp, name, (PetscErrorCode(*)(void))NULL));
-  PetscCall(KSPFusedDestroyData<KSP_FusedSGMRES>(ksp));
+  PetscCall(KSPFusedComposeGMRESRestart<KSP_FusedSGMRES>(ksp, PETSC_FALSE));
+  PetscCall(KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(SGMRESCGS2Methods), SGMRESCGS2Methods, PETSC_FALSE));
+  PetscCall(KSPFusedDestroyChunked<KSP_FusedSGMRES>(ksp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* The operations KSPCreate_FusedSGMRES() sets */
+const KSPFusedOps FusedSGMRESOps = {KSPSetUp_FusedSGMRES, KSPSolveScoped<KSPSolve_FusedSGMRES>, KSPDestroy_FusedSGMRES, KSPView_FusedSGMRES, KSPSetFromOptions_FusedSGMRES, KSPReset_FusedSGMRES, KSPBuildSolution_FusedSGMRES};
 
 } // namespace
 } // namespace fusedksp
@@ -616,27 +620,10 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
 M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
 {
-  fusedksp::KSP_FusedSGMRES *g;
-
   PetscFunctionBegin;
-  FusedKSPCallCXX(g = new fusedksp::KSP_FusedSGMRES);
+  PetscCall(fusedksp::KSPFusedCreateChunked<fusedksp::KSP_FusedSGMRES>(ksp, fusedksp::FusedSGMRESOps, {{KSP_NORM_UNPRECONDITIONED, PC_RIGHT}}));
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself */
-  ksp->data           = g;
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_UNPRECONDITIONED, PC_RIGHT, 3));
-  PetscCall(KSPSetSupportedNorm(ksp, KSP_NORM_NONE, PC_RIGHT, 1));
-  ksp->ops->setup          = fusedksp::KSPSetUp_FusedSGMRES;
-  ksp->ops->solve          = fusedksp::KSPSolveScoped<fusedksp::KSPSolve_FusedSGMRES>;
-  ksp->ops->reset          = fusedksp::KSPReset_FusedSGMRES;
-  ksp->ops->destroy        = fusedksp::KSPDestroy_FusedSGMRES;
-  ksp->ops->view           = fusedksp::KSPView_FusedSGMRES;
-  ksp->ops->setfromoptions = fusedksp::KSPSetFromOptions_FusedSGMRES;
-  ksp->ops->buildsolution  = fusedksp::KSPBuildSolution_FusedSGMRES;
-  ksp->ops->buildresidual  = KSPBuildResidualDefault;
-  PetscCall(fusedksp::KSPFusedSetSolveCounters(ksp, &g->counters));
-  PetscCall(fusedksp::KSPFusedChunkRegister(ksp, &g->chunk));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESSetRestart_C", fusedksp::KSPGMRESSetRestart_Fused<fusedksp::KSP_FusedSGMRES>));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPGMRESGetRestart_C", fusedksp::KSPGMRESGetRestart_Fused<fusedksp::KSP_FusedSGMRES>));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESSetCGS2_C", fusedksp::KSPFusedSGMRESSetCGS2_FusedSGMRES));
-  PetscCall(PetscObjectComposeFunction((PetscObject)ksp, "KSPFusedSGMRESGetCGS2_C", fusedksp::KSPFusedSGMRESGetCGS2_FusedSGMRES));
+  PetscCall(fusedksp::KSPFusedComposeGMRESRestart<fusedksp::KSP_FusedSGMRES>(ksp, PETSC_TRUE));
+  PetscCall(fusedksp::KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(fusedksp::SGMRESCGS2Methods), fusedksp::SGMRESCGS2Methods, PETSC_TRUE));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
