@@ -387,8 +387,8 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
     PetscCall(FusedKSPGetBackendName(&name));
     if (!c->pc_applies)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): not applied yet\n"));
-    else if (!strcmp(name, "host"))
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): %" PetscInt_FMT " applications, on the host backend\n", c->pc_applies));
+    else if (ActiveBackend()->host_memory)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): %" PetscInt_FMT " applications, on the %s backend in host memory\n", c->pc_applies, name));
     else if (c->pc_copies == 0)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  PCApply(): %" PetscInt_FMT " applications, on the %s backend: no host<->device vector copy (rank 0)\n", c->pc_applies, name));
     else
