@@ -121,7 +121,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
 
     { /* A */
       PetscScalar acc[1] = {0}, sums[3];
-      ForRowSums<Rows::LANES, BLOCK_SIZE>(
+      ForRowSums<Rows::LANES, BLOCK_SIZE, 0>(
           range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, a.wr, a.p, LoadL2()); },
           [&](PetscInt64 row, PetscScalar sum) {
             if (a.wl) sum *= a.wl[row];
@@ -148,7 +148,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
       }
       {
         const LoadS load = {alpha, a.r, a.Ap};
-        ForRowSums<Rows::LANES, BLOCK_SIZE>(
+        ForRowSums<Rows::LANES, BLOCK_SIZE, 0>(
             range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, a.wr, nullptr, load); },
             [&](PetscInt64 row, PetscScalar sum) {
               if (a.wl) sum *= a.wl[row];
@@ -253,12 +253,12 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
 
     { /* A: Ap = Op p, <Ap,r*> with the previous update's <r,r*>, <r,r> */
       PetscScalar acc[3] = {upd[0], upd[1], 0}, sums[3];
-      ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, a.wr, ps, load_p); },
-                                       [&](PetscInt row, PetscScalar sum) {
-                                         if (a.wl) sum *= wls[row];
-                                         aps[row] = sum;
-                                         acc[2] += sum * rst[row];
-                                       });
+      ForRowSums<Rows::LANES, THREADS, 4>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, a.wr, ps, load_p); },
+                                          [&](PetscInt row, PetscScalar sum) {
+                                            if (a.wl) sum *= wls[row];
+                                            aps[row] = sum;
+                                            acc[2] += sum * rst[row];
+                                          });
       ResidentSums<CLUSTER>(acc, sums, (int)(j % 2));
       if (!BCGSChunkAfterA(ctl, a.ctl, j, sums, store, slot, prev, cur, &alpha)) break;
     }
@@ -269,14 +269,14 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
         s[t] = BCGSEntryS(alpha, r[t], aps[i]);
         acc[0] += s[t] * s[t];
       });
-      ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, a.wr, nullptr, load); },
-                                       [&](PetscInt row, PetscScalar sum) {
-                                         if (a.wl) sum *= wls[row];
-                                         ass[row] = sum;
-                                         acc[1] += sum * BCGSEntryS(alpha, rsm[row], aps[row]);
-                                         acc[2] += sum * sum;
-                                         acc[3] += sum * rst[row];
-                                       });
+      ForRowSums<Rows::LANES, THREADS, 4>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, a.wr, nullptr, load); },
+                                          [&](PetscInt row, PetscScalar sum) {
+                                            if (a.wl) sum *= wls[row];
+                                            ass[row] = sum;
+                                            acc[1] += sum * BCGSEntryS(alpha, rsm[row], aps[row]);
+                                            acc[2] += sum * sum;
+                                            acc[3] += sum * rst[row];
+                                          });
       ResidentSums<CLUSTER>(acc, sums, (int)(j % 2));
       if (!BCGSChunkAfterB(a.ctl, j, sums, store, slot, cur, &omega, &beta)) break;
     }

@@ -57,7 +57,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
 #pragma unroll
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
   if (a.b && a.guess) { /* r = b - A x on the block's rows (x is not written before the next grid barrier) */
-    ForRowSums<Rows::LANES, BLOCK_SIZE>(
+    ForRowSums<Rows::LANES, BLOCK_SIZE, 0>(
         range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, nullptr, a.x, LoadL2()); }, [&](PetscInt64 row, PetscScalar sum) { a.r[row] = a.b[row] - sum; });
     __syncthreads();
   }
@@ -84,7 +84,7 @@ template <class Rows, int MIN_BLOCKS> __global__ void __launch_bounds__(BLOCK_SI
       a.p[i] = pi;
     }
     GridBarrier();
-    ForRowSums<Rows::LANES, BLOCK_SIZE>(
+    ForRowSums<Rows::LANES, BLOCK_SIZE, 0>(
         range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, nullptr, a.p, LoadL2()); },
         [&](PetscInt64 row, PetscScalar sum) {
           a.q[row] = sum;
@@ -139,7 +139,7 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
   for (int d = 0; d < CG_NSLOT; ++d) prev[d] = a.slots[d];
   if (a.b && a.guess) { /* b - A x of the block's rows to qs (x is read from global memory, written only at the end) */
     __syncthreads();    /* the matrix rows */
-    ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, nullptr, a.x, LoadL2()); }, [&](PetscInt row, PetscScalar sum) { qs[row] = a.b[begin + row] - sum; });
+    ForRowSums<Rows::LANES, THREADS, 0>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, nullptr, a.x, LoadL2()); }, [&](PetscInt row, PetscScalar sum) { qs[row] = a.b[begin + row] - sum; });
     __syncthreads();
   }
   ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
@@ -174,12 +174,12 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
       ps[i] = p[t];
     });
     ResidentSync<CLUSTER>();
-    ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, nullptr, ps, load_p); },
-                                     [&](PetscInt row, PetscScalar sum) {
-                                       qs[row] = sum;
-                                       acc[CG_PQ] += sum * ps[row];
-                                       acc[CG_QU] += a.w ? sum * ws[row] * sum : sum * sum;
-                                     });
+    ForRowSums<Rows::LANES, THREADS, 4>((PetscInt)0, nloc, [&](PetscInt row, int lane) { return rows.Part(row, lane, nullptr, ps, load_p); },
+                                        [&](PetscInt row, PetscScalar sum) {
+                                          qs[row] = sum;
+                                          acc[CG_PQ] += sum * ps[row];
+                                          acc[CG_QU] += a.w ? sum * ws[row] * sum : sum * sum;
+                                        });
     __syncthreads(); /* q of the block's rows, for <q,z> from the registers' r */
     ForOwnRows<R, THREADS>(nloc, [&](int t, PetscInt i) {
       acc[CG_QZ] += a.w ? qs[i] * w[t] * r[t] : qs[i] * r[t]; /* as CGProductTerms() */

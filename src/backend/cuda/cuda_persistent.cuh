@@ -102,19 +102,24 @@ template <int R, int THREADS, class Body> __device__ __forceinline__ void ForOwn
 
 /* The sums of the rows [begin, end) of a sparse product in a thread block of THREADS threads, LANES
    threads per row: part(row, lane) is one thread's part of the row; done(row, sum) runs in the row's
-   first lane */
-template <int LANES, int THREADS, class Index, class Part, class Done> __device__ __forceinline__ void ForRowSums(Index begin, Index end, Part &&part, Done &&done)
+   first lane.  The loop over the block's passes is unrolled UNROLL times (0: as the compiler chooses). */
+template <int LANES, int THREADS, int UNROLL, class Index, class Part, class Done> __device__ __forceinline__ void ForRowSums(Index begin, Index end, Part &&part, Done &&done)
 {
-  const int lane = threadIdx.x % LANES;
-
-#pragma unroll 4
-  for (Index first = begin; first < end; first += THREADS / LANES) {
+  const int  lane = threadIdx.x % LANES;
+  const auto pass = [&](Index first) {
     const Index row = first + threadIdx.x / LANES;
     PetscScalar sum = 0;
 
     if (row < end) sum = part(row, lane);
     if (LANES > 1) sum = LaneSum<LANES>(sum);
     if (lane == 0 && row < end) done(row, sum);
+  };
+
+  if constexpr (UNROLL > 0) {
+#pragma unroll UNROLL
+    for (Index first = begin; first < end; first += THREADS / LANES) pass(first);
+  } else {
+    for (Index first = begin; first < end; first += THREADS / LANES) pass(first);
   }
 }
 

@@ -159,7 +159,7 @@ template <class Rows, bool SHARED> __global__ void __launch_bounds__(BLOCK_SIZE,
     PetscScalar    h = 1, eta = 0, acc[1] = {0};
     PetscReal      res = 0;
 
-    ForRowSums<Rows::LANES, BLOCK_SIZE>(
+    ForRowSums<Rows::LANES, BLOCK_SIZE, 0>(
         range.begin, range.end, [&](PetscInt64 row, int lane) { return A.Part(row, lane, a.wr, a.Z[i], LoadL2()); }, [&](PetscInt64 row, PetscScalar sum) { own.SetV(a, i, row, sum); });
     __syncthreads();
     MultiDotPartials(a, own, i, range.begin, range.end);
@@ -354,7 +354,7 @@ template <class Rows, bool CLUSTER, int THREADS, int R> __global__ void __launch
       }
       __syncwarp();
     } else {
-      ForRowSums<Rows::LANES, THREADS>((PetscInt)0, nloc, [&](PetscInt row, int row_lane) { return rows.Part(row, row_lane, nullptr, zw, load_z); }, [&](PetscInt row, PetscScalar sum) { ws[row] = sum; });
+      ForRowSums<Rows::LANES, THREADS, 0>((PetscInt)0, nloc, [&](PetscInt row, int row_lane) { return rows.Part(row, row_lane, nullptr, zw, load_z); }, [&](PetscInt row, PetscScalar sum) { ws[row] = sum; });
       __syncthreads();
 #pragma unroll
       for (int q = 0; q < R; ++q) {
