@@ -5,6 +5,8 @@ static char help[] = "Paths of fusedcagmres that test_compare does not reach:\n\
             counted (-ksp_view), and with CholQR (either basis) one fallback to CGS2 (the Gram matrix is singular)\n\
   fallback  the 2D Laplacian with the monomial basis and s = 15: CholQR cannot handle the blocks, each falls back\n\
             to CGS2; the iterations stay within 10%% + 2 of KSPGMRES (right preconditioned, same restart)\n\
+  powers    the matrix powers kernel (one halo exchange per block under MPI) against one exchange per product, before and\n\
+            after MatShift(): the same iterations, true residuals below 1e-9; -ksp_view names the kernel (several ranks)\n\
   options   bad options give PETSc errors with clear messages: a restart that is not a multiple of s, s = 0,\n\
             s above the largest block size (an unknown -ksp_cagmres_basis or -ksp_cagmres_orth is PETSc's own\n\
             PetscOptionsEnum() error, not tested here: PETSc 3.26.1 leaks memory on that error path)\n\
@@ -191,6 +193,43 @@ static PetscErrorCode TestFallback(PetscInt n, PCType pctype)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The matrix powers kernel (default under MPI) against one exchange per product (-ksp_cagmres_matrix_powers 0) on the
+   Laplacian with Jacobi, s = 6, then again after MatShift() (new values: the ghost rows are fetched again): the same
+   iterations and true residuals below 1e-9 each time; -ksp_view names the kernel on several ranks */
+static PetscErrorCode TestPowers(PetscInt n)
+{
+  Mat                A;
+  KSP                ksp, ref;
+  PetscInt           its, itsref;
+  KSPConvergedReason reason, reasonref;
+  PetscReal          resid, residref;
+  char               view[8192], viewref[8192];
+  PetscMPIInt        size;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  PetscCall(CreateMatrix(n, PETSC_TRUE, &A));
+  PetscCall(CreateKSP(A, "mp_", KSPFUSEDCAGMRES, PCJACOBI, "-ksp_cagmres_s 6 -ksp_gmres_restart 30", &ksp));
+  PetscCall(CreateKSP(A, "mpref_", KSPFUSEDCAGMRES, PCJACOBI, "-ksp_cagmres_s 6 -ksp_gmres_restart 30 -ksp_cagmres_matrix_powers 0", &ref));
+  PetscCall(KSPSetFromOptions(ksp));
+  PetscCall(KSPSetFromOptions(ref));
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass) PetscCall(MatShift(A, 0.5));
+    PetscCall(Solve(ksp, &its, &reason, &resid, view, sizeof(view)));
+    PetscCall(Solve(ref, &itsref, &reasonref, &residref, viewref, sizeof(viewref)));
+    PetscCall(Check((PetscBool)(reason > 0 && reasonref > 0 && resid < 1e-9 && residref < 1e-9 && its == itsref), "powers (%s): %s after %" PetscInt_FMT " iterations, true residual %.2e; one exchange per product: %s after %" PetscInt_FMT ", %.2e",
+                    pass ? "after MatShift" : "first solve", KSPConvergedReasons[reason], its, (double)resid, KSPConvergedReasons[reasonref], itsref, (double)residref));
+  }
+  if (size > 1) {
+    PetscCall(Check((PetscBool)(strstr(view, "matrix powers: one halo exchange of depth s per block") != NULL), "powers: -ksp_view names the matrix powers kernel"));
+    PetscCall(Check((PetscBool)(strstr(viewref, "matrix powers: one halo exchange per product (-ksp_cagmres_matrix_powers 0)") != NULL), "powers: -ksp_view names one exchange per product with -ksp_cagmres_matrix_powers 0"));
+  }
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(KSPDestroy(&ref));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The options opts (prefix bad_) must make KSPSetFromOptions() or KSPSetUp() fail with an error whose message
    contains `expect` */
 static PetscErrorCode TestBadOption(const char opts[], const char expect[])
@@ -230,6 +269,7 @@ int main(int argc, char **argv)
   PetscCall(TestLucky("-ksp_cagmres_basis monomial -ksp_cagmres_orth cgs2 -ksp_gmres_restart 10", PETSC_FALSE));
   PetscCall(TestLucky("-ksp_cagmres_basis newton -ksp_gmres_restart 10", PETSC_TRUE)); /* the standard cycle: blocks of one column, CholQR of the dependent one fails too */
   PetscCall(TestFallback(n, pctype));
+  PetscCall(TestPowers(n));
   PetscCall(TestBadOption("-ksp_gmres_restart 30 -ksp_cagmres_s 4", "must be a multiple of the block size s = 4"));
   PetscCall(TestBadOption("-ksp_gmres_restart 4 -ksp_cagmres_s 5", "must be a multiple of the block size s = 5"));
   PetscCall(TestBadOption("-ksp_cagmres_s 0", "must be in [1, 64]"));

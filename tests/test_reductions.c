@@ -8,6 +8,9 @@ standard cycle (Newton basis: CGS2), 1 per restart cycle; it checks\n\
   2 ceil(its_ca / s) <= count <= 2 its_std + 2 ceil(its_ca / s) + 2 cycles + c\n\
 (its_std = min(its, m) with the Newton basis, else 0; its_ca = its - its_std; the second reduction per cycle: its last,\n\
 possibly partial, block), and prints the reductions per block of s steps.\n\
+With -exchanges_per_block e it also counts the halo exchanges (MPI_Startall of persistent requests) and checks\n\
+  ceil(its_ca / s) <= exchanges <= its_std + e (ceil(its_ca / s) + cycles) + 2 cycles + c\n\
+(e = 1: the matrix powers kernel, one exchange of depth s per block; e = s: one per product).\n\
 Two counters:\n\
   KSPFusedGetReductionCount() (fused solvers only): the library's own count;\n\
   MPI_Allreduce/MPI_Iallreduce (and their MPI-4 _c variants) calls on communicators of more than one rank, from any\n\
@@ -16,6 +19,7 @@ Options:\n\
   -ksp_type <fusedcg> -pc_type <jacobi> ...: the solver\n\
   -reductions_per_iteration <k>: k (default from the solver type; required for other types)\n\
   -reduction_slack <4>: c\n\
+  -exchanges_per_block <e>: fusedcagmres, count the halo exchanges too\n\
   -problem ... -n ... -mat_type aijfused: the problem (tutorials/problems.h)\n\n";
 
 #include <fusedksp.h>
@@ -65,6 +69,15 @@ PETSC_EXTERN int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count 
 }
 #endif
 
+/* The halo exchanges of the fused MPI products (and of PETSc's PetscSF): one MPI_Startall() of persistent requests each */
+static PetscInt64 mpi_startalls = 0;
+
+PETSC_EXTERN int MPI_Startall(int count, MPI_Request requests[])
+{
+  mpi_startalls++;
+  return PMPI_Startall(count, requests);
+}
+
 #include "check.h"
 
 int main(int argc, char **argv)
@@ -78,7 +91,8 @@ int main(int argc, char **argv)
   PetscInt           its, k = 0, slack = 4, restart = 30, restarts = 0, bound, count;
   PetscInt           s = 5, lower, itsstd = 0, itsca = 0, cycles = 0;
   PetscBool          iscg, isbcgs, isbicg, issgmres, iscagmres, cgs2 = PETSC_FALSE;
-  PetscInt64         ct0, ct1;
+  PetscInt64         ct0, ct1, xt0, xt1;
+  PetscInt           per_block = -1;
   KSPType            type;
 
   PetscFunctionBeginUser;
@@ -122,9 +136,12 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-reduction_slack", &slack, NULL));
   PetscCheck(k > 0 || iscagmres, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "KSP type %s: give -reductions_per_iteration", type);
 
+  PetscCall(PetscOptionsGetInt(NULL, NULL, "-exchanges_per_block", &per_block, NULL));
   ct0 = mpi_reductions;
+  xt0 = mpi_startalls;
   PetscCall(KSPSolve(ksp, prob.b, x));
   ct1 = mpi_reductions;
+  xt1 = mpi_startalls;
   PetscCall(KSPGetIterationNumber(ksp, &its));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
   if (issgmres) restarts = its / restart;
@@ -149,6 +166,13 @@ int main(int argc, char **argv)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD,
                           "fusedcagmres: %" PetscInt_FMT " steps in blocks of s = %" PetscInt_FMT ", restart %" PetscInt_FMT ": %.2f reductions per block of s steps after the %" PetscInt_FMT " steps of the standard cycle (restarts included)\n",
                           itsca, s, restart, (double)(count - k * itsstd - (itsstd ? 1 : 0)) * s / itsca, itsstd));
+  if (iscagmres && per_block >= 0) { /* one exchange per product outside the blocks (cycle starts and ends, the standard cycle), per_block per block */
+    const PetscInt blocks = (itsca + s - 1) / s, xbound = itsstd + per_block * (blocks + cycles) + 2 * cycles + slack;
+
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fusedcagmres: %" PetscInt64_FMT " halo exchanges for %" PetscInt_FMT " standard steps and about %" PetscInt_FMT " blocks\n", xt1 - xt0, itsstd, blocks));
+    PetscCall(Check((PetscBool)(xt1 - xt0 >= blocks && xt1 - xt0 <= xbound), "halo exchanges (MPI_Startall) %" PetscInt64_FMT " in [%" PetscInt_FMT ", %" PetscInt_FMT "] (%" PetscInt_FMT " per block of s = %" PetscInt_FMT ")", xt1 - xt0, blocks,
+                    xbound, per_block, s));
+  }
   PetscCall(Check((PetscBool)(ct1 - ct0 >= lower && ct1 - ct0 <= bound), "MPI (PMPI) count %" PetscInt64_FMT " in [lower, bound] = [%" PetscInt_FMT ", %" PetscInt_FMT "] (%.2f per iteration)", ct1 - ct0, lower, bound,
                   its ? (double)(ct1 - ct0) / its : 0.0));
 

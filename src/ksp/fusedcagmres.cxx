@@ -78,6 +78,8 @@ struct KSP_FusedCAGMRES {
   std::vector<PetscScalar> K, D, S, C1, R1, C2, R2, coef, B, T, X; /* block work (CAGMRESOrthogonalize(), CAGMRESAssemble()) */
   std::vector<PetscReal>   re, im;                                 /* shifts: real parts, imaginary parts (pairs +b, -b) */
   PetscBool                have_shifts = PETSC_FALSE;              /* Newton: the shifts of this solve are known          */
+  PetscBool                use_powers  = PETSC_TRUE;               /* -ksp_cagmres_matrix_powers                          */
+  MatPowers               *powers      = nullptr;                  /* the matrix powers kernel of the last solve, or NULL  */
   PetscInt                 cycle_k     = 0;                        /* columns of the current cycle                        */
   /* what the last solve did (-ksp_view) */
   PetscInt nstd = 0, nblocks = 0, nfallback = 0, nlucky = 0;
@@ -88,6 +90,21 @@ enum { VEC_T, VEC_T2, VEC_WORK, VEC_SOL, NWORK };
 inline PetscScalar &Hij(std::vector<PetscScalar> &h, const KSP_FusedCAGMRES *g, PetscInt i, PetscInt j)
 {
   return h[j * (g->restart + 1) + i];
+}
+
+/* The matrix powers kernel for this solve: with several processes, a block size above 1, Jacobi or no
+   preconditioner and fused operands (else the products of a block run one at a time).  Collective. */
+PetscErrorCode CAGMRESPowersSetUp(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PCMode mode)
+{
+  PetscMPIInt size;
+
+  PetscFunctionBegin;
+  PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)ksp), &size));
+  if (size > 1 && g->use_powers && g->s > 1 && (mode == PCMode::NONE || mode == PCMode::JACOBI))
+    PetscCall(OpsMatrixPowersSetUp(A, g->s, mode == PCMode::JACOBI ? g->w : nullptr, g->Q[0], &g->powers));
+  else
+    PetscCall(OpsMatrixPowersDestroy(&g->powers));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode KSPSetUp_FusedCAGMRES(KSP ksp)
@@ -106,6 +123,17 @@ PetscErrorCode KSPSetUp_FusedCAGMRES(KSP ksp)
     PetscCall(KSPCreateVecs(ksp, m + 1, &g->Q, 0, NULL));
     g->nQ = m + 1;
   }
+  { /* the ghost region of the matrix powers kernel is found here, not in the first solve */
+    PC        pc;
+    PetscBool none, jacobi;
+    Mat       A;
+
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCNONE, &none));
+    PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));
+    PetscCall(KSPGetOperators(ksp, &A, NULL));
+    if (none || jacobi) PetscCall(CAGMRESPowersSetUp(ksp, g, A, PCMode::NONE));
+  }
   FusedKSPCallCXX(g->H.assign((size_t)(m + 1) * m, 0.0); g->HR.assign((size_t)(m + 1) * m, 0.0); g->cs.assign(m, 0.0); g->sn.assign(m, 0.0); g->gr.assign(m + 1, 0.0); g->K.assign((size_t)s * ld, 0.0); g->D.assign((size_t)(s + 2) * ld, 0.0);
                   g->coef.assign((size_t)s * ld, 0.0); g->C1.assign((size_t)s * ld, 0.0); g->C2.assign((size_t)s * ld, 0.0); g->S.assign((size_t)s * s, 0.0); g->R1.assign((size_t)s * s, 0.0); g->R2.assign((size_t)s * s, 0.0);
                   g->B.assign((size_t)(s + 1) * s, 0.0); g->T.assign((size_t)(m + 1) * (s + 1), 0.0); g->X.assign((size_t)(m + 1) * s, 0.0); g->re.assign(s, 0.0); g->im.assign(s, 0.0));
@@ -114,29 +142,38 @@ PetscErrorCode KSPSetUp_FusedCAGMRES(KSP ksp)
 
 /* The matrix powers loop of a block of sb vectors from q_b: Q[b+1..b+sb] = the basis vectors, and the change of
    basis matrix B ((sb+1) x sb, column-major) with Op Y(:, 0:sb) = Y B.  Shifts from g->re/im (sb == s) or none
-   (sb == 1: a step of the standard cycle).  One operator application and one multi-axpy per vector; under MPI
-   each application exchanges its halo (a depth-s ghost region would exchange once per block).                */
+   (sb == 1: a step of the standard cycle).  With the matrix powers kernel (g->powers: a MATMPIAIJFUSED on several
+   processes, Jacobi or no preconditioner) the sb products exchange one halo of depth s; otherwise one operator
+   application (and under MPI one halo exchange) and one multi-axpy per vector.                               */
 PetscErrorCode CAGMRESMatrixPowers(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt b, PetscInt sb)
 {
   PetscScalar *B = g->B.data();
+  PetscScalar  c[2 * CAGMRES_MAX_S];
 
   PetscFunctionBegin;
   for (PetscInt i = 0; i < (sb + 1) * sb; ++i) B[i] = 0.0;
-  for (PetscInt i = 0; i < sb; ++i) {
+  for (PetscInt i = 0; i < sb; ++i) { /* y_{i+1} = Op y_i - c[2i] y_i - c[2i+1] y_{i-1} */
     const PetscReal a = sb == g->s ? g->re[i] : 0.0, bi = sb == g->s ? g->im[i] : 0.0;
-    PetscScalar     coef[2] = {a, 0.0};
-    Vec             V[2]    = {g->Q[b + i], i > 0 ? g->Q[b + i - 1] : nullptr};
-    PetscInt        nv      = a != 0.0 ? 1 : 0;
 
+    c[2 * i]                = a;
+    c[2 * i + 1]            = 0.0;
     B[i * (sb + 1) + i]     = a;
     B[i * (sb + 1) + i + 1] = 1.0;
     if (bi < 0) { /* second of a complex pair a +- i|bi|: y_{i+1} = (Op - a) y_i + bi^2 y_{i-1} */
-      coef[1]                 = -bi * bi;
-      nv                      = 2;
+      c[2 * i + 1]            = -bi * bi;
       B[i * (sb + 1) + i - 1] = -bi * bi;
     }
+  }
+  if (g->powers && sb == g->s) {
+    PetscCall(OpsMatrixPowers(g->powers, g->mode == PCMode::JACOBI ? g->w : nullptr, sb, c, g->Q + b));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  for (PetscInt i = 0; i < sb; ++i) {
+    const PetscInt nv   = c[2 * i + 1] != 0.0 ? 2 : c[2 * i] != 0.0 ? 1 : 0;
+    Vec            V[2] = {g->Q[b + i], i > 0 ? g->Q[b + i - 1] : nullptr};
+
     PetscCall(KSPFusedRightOperator(ksp, g->mode, g->w, A, g->Q[b + i], g->Q[b + i + 1], ksp->work[VEC_WORK]));
-    if (nv) PetscCall(OpsMAXPYScale(nv, coef, V, g->Q[b + i + 1], 1.0, nullptr, nullptr));
+    if (nv) PetscCall(OpsMAXPYScale(nv, c + 2 * i, V, g->Q[b + i + 1], 1.0, nullptr, nullptr));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -443,6 +480,7 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
+  PetscCall(CAGMRESPowersSetUp(ksp, g, A, g->mode));
   g->counters = SolveCounters();
   g->cycle_k  = 0;
   g->nstd = g->nblocks = g->nfallback = g->nlucky = 0;
@@ -562,7 +600,25 @@ PetscErrorCode KSPView_FusedCAGMRES(KSP ksp, PetscViewer viewer)
       PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_TRUE));
     }
   }
-  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode, "per block of s steps: s operator applications and s shift updates (matrix powers, one halo exchange each under MPI), 2 x s multi-dots, 2 global reductions, 2 x s multi-axpys"));
+  if (ascii) {
+    PetscMPIInt size;
+
+    PetscCallMPI(MPI_Comm_size(PetscObjectComm((PetscObject)ksp), &size));
+    if (g->powers) {
+      PetscInt   info[2];
+      PetscInt64 exchanges;
+
+      PetscCall(OpsMatrixPowersGetInfo(g->powers, &info[0], &info[1], &exchanges));
+      PetscCallMPI(MPIU_Allreduce(MPI_IN_PLACE, info, 2, MPIU_INT, MPI_SUM, PetscObjectComm((PetscObject)ksp)));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  matrix powers: one halo exchange of depth s per block (%" PetscInt_FMT " ghost entries, %" PetscInt_FMT " ghost rows computed on all ranks)\n", info[0], info[1]));
+    } else if (size > 1)
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  matrix powers: one halo exchange per product (%s)\n",
+                                       !g->use_powers ? "-ksp_cagmres_matrix_powers 0"
+                                       : g->s == 1    ? "s = 1"
+                                                      : "the kernel needs a MATMPIAIJFUSED, fused vectors and Jacobi or no preconditioner"));
+  }
+  PetscCall(KSPFusedViewCommon(
+      ksp, viewer, g->mode, "per block of s steps: s operator applications and s shift updates (under MPI one halo exchange of depth s with the matrix powers kernel, else one per product), 2 x s multi-dots, 2 global reductions, 2 x s multi-axpys"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -581,6 +637,9 @@ PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOpt
     ksp->setupstage = KSP_SETUP_NEW;
   }
   PetscCall(PetscOptionsEnum("-ksp_cagmres_basis", "Basis of a block: newton (Leja-ordered Ritz values of a first standard cycle as shifts) or monomial", "KSPFUSEDCAGMRES", CABasisTypes, (PetscEnum)g->basis, (PetscEnum *)&g->basis, NULL));
+  PetscCall(PetscOptionsBool("-ksp_cagmres_matrix_powers",
+                             "Under MPI, the s products of a block with one halo exchange of depth s (ghost region from the matrix graph) instead of one exchange per product (MATMPIAIJFUSED, Jacobi or no preconditioner)", "KSPFUSEDCAGMRES",
+                             g->use_powers, &g->use_powers, NULL));
   PetscCall(PetscOptionsEnum("-ksp_cagmres_orth", "Orthogonalization of a block: cholqr (block CGS + CholQR twice, 2 reductions per block) or cgs2 (column by column, 2 reductions per step)", "KSPFUSEDCAGMRES", CAOrthTypes, (PetscEnum)g->orth,
                              (PetscEnum *)&g->orth, NULL));
   PetscOptionsHeadEnd();
@@ -595,6 +654,7 @@ PetscErrorCode KSPReset_FusedCAGMRES(KSP ksp)
   if (g->Q) PetscCall(VecDestroyVecs(g->nQ, &g->Q));
   g->nQ = 0;
   PetscCall(VecDestroy(&g->w));
+  PetscCall(OpsMatrixPowersDestroy(&g->powers));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -626,8 +686,10 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
 .  -ksp_cagmres_s <s> - steps per block (default 5, at most 64)
 .  -ksp_cagmres_basis <newton,monomial> - Newton basis with Leja-ordered Ritz values of a first standard cycle as
                                           shifts (default), or the monomial basis
--  -ksp_cagmres_orth <cholqr,cgs2> - block orthogonalization: CholQR2 with a CGS2 fallback (default), or CGS2 of
+.  -ksp_cagmres_orth <cholqr,cgs2> - block orthogonalization: CholQR2 with a CGS2 fallback (default), or CGS2 of
                                      every block column by column (2 reductions per step, a reference)
+-  -ksp_cagmres_matrix_powers <bool> - under MPI, one halo exchange of depth s per block (default) instead of one
+                                       per product
 
    Level: intermediate
 
@@ -644,9 +706,12 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
    iteration counts are those of `KSPGMRES` with the same restart; a cycle that converges inside a block ends
    there, the true residual confirms convergence, and the next cycle starts from the true residual.
 
-   This first version applies the operator s times per block with a halo exchange each under MPI (one per
-   product, as `KSPGMRES`); the matrix powers kernel with a depth-s ghost region (one exchange per block) is a
-   later step.  The block products run as one multi-dot or multi-axpy per column of the block on the fused
+   Under MPI, with a `MATMPIAIJFUSED` operator and Jacobi or no preconditioner, the s products of a block run as
+   the matrix powers kernel: the entries other processes own within graph distance s of the local rows (the ghost
+   region, found from the matrix graph at the first solve and again after the matrix changes) arrive in ONE halo
+   exchange per block, and each process computes the rows of the ghost region it needs itself (about 4 s sqrt(n)
+   rows for a 2D 5-point stencil with n rows per process); -ksp_cagmres_matrix_powers 0 exchanges once per
+   product instead.  The block products run as one multi-dot or multi-axpy per column of the block on the fused
    backends, their dot products completing in one reduction per pass.
 
    A lucky breakdown (the solution in a Krylov space smaller than the block) cuts the cycle; a projected Gram

@@ -28,6 +28,7 @@
 */
 #include "mat/aijfused.hpp"
 #include "mat/mirror.hpp"
+#include "mat/matpowers.hpp"
 #include "vec/vecfused.hpp"
 #include <petsc/private/matimpl.h>
 #include <petscsf.h>
@@ -41,31 +42,6 @@ namespace fusedksp
 {
 namespace
 {
-
-/* The rows of the off-diagonal block that have entries, in the backend's memory (with the host
-   backend: PETSc's column and value arrays, our row lists)                                     */
-struct Block {
-  CSRView               csr; /* nrows: the rows with entries                     */
-  std::vector<PetscInt> host_rows, host_rowptr;
-  PetscInt             *rows   = nullptr; /* local row of each of csr's rows                  */
-  PetscInt             *rowptr = nullptr, *colidx = nullptr;
-  PetscScalar          *vals = nullptr;
-  PetscInt              nnz  = 0;
-};
-
-/* The halo exchange pattern, its buffers and its persistent requests (receives, then sends) */
-struct Halo {
-  PetscInt                 nsend = 0, nrecv = 0;                                     /* entries sent, received (= halo size) */
-  PetscMPIInt              nsend_ranks = 0, nrecv_ranks = 0;                         /* ranks sent to, received from */
-  PetscInt                *send_idx = nullptr, *recv_idx = nullptr;                  /* backend: local entries packed; halo slot of each received entry (NULL: received in halo order) */
-  PetscScalar             *send_buf = nullptr, *recv_buf = nullptr, *halo = nullptr; /* backend (recv_buf only with recv_idx) */
-  PetscScalar             *host_send = nullptr, *host_recv = nullptr;                /* staging buffers (not with direct) */
-  PetscBool                direct = PETSC_FALSE;                                     /* MPI reads and writes the backend buffers */
-  std::vector<MPI_Request> requests;                                                 /* the product's exchange: receives, then sends                     */
-  std::vector<MPI_Request> reverse;                                                  /* the transposed product's: the halo sent back, added by its owners */
-  std::vector<PetscMPIInt> send_ranks, recv_ranks;                                   /* the exchange for a backend that queues it (Backend::exchange) */
-  std::vector<PetscInt>    send_offsets, recv_offsets;
-};
 
 /* The operations MATMPIAIJFUSED replaces in MATMPIAIJ's table: X(op, fused implementation) */
 #define FUSED_MPIAIJ_OPS(X)                                                                                                                                                                                                                              \
@@ -84,7 +60,7 @@ struct HostOps {
 struct MatMPIFusedData {
   const Backend          *backend = nullptr;
   Mirror                  diag;    /* CSR or SELL-P (-mat_aijfused_format), as a MATSEQAIJFUSED */
-  Block                   offdiag; /* CSR: its rows are short, most are empty                    */
+  OffDiagRows             offdiag; /* CSR: its rows are short, most are empty                    */
   MatAIJFusedFormat       requested = MAT_AIJFUSED_AUTO;
   Halo                    halo;
   PetscBool               options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
@@ -127,148 +103,6 @@ PetscErrorCode QueryCUDASupport(PetscBool *known, PetscBool *supported)
 #else
   *known = PETSC_FALSE;
 #endif
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode FreeBlock(const Backend *be, Block *b)
-{
-  PetscFunctionBegin;
-  if (!be->host_memory) {
-    PetscCall(be->free_bytes(b->rows));
-    PetscCall(be->free_bytes(b->rowptr));
-    PetscCall(be->free_bytes(b->colidx));
-    PetscCall(be->free_bytes(b->vals));
-  }
-  *b = Block();
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* The rows with entries of the off-diagonal block S (the structure when `structure`, the arrays
-   then reallocated on a mirrored backend), then its values                                       */
-PetscErrorCode MirrorOffDiagonalBlock(const Backend *be, Mat S, PetscBool structure, Block *b)
-{
-  const PetscInt *ai, *aj;
-  PetscScalar    *aa;
-  PetscInt        m, n;
-
-  PetscFunctionBegin;
-  PetscCall(SeqAIJHostCSR(S, &m, &n, &ai, &aj, &aa));
-  if (structure) {
-    PetscCall(FreeBlock(be, b));
-    for (PetscInt i = 0; i < m; ++i)
-      if (ai[i + 1] > ai[i]) {
-        FusedKSPCallCXX(b->host_rows.push_back(i); b->host_rowptr.push_back(ai[i]));
-      }
-    FusedKSPCallCXX(b->host_rowptr.push_back(ai[m]));
-    b->nnz = ai[m];
-    if (!be->host_memory) {
-      const size_t nb = b->host_rows.size();
-
-      PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(nb, 1), (void **)&b->rows));
-      PetscCall(be->malloc_bytes(sizeof(PetscInt) * (nb + 1), (void **)&b->rowptr));
-      PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(ai[m], 1), (void **)&b->colidx));
-      PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(ai[m], 1), (void **)&b->vals));
-      PetscCall(be->copy_to_backend(b->rows, b->host_rows.data(), sizeof(PetscInt) * nb));
-      PetscCall(be->copy_to_backend(b->rowptr, b->host_rowptr.data(), sizeof(PetscInt) * (nb + 1)));
-      PetscCall(be->copy_to_backend(b->colidx, aj, sizeof(PetscInt) * ai[m]));
-    }
-  }
-  b->csr = {(PetscInt)b->host_rows.size(), n, !be->host_memory ? b->rowptr : b->host_rowptr.data(), !be->host_memory ? b->colidx : aj, !be->host_memory ? b->vals : aa, ai[m]};
-  if (be->host_memory)
-    b->rows = b->host_rows.data();
-  else {
-    PetscCall(be->copy_to_backend(b->vals, aa, sizeof(PetscScalar) * ai[m]));
-    PetscCall(PetscLogCpuToGpu((PetscLogDouble)sizeof(PetscScalar) * ai[m]));
-  }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode FreeHalo(const Backend *be, Halo *h)
-{
-  PetscFunctionBegin;
-  for (MPI_Request &r : h->requests) PetscCallMPI(MPI_Request_free(&r));
-  for (MPI_Request &r : h->reverse) PetscCallMPI(MPI_Request_free(&r));
-  PetscCall(be->free_bytes(h->send_idx));
-  PetscCall(be->free_bytes(h->recv_idx));
-  PetscCall(be->free_bytes(h->send_buf));
-  PetscCall(be->free_bytes(h->recv_buf));
-  PetscCall(be->free_bytes(h->halo));
-  PetscCall(be->free_host(h->host_send));
-  PetscCall(be->free_host(h->host_recv));
-  *h = Halo();
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Builds the exchange of the halo (the lvec of MATMPIAIJ, nhalo entries) from the PetscSF of
-   PETSc's product.  The ranks are taken from a PETSCSFBASIC copy of its graph, whose root-side
-   lists (PetscSFGetLeafRanks) are in the order of the leaf side's (PetscSFGetRootRanks) on the
-   other rank: the k-th entry sent to a rank is the k-th one it receives from this rank.  Collective. */
-PetscErrorCode BuildHalo(Mat A, MatMPIFusedData *d, PetscSF msf, PetscInt nhalo)
-{
-  const Backend     *be = d->backend;
-  Halo              &h  = d->halo;
-  MPI_Comm           comm;
-  PetscSF            sf;
-  PetscInt           nroots, nleaves;
-  const PetscInt    *ilocal, *roffset, *rmine, *loffset, *lrootloc;
-  const PetscSFNode *iremote;
-  const PetscMPIInt *rranks, *lranks;
-  PetscMPIInt        tag, rtag, count;
-  PetscBool          ordered = PETSC_TRUE;
-  PetscScalar       *sendptr, *recvptr;
-
-  PetscFunctionBegin;
-  PetscCall(FreeHalo(be, &h));
-  PetscCall(PetscObjectGetComm((PetscObject)A, &comm));
-  PetscCall(PetscSFGetGraph(msf, &nroots, &nleaves, &ilocal, &iremote));
-  PetscCheck(nleaves == nhalo, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The product's PetscSF has %" PetscInt_FMT " leaves, the off-diagonal block %" PetscInt_FMT " columns", nleaves, nhalo);
-  PetscCall(PetscSFCreate(comm, &sf));
-  PetscCall(PetscSFSetType(sf, PETSCSFBASIC));
-  PetscCall(PetscSFSetGraph(sf, nroots, nleaves, (PetscInt *)ilocal, PETSC_COPY_VALUES, (PetscSFNode *)iremote, PETSC_COPY_VALUES));
-  PetscCall(PetscSFSetUp(sf));
-  PetscCall(PetscSFGetRootRanks(sf, &h.nrecv_ranks, &rranks, &roffset, &rmine, nullptr));
-  PetscCall(PetscSFGetLeafRanks(sf, &h.nsend_ranks, &lranks, &loffset, &lrootloc));
-  h.nrecv  = roffset[h.nrecv_ranks];
-  h.nsend  = loffset[h.nsend_ranks];
-  h.direct = d->direct;
-  for (PetscInt k = 0; k < h.nrecv; ++k) {
-    PetscCheck(rmine[k] >= 0 && rmine[k] < nhalo, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Halo slot %" PetscInt_FMT " out of range [0, %" PetscInt_FMT ")", rmine[k], nhalo);
-    if (rmine[k] != k) ordered = PETSC_FALSE;
-  }
-
-  PetscCall(be->malloc_bytes(sizeof(PetscInt) * h.nsend, (void **)&h.send_idx));
-  PetscCall(be->copy_to_backend(h.send_idx, lrootloc, sizeof(PetscInt) * h.nsend));
-  PetscCall(be->malloc_bytes(sizeof(PetscScalar) * h.nsend, (void **)&h.send_buf));
-  PetscCall(be->malloc_bytes(sizeof(PetscScalar) * nhalo, (void **)&h.halo));
-  if (!ordered) {
-    PetscCall(be->malloc_bytes(sizeof(PetscInt) * h.nrecv, (void **)&h.recv_idx));
-    PetscCall(be->copy_to_backend(h.recv_idx, rmine, sizeof(PetscInt) * h.nrecv));
-    PetscCall(be->malloc_bytes(sizeof(PetscScalar) * h.nrecv, (void **)&h.recv_buf));
-  }
-  if (!h.direct) {
-    PetscCall(be->malloc_host(sizeof(PetscScalar) * h.nsend, (void **)&h.host_send));
-    PetscCall(be->malloc_host(sizeof(PetscScalar) * h.nrecv, (void **)&h.host_recv));
-  }
-  sendptr = h.direct ? h.send_buf : h.host_send;
-  recvptr = h.direct ? (ordered ? h.halo : h.recv_buf) : h.host_recv;
-
-  /* the product receives the halo from its owners and sends the entries others need; the transposed product
-     sends the (partial sums of the) halo back to its owners, in the same buffers, and receives theirs */
-  PetscCall(PetscObjectGetNewTag((PetscObject)A, &tag));
-  PetscCall(PetscObjectGetNewTag((PetscObject)A, &rtag));
-  FusedKSPCallCXX(h.requests.resize((size_t)h.nrecv_ranks + h.nsend_ranks, MPI_REQUEST_NULL); h.reverse.resize(h.requests.size(), MPI_REQUEST_NULL));
-  for (PetscMPIInt j = 0; j < h.nrecv_ranks; ++j) {
-    PetscCall(PetscMPIIntCast(roffset[j + 1] - roffset[j], &count));
-    PetscCallMPI(MPI_Recv_init(recvptr + roffset[j], count, MPIU_SCALAR, rranks[j], tag, comm, &h.requests[j]));
-    PetscCallMPI(MPI_Send_init(recvptr + roffset[j], count, MPIU_SCALAR, rranks[j], rtag, comm, &h.reverse[j]));
-  }
-  for (PetscMPIInt i = 0; i < h.nsend_ranks; ++i) {
-    PetscCall(PetscMPIIntCast(loffset[i + 1] - loffset[i], &count));
-    PetscCallMPI(MPI_Send_init(sendptr + loffset[i], count, MPIU_SCALAR, lranks[i], tag, comm, &h.requests[h.nrecv_ranks + i]));
-    PetscCallMPI(MPI_Recv_init(sendptr + loffset[i], count, MPIU_SCALAR, lranks[i], rtag, comm, &h.reverse[h.nrecv_ranks + i]));
-  }
-  FusedKSPCallCXX(h.recv_ranks.assign(rranks, rranks + h.nrecv_ranks); h.recv_offsets.assign(roffset, roffset + h.nrecv_ranks + 1); h.send_ranks.assign(lranks, lranks + h.nsend_ranks); h.send_offsets.assign(loffset, loffset + h.nsend_ranks + 1));
-  PetscCall(PetscSFDestroy(&sf));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -356,7 +190,14 @@ PetscErrorCode RefreshBlocks(Mat A, MatMPIFusedData *d, PetscObjectState state)
   structure = (global || Ad->nonzerostate != d->diag_nonzerostate || Ao->nonzerostate != d->offdiag_nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
   if (structure || state != d->state || diag_state != d->diag_state || offdiag_state != d->offdiag_state) {
     PetscCall(MirrorDiagonalBlock(d, Ad, structure));
-    PetscCall(MirrorOffDiagonalBlock(d->backend, Ao, structure, &d->offdiag));
+    {
+      const PetscInt *ai, *aj;
+      PetscScalar    *aa;
+      PetscInt        m, n;
+
+      PetscCall(SeqAIJHostCSR(Ao, &m, &n, &ai, &aj, &aa));
+      PetscCall(OffDiagRowsMirror(d->backend, m, n, ai, aj, aa, structure, &d->offdiag));
+    }
     d->state         = state;
     d->diag_state    = diag_state;
     d->offdiag_state = offdiag_state;
@@ -392,43 +233,9 @@ PetscErrorCode Refresh(Mat A, MatMPIFusedData *d)
   if (!d->halo_current) {
     PetscCall(MatMPIAIJGetSeqAIJ(A, nullptr, &Ao, nullptr));
     PetscCall(MatGetLocalSize(Ao, nullptr, &nhalo));
-    PetscCall(BuildHalo(A, d, d->sf, nhalo));
+    PetscCall(HaloBuild((PetscObject)A, d->backend, d->direct, d->sf, nhalo, &d->halo));
     d->halo_current = PETSC_TRUE;
   }
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Steps 1 (pack) of the exchange: queued on the backend, marked with a fence */
-PetscErrorCode HaloBegin(MatMPIFusedData *d, const PetscScalar *wr, const PetscScalar *x)
-{
-  const Backend *be = d->backend;
-  Halo          &h  = d->halo;
-
-  PetscFunctionBegin;
-  if (h.requests.empty()) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscLogEventBegin(events.halo_pack, 0, 0, 0, 0));
-  PetscCall(be->gather(h.nsend, h.send_idx, wr, x, h.send_buf));
-  if (!h.direct) PetscCall(be->copy_to_host_async(h.host_send, h.send_buf, sizeof(PetscScalar) * h.nsend));
-  PetscCall(be->fence_record());
-  PetscCall(PetscLogEventEnd(events.halo_pack, 0, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Steps 3 and 4: waits for the pack only, exchanges, queues the unpack into h.halo */
-PetscErrorCode HaloEnd(MatMPIFusedData *d)
-{
-  const Backend *be = d->backend;
-  Halo          &h  = d->halo;
-
-  PetscFunctionBegin;
-  if (h.requests.empty()) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscLogEventBegin(events.halo_mpi, 0, 0, 0, 0));
-  PetscCall(be->fence_wait());
-  PetscCallMPI(MPI_Startall((PetscMPIInt)h.requests.size(), h.requests.data()));
-  PetscCallMPI(MPI_Waitall((PetscMPIInt)h.requests.size(), h.requests.data(), MPI_STATUSES_IGNORE));
-  PetscCall(PetscLogEventEnd(events.halo_mpi, 0, 0, 0, 0));
-  if (!h.direct) PetscCall(be->copy_to_backend_async(h.recv_idx ? h.recv_buf : h.halo, h.host_recv, sizeof(PetscScalar) * h.nrecv));
-  if (h.recv_idx) PetscCall(be->scatter(h.nrecv, h.recv_idx, h.recv_buf, PETSC_FALSE, h.halo));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -544,8 +351,8 @@ struct MPIAIJFusedType {
   {
     PetscFunctionBegin;
     PetscCall(MirrorFree(d->backend, &d->diag));
-    PetscCall(FreeBlock(d->backend, &d->offdiag));
-    PetscCall(FreeHalo(d->backend, &d->halo));
+    PetscCall(OffDiagRowsFree(d->backend, &d->offdiag));
+    PetscCall(HaloFree(d->backend, &d->halo));
     PetscCall(PetscSFDestroy(&d->sf));
     PetscCall(MirrorFree(d->backend, &d->diag_t));
     PetscCall(MirrorFree(d->backend, &d->offdiag_t));
@@ -714,11 +521,11 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   PetscCheck(MatAIJFusedIsType<MPIAIJFusedType>(A), PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
   be = d->backend;
   PetscCall(Refresh(A, d));
-  PetscCall(HaloBegin(d, wr, in));
+  PetscCall(HaloBegin(be, &d->halo, wr, in));
   PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
   PetscCall(MirrorProduct(be, &d->diag, wl, wr, in, out, ndots, specs, dots));
   PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
-  PetscCall(HaloEnd(d));
+  PetscCall(HaloEnd(be, &d->halo));
   if (d->offdiag.csr.nrows) {
     PetscCall(PetscLogEventBegin(events.spmv_offdiag, A, 0, 0, 0));
     PetscCall(be->spmv_offdiag_dots(&d->offdiag.csr, d->offdiag.rows, wl, d->halo.halo, in, out, ndots, specs, dots));
@@ -756,6 +563,20 @@ PetscErrorCode MatMPIAIJFusedGetChunkView(Mat A, const CSRView **csr, const SELL
   par->plan.send_offsets = h->send_offsets.data();
   par->plan.recv_offsets = h->recv_offsets.data();
   *generation            = d->diag.generation;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatMPIAIJFusedGetLocalProduct(Mat A, const Backend **be, const Mirror **diag, const OffDiagRows **offdiag, PetscBool *direct)
+{
+  MatMPIFusedData *d = Data(A);
+
+  PetscFunctionBegin;
+  PetscCheck(MatAIJFusedIsType<MPIAIJFusedType>(A), PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
+  PetscCall(Refresh(A, d));
+  *be      = d->backend;
+  *diag    = &d->diag;
+  *offdiag = &d->offdiag;
+  *direct  = d->direct;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

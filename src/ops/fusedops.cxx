@@ -3,6 +3,7 @@
 #include "ops/petscdevice.hpp"
 #include "vec/vecfused.hpp"
 #include "mat/aijfused.hpp"
+#include "mat/matpowers.hpp"
 #include <petsc/private/vecimpl.h>
 #include <array>
 #include <cstring>
@@ -1141,6 +1142,65 @@ PetscErrorCode OpsGraphDestroy(void **graph)
 {
   PetscFunctionBegin;
   if (*graph) PetscCall(ActiveBackend()->graph_destroy(graph));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsMatrixPowersSetUp(Mat A, PetscInt s, Vec w, Vec x, MatPowers **mp)
+{
+  PetscBool fusedmat, fusedvecs;
+
+  PetscFunctionBegin;
+  PetscCall(MatIsMPIAIJFused(A, &fusedmat));
+  PetscCall(AllOnBackend({w, x}, &fusedvecs));
+  if (*mp) {
+    Mat      B;
+    PetscInt depth;
+
+    PetscCall(MatPowersGetInfo(*mp, &B, &depth, nullptr, nullptr, nullptr));
+    if (!fusedmat || !fusedvecs || B != A || depth != s) PetscCall(MatPowersDestroy(mp));
+  }
+  if (!fusedmat || !fusedvecs) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!*mp) PetscCall(MatPowersCreate(A, s, mp));
+  {
+    BackendArrays arr;
+    PetscScalar  *wa;
+
+    PetscCall(arr.Get(w, READ, &wa));
+    PetscCall(MatPowersUpdate(*mp, wa));
+    PetscCall(arr.RestoreAll());
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsMatrixPowersDestroy(MatPowers **mp)
+{
+  PetscFunctionBegin;
+  PetscCall(MatPowersDestroy(mp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsMatrixPowers(MatPowers *mp, Vec w, PetscInt sb, const PetscScalar *c, const Vec Y[])
+{
+  BackendArrays              arr;
+  std::vector<PetscScalar *> ya;
+  PetscScalar               *wa;
+  PetscInt                   n;
+
+  PetscFunctionBegin;
+  PetscCall(CheckNoTarget("the matrix powers kernel"));
+  FusedKSPCallCXX(ya.resize(sb + 1));
+  PetscCall(arr.LengthOf(Y[0], &n));
+  PetscCall(arr.Get({{w, READ, &wa}, {Y[0], READ, &ya[0]}}));
+  for (PetscInt i = 1; i <= sb; ++i) PetscCall(arr.Get(Y[i], WRITE, &ya[i]));
+  PetscCall(MatPowersApply(mp, wa, sb, c, ya.data()));
+  PetscCall(arr.RestoreAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsMatrixPowersGetInfo(MatPowers *mp, PetscInt *nghost, PetscInt *nghostrows, PetscInt64 *exchanges)
+{
+  PetscFunctionBegin;
+  PetscCall(MatPowersGetInfo(mp, nullptr, nullptr, nghost, nghostrows, exchanges));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -181,4 +181,16 @@ PetscErrorCode OpsGraphDestroy(void **graph);
    operations that wrote them): needed after a replayed record, harmless otherwise             */
 PetscErrorCode OpsMarkWritten(std::initializer_list<Vec> vecs);
 
+/* The matrix powers kernel of CA-GMRES on a MATMPIAIJFUSED (src/mat/matpowers.cxx): s products with one halo exchange */
+struct MatPowers;
+/* Makes *mp current for products with A of depth s and the right weights w (NULL: none) on vectors like x (made
+   again when A or s changed; A's changes since the last call brought in; the weights sent to the ghosts): *mp is
+   left NULL (destroyed) when A is not a MATMPIAIJFUSED on the active backend or w, x are not fused.  Collective. */
+PetscErrorCode OpsMatrixPowersSetUp(Mat A, PetscInt s, Vec w, Vec x, MatPowers **mp);
+PetscErrorCode OpsMatrixPowersDestroy(MatPowers **mp);
+/* Y[i+1] = A (w .* Y[i]) - c[2i] Y[i] - c[2i+1] Y[i-1] for i < sb (c[1] unused), one halo exchange.  Collective. */
+PetscErrorCode OpsMatrixPowers(MatPowers *mp, Vec w, PetscInt sb, const PetscScalar *c, const Vec Y[]);
+/* The ghost entries and ghost rows of this rank, and the kernel's exchanges so far */
+PetscErrorCode OpsMatrixPowersGetInfo(MatPowers *mp, PetscInt *nghost, PetscInt *nghostrows, PetscInt64 *exchanges);
+
 } // namespace fusedksp

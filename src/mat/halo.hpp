@@ -1,0 +1,52 @@
+/* The off-process part of a parallel product on the backend: the halo exchange (the entries of the input that
+   other ranks own, brought into a buffer of halo slots) and the sparse rows that read the halo.  Used by the
+   product of MATMPIAIJFUSED (depth 1: the halo is MATMPIAIJ's lvec) and by its matrix powers kernel (depth s). */
+#pragma once
+
+#include "sys/fusedksp_impl.hpp"
+#include <petscsf.h>
+#include <vector>
+
+namespace fusedksp
+{
+/* The rows of a sparse block that have entries, in the backend's memory (with a backend in host memory: the
+   caller's column and value arrays, our row lists)                                                           */
+struct OffDiagRows {
+  CSRView               csr; /* nrows: the rows with entries                     */
+  std::vector<PetscInt> host_rows, host_rowptr;
+  PetscInt             *rows   = nullptr; /* row of each of csr's rows in the output       */
+  PetscInt             *rowptr = nullptr, *colidx = nullptr;
+  PetscScalar          *vals = nullptr;
+  PetscInt              nnz  = 0;
+};
+
+/* The halo exchange pattern, its buffers and its persistent requests (receives, then sends) */
+struct Halo {
+  PetscInt                 nsend = 0, nrecv = 0;                                     /* entries sent, received (= halo size) */
+  PetscMPIInt              nsend_ranks = 0, nrecv_ranks = 0;                         /* ranks sent to, received from */
+  PetscInt                *send_idx = nullptr, *recv_idx = nullptr;                  /* backend: local entries packed; halo slot of each received entry (NULL: received in halo order) */
+  PetscScalar             *send_buf = nullptr, *recv_buf = nullptr, *halo = nullptr; /* backend (recv_buf only with recv_idx) */
+  PetscScalar             *host_send = nullptr, *host_recv = nullptr;                /* staging buffers (not with direct) */
+  PetscBool                direct = PETSC_FALSE;                                     /* MPI reads and writes the backend buffers */
+  std::vector<MPI_Request> requests;                                                 /* the product's exchange: receives, then sends                     */
+  std::vector<MPI_Request> reverse;                                                  /* the transposed product's: the halo sent back, added by its owners */
+  std::vector<PetscMPIInt> send_ranks, recv_ranks;                                   /* the exchange for a backend that queues it (Backend::exchange) */
+  std::vector<PetscInt>    send_offsets, recv_offsets;
+};
+
+/* Releases the backend arrays of the rows and resets them */
+PetscErrorCode OffDiagRowsFree(const Backend *be, OffDiagRows *b);
+/* The rows with entries of the m x n CSR block ai/aj/aa (the structure when `structure`, the arrays then reallocated on a
+   backend with memory of its own), then its values.  In host memory aj and aa are used in place: keep them alive. */
+PetscErrorCode OffDiagRowsMirror(const Backend *be, PetscInt m, PetscInt n, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, OffDiagRows *b);
+
+/* Releases the buffers and requests of the exchange and resets it */
+PetscErrorCode HaloFree(const Backend *be, Halo *h);
+/* Builds the exchange of nhalo halo slots (the leaves of msf, whose roots are the entries owned by other ranks)
+   with persistent requests on obj's communicator; direct: MPI reads and writes the backend buffers.  Collective. */
+PetscErrorCode HaloBuild(PetscObject obj, const Backend *be, PetscBool direct, PetscSF msf, PetscInt nhalo, Halo *h);
+/* Queues the pack buf = (wr .* x)[entries others need] (wr may be NULL) and its copy to the host, marked by a fence */
+PetscErrorCode HaloBegin(const Backend *be, Halo *h, const PetscScalar *wr, const PetscScalar *x);
+/* Waits for the pack only, exchanges, queues the unpack into h->halo */
+PetscErrorCode HaloEnd(const Backend *be, Halo *h);
+} // namespace fusedksp
