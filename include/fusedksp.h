@@ -79,3 +79,6 @@ PETSC_EXTERN PetscErrorCode FusedKSPDebugGetAllocationCount(PetscInt64 *count);
 /* Host arrays fused vectors allocated on first use of their host side (a backend whose memory is not host memory:
    cuda, -fused_debug_mirror), on this process, since the program started.  For tests of backend-only vectors. */
 PETSC_EXTERN PetscErrorCode FusedKSPDebugGetHostArrayCount(PetscInt64 *count);
+/* Side scopes of the active backend's second stream opened, and joins of it into the first (KSPFUSEDBICG's A^T side
+   on the CUDA backend), on this process, since the program started; 0 on a backend with one stream */
+PETSC_EXTERN PetscErrorCode FusedKSPDebugGetSideCounts(PetscInt64 *forks, PetscInt64 *joins);

@@ -23,6 +23,10 @@ Options:\n\
      with CUDA): both solve again, and the fused solve must have run fused kernels (at least one backend launch per\n\
      iteration) on vectors of a PETSc device type and, when the classical one with the same preconditioner made no\n\
      host<->device vector copy (PETSc's log counts them), made none either\n\
+  -expect_streams <1,2>: fusedbicg's A and A^T sides (FusedKSPDebugGetSideCounts()): 2, the fused solve forked to\n\
+     the backend's second stream and joined it at least once per iteration, and a rerun with\n\
+     -fused_ksp_fusedbicg_streams 1 gives the same iterations, residual norm and solution checksum, bit for bit;\n\
+     1, the solve used no second stream (a backend with one stream, or -fused_ksp_fusedbicg_streams 1)\n\
   -problem ... -n ... -rhs ... : the problem (tutorials/problems.h)\n\n";
 
 #include <fusedksp.h>
@@ -96,6 +100,20 @@ static PetscErrorCode SolveRunCounted(Solve *s, PetscLogDouble *copies, PetscInt
   *copies += petsc_ctog_ct + petsc_gtoc_ct;
 #endif
   *launches = l1 - l0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* SolveRun() counting the forks to the backend's second stream and the joins of it (FusedKSPDebugGetSideCounts()) */
+static PetscErrorCode SolveRunSides(Solve *s, PetscInt64 *forks, PetscInt64 *joins)
+{
+  PetscInt64 f0, j0, f1, j1;
+
+  PetscFunctionBeginUser;
+  PetscCall(FusedKSPDebugGetSideCounts(&f0, &j0));
+  PetscCall(SolveRun(s));
+  PetscCall(FusedKSPDebugGetSideCounts(&f1, &j1));
+  *forks = f1 - f0;
+  *joins = j1 - j0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -204,14 +222,15 @@ static PetscErrorCode History(Solve *s, PetscInt k, PetscReal hist[], PetscInt *
 
 int main(int argc, char **argv)
 {
-  Problem   prob;
-  Mat       Af, Ar;
-  Vec       diff;
-  Solve     fused, ref;
-  char      fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, refmattype[64] = "", pctype[64] = "";
-  PetscReal rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10, histtruetol = 1e-9;
-  PetscInt  maxit = 10000, itsabs, histits = 0, N;
-  PetscBool isbcgs, setformat, zerocopy    = PETSC_FALSE;
+  Problem    prob;
+  Mat        Af, Ar;
+  Vec        diff;
+  Solve      fused, ref;
+  char       fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, refmattype[64] = "", pctype[64] = "";
+  PetscReal  rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10, histtruetol = 1e-9;
+  PetscInt   maxit = 10000, itsabs, histits = 0, N, expectstreams = 0;
+  PetscBool  isbcgs, setformat, zerocopy = PETSC_FALSE;
+  PetscInt64 forks, joins;
 
   MatAIJFusedFormat format;
   const char *const formats[] = {"csr", "sell", "auto", "MatAIJFusedFormat", "MAT_AIJFUSED_", NULL};
@@ -243,6 +262,7 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsReal("-hist_tol", "Relative tolerance on the residual histories", "", histtol, &histtol, NULL));
   PetscCall(PetscOptionsReal("-hist_true_tol", "Relative tolerance on the true residual norms after -hist_its iterations", "", histtruetol, &histtruetol, NULL));
   PetscCall(PetscOptionsBool("-zero_copy", "Check the fused kernels ran on PETSc's device vectors with no more copies than the classical solver", "", zerocopy, &zerocopy, NULL));
+  PetscCall(PetscOptionsRangeInt("-expect_streams", "fusedbicg: 2, its sides ran on two streams (a fork and a join per iteration) with the results of one; 1, on one stream (0: no check)", "", expectstreams, &expectstreams, NULL, 0, 2));
   PetscOptionsEnd();
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
@@ -257,7 +277,7 @@ int main(int argc, char **argv)
   PetscCall(SolveCreate(Ar, prob.b, "ref_", reftype, pctype, rtol, maxit, &ref));
   PetscCall(SolveCreate(Af, prob.b, "fused_", fusedtype, pctype, rtol, maxit, &fused));
   PetscCall(SolveRun(&ref));
-  PetscCall(SolveRun(&fused));
+  PetscCall(SolveRunSides(&fused, &forks, &joins));
   PetscCall(MatGetSize(prob.A, &N, NULL));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "problem %s N=%" PetscInt_FMT "\n", prob.name, N));
   PetscCall(SolveView("ref:  ", &ref));
@@ -289,6 +309,24 @@ int main(int argc, char **argv)
   PetscCall(Check((PetscBool)(dnorm <= soltol * xnorm), "solution ||x_fused - x_ref||/||x_ref|| = %.3e <= %.3e", (double)(dnorm / xnorm), (double)soltol));
   PetscCall(Check((PetscBool)(PetscAbsInt(fused.its - ref.its) <= itstol * ref.its + itsabs), "iterations |%" PetscInt_FMT " - %" PetscInt_FMT "| <= %g x %" PetscInt_FMT " + %" PetscInt_FMT, fused.its, ref.its, (double)itstol, ref.its, itsabs));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fused: its=%" PetscInt_FMT " checksum=%.12e\n", fused.its, (double)checksum));
+
+  if (expectstreams == 1) PetscCall(Check((PetscBool)(forks == 0 && joins == 0), "the fused solve used one stream: %" PetscInt64_FMT " forks to the second stream, %" PetscInt64_FMT " joins == 0", forks, joins));
+  if (expectstreams == 2) {
+    PetscReal rnorm2, rnorm1, checksum1;
+    PetscInt  its2 = fused.its;
+
+    PetscCall(Check((PetscBool)(forks >= fused.its && joins >= fused.its), "the fused solve used the second stream: %" PetscInt64_FMT " forks and %" PetscInt64_FMT " joins >= %" PetscInt_FMT " iterations", forks, joins, fused.its));
+    PetscCall(KSPGetResidualNorm(fused.ksp, &rnorm2));
+    PetscCall(PetscOptionsSetValue(NULL, "-fused_ksp_fusedbicg_streams", "1"));
+    PetscCall(KSPSetFromOptions(fused.ksp));
+    PetscCall(SolveRunSides(&fused, &forks, &joins));
+    PetscCall(KSPGetResidualNorm(fused.ksp, &rnorm1));
+    PetscCall(Checksum(fused.x, &checksum1));
+    PetscCall(Check((PetscBool)(forks == 0 && joins == 0), "the rerun with -fused_ksp_fusedbicg_streams 1 used one stream (%" PetscInt64_FMT " forks, %" PetscInt64_FMT " joins)", forks, joins));
+    PetscCall(Check((PetscBool)(fused.its == its2 && rnorm1 == rnorm2 && checksum1 == checksum),
+                    "two streams and one give the same results: iterations %" PetscInt_FMT " and %" PetscInt_FMT ", residual norms %.17e and %.17e, checksums %.17e and %.17e", its2, fused.its, (double)rnorm2, (double)rnorm1, (double)checksum,
+                    (double)checksum1));
+  }
 
   if (zerocopy) {
     PetscLogDouble cf, cr;

@@ -112,6 +112,9 @@ struct BackendCounters {
   const char *chunk_form = nullptr; /* how the last chunk of iterations ran: "steps" (one operation per step),
                                        "cooperative grid", "grid as one cluster" or "resident" (persistent kernels) */
   PetscInt64 chunk_blocks = 0;      /* the thread blocks of its persistent kernel (0 for steps)           */
+
+  PetscInt64 side_forks = 0; /* side scopes that moved work to the second stream (Backend::side_begin(1)) */
+  PetscInt64 side_joins = 0; /* joins of the second stream into the first (Backend::sides_join)           */
 };
 
 /* The halo exchange of a parallel product as the backend queues it (Backend::exchange): send_buf (nsend
@@ -542,6 +545,24 @@ struct Backend {
   PetscErrorCode (*spgemm_symbolic)(SpGEMMView *G) = nullptr;
   PetscErrorCode (*spgemm_numeric)(SpGEMMView *G)  = nullptr;
   PetscErrorCode (*spgemm_free)(SpGEMMView *G)     = nullptr;
+
+  /* Two streams (KSPFUSEDBICG's A and A^T sides, seed 004).  Between side_begin(side) and its side_end(), the work
+     the backend queues goes to stream `side`: 0 the backend's stream, 1 a second one; every operation of the contract
+     (kernels, copies, reductions and their deferred results, graph replays, triangular solves, the foreign-stream
+     orderings, which then concern that stream) follows it.  Opening side 1 forks: stream 1 first waits for the work
+     queued on stream 0 so far.  sides_join() makes the work queued on stream 0 from then on wait for the work queued
+     on stream 1 so far.  Neither waits on the host (CUDA: events); the work of the two streams between a fork and the
+     join may run at the same time, so it must not touch the same data (the backend's own buffers it keeps apart).
+     Side scopes nest: one opened inside another, or while a graph is recorded, keeps the stream in use (a solve
+     nested in a side runs in order on that side's stream, a record stays on one stream), and sides_join() inside a
+     side scope does nothing.  batch_end() outside any side scope first joins side 1's work not yet joined, so the
+     one copy of a batch's results runs on stream 0 after the work of both sides.  The counters count the forks and
+     the joins.  After an error inside a side scope the caller closes it (side_end) and joins: the backend is then on
+     stream 0, with nothing of stream 1 left unjoined.  NULL members: the backend has one stream (host, kokkos), the
+     work of both sides runs in order.                                                                           */
+  PetscErrorCode (*side_begin)(int side) = nullptr;
+  PetscErrorCode (*side_end)(void)       = nullptr;
+  PetscErrorCode (*sides_join)(void)     = nullptr;
 };
 
 /* Backend::cg_chunk as the operations of its steps on `be` and `blas` (reduce_target, cg_update_chained

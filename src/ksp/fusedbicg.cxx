@@ -16,32 +16,43 @@
    the updates of x, r, z, p (and of r~, z~, p~) run in one pass each.  The next iteration recomputes rho_{i+1} =
    <z_{i+1}, r~_{i+1}> directly and takes alpha from it (predict and recompute, as fusedcg does; Chen & Carson), so the
    iterates follow KSPBICG's to rounding.  <q, p~> = <A p, p~> is computed as <p, A^T p~> = <p, q~>, fused into the
-   transposed product.  One iteration:
+   transposed product.  One iteration, in the order it is queued:
+     A^T side (7) u~ = M^{-T} q~ of the previous iteration: inline for Jacobi, PCApplyTranspose otherwise
+              (4) x~ += alpha p~; r~ -= alpha q~; z~ likewise; p~ = z~ + beta p~               (OpsCGUpdate)
      A side   (1) x += alpha p; r -= alpha q; z = w.*r (Jacobi) | z -= alpha u (PCApply) | z = r; p = z + beta p;
                   partial <r,z>, <r,r>, <z,z>                                           (OpsCGUpdate)
               (2) q = A p                                                                  (OpsApplyOperator)
               (3) u = M^{-1} q: inline w.*q for Jacobi (no kernel), PCApply otherwise
-     A^T side (4) x~ += alpha p~; r~ -= alpha q~; z~ likewise; p~ = z~ + beta p~               (OpsCGUpdate)
-              (5) partial <z,r~>, <u,r~>                                                   (OpsDots)
+     both     (5) partial <z,r~>, <u,r~>                                                   (OpsDots)
               (6) q~ = A^T p~ with partial <p,q~>, <z,q~>, <u,q~>                          (OpsApplyOperatorTranspose)
-              (7) u~ = M^{-T} q~: inline for Jacobi, PCApplyTranspose otherwise
      one reduction of the 8 values (one MPI_Allreduce), then alpha, beta and the norm on the host
      (src/core/recurrences.hpp, BiCGCoefficients()).
-   With PCNONE or PCJACOBI that is 5 kernels and one device->host copy of partial sums per iteration (a MATMPIAIJFUSED
-   transposed product is MatMultTranspose() on the device plus a dot-product kernel: 6).  x~ is the iterate of the
-   dual system A^T x~ = r_0 that BiCG solves alongside; the fused update computes it with the residual, nothing reads it.
-   The products and preconditioner applications of an iteration run before its convergence test (they complete the
-   same reduction), so the last iteration does one product with A and one with A^T more than KSPBICG.
+   u~ is read only by the next iteration's (4), so (7) runs there, first (the start, BiCGStart(), leaves it to the
+   first iteration too).  With PCNONE or PCJACOBI that is 5 kernels and one device->host copy of partial sums per
+   iteration (a MATMPIAIJFUSED transposed product is MatMultTranspose() on the device plus a dot-product kernel: 6).  x~
+   is the iterate of the dual system A^T x~ = r_0 that BiCG solves alongside; the fused update computes it with the
+   residual, nothing reads it.  The products of an iteration run before its convergence test (they complete the same
+   reduction), so the last iteration does one product with A and one with A^T more than KSPBICG (and one PCApply()).
 
-   Two streams.  Steps (1)-(3) read and write only the A-side vectors and (4), (6), (7) only the A^T-side ones; (5) and
-   the dot products of (6) read both.  The calls are grouped so that a backend with a second stream (the CUDA backend
-   has one stream per solve today, Backend in backend.hpp has no notion of another) can run (1)-(3) on one stream and
-   (4), (6)'s product and (7) on another, as seed 004 does: what that needs is a stream argument (or a "side" scope
-   like the batches of OpsBatchBegin()) on the fused operations and the product of MATSEQAIJFUSED, an event that
-   joins the two streams before (5) and the dot products of (6) (split from the transposed product, or the product
-   started after the join), PCApply()/PCApplyTranspose() of a general preconditioner on the stream of its side (PETSc's
-   PCs use the default stream), and the partial sums of both sides in the one copy to the host.  Until then both sides
-   run in order on one stream.
+   Two streams (-ksp_fusedbicg_streams 2, the default on a backend that has a second stream: CUDA).  (7) and (4) read
+   and write only A^T-side vectors and (1)-(3) only A-side ones, so they run on two streams of the backend at the same
+   time, as seed 004's Set A and Set B do (OpsSideBegin()): side 1 = (7), (4), opened first, so that its fork waits only
+   for the previous iteration's work; side 0 = (1)-(3).  The join comes before (5) and (6), which run on stream 0: (5)
+   and the dot products of (6) read vectors of both sides.  That is where the gain is: with the plugin's ILU(0)/ICC(0)
+   (MATSOLVERFUSED: level-scheduled triangular solves, many small latency-bound kernels or a graph of them) the M^{-T}
+   solves of (7) overlap the product and the M^{-1} solves of the A side.  Running the transposed product after the
+   join, instead of on side 1 with its dot products split off, keeps 5 kernels and one reduction per iteration, keeps
+   the product and the transposed product on one stream (MATMPIAIJFUSED's use the same halo buffers), and costs only
+   that product's overlap, small next to the triangular solves'.  The fork and the join are events on the device: the
+   host still waits once per iteration, for the one copy of the partial sums of both sides, on stream 0 after the
+   join.  The products of MATSEQAIJFUSED and MATMPIAIJFUSED and the fused ILU's MatSolve()/MatSolveTranspose() (also as
+   PCBJACOBI's block solver; the two have work vectors of their own) run on the stream of their side; a preconditioner
+   that is not the plugin's (PETSc's own PCs, on the host) runs in order as always, so its M^{-T} and M^{-1} do not
+   overlap.  The batch of the iteration defers its dot
+   products with a general PC too (its own reductions complete at once; a fused solve nested in it has its own
+   batches): a wait for side 1's partial sums inside the iteration would keep the host from queuing side 0.  On
+   backends with one stream (host, kokkos), or with -ksp_fusedbicg_streams 1, the same operations run in the same
+   order on one stream, with the same results.
 
    Norms (as KSPBICG): preconditioned sqrt<z,z> (default), unpreconditioned sqrt<r,r>, none.  Breakdown: rho = 0 stops
    with KSP_DIVERGED_BREAKDOWN_BICG (KSPBICG's reason), <p~, A p> = 0 with KSP_DIVERGED_BREAKDOWN; NaN or Inf with
@@ -57,8 +68,10 @@ namespace
 {
 
 struct KSP_FusedBiCG {
-  Vec           w    = nullptr; /* Jacobi weights */
-  PCMode        mode = PCMode::NONE;
+  Vec           w              = nullptr; /* Jacobi weights */
+  PCMode        mode           = PCMode::NONE;
+  PetscInt      streams_option = 0;           /* -ksp_fusedbicg_streams; 0: the default (2 where the backend has them) */
+  PetscBool     two_streams    = PETSC_FALSE; /* the last solve ran its sides on two streams                          */
   SolveCounters counters;
 };
 
@@ -80,42 +93,55 @@ OpDot PreconditionedSpec(const KSP_FusedBiCG *bi, const Vec *V, int side)
   }
 }
 
-/* The A side of an iteration: with update, x, r, z, p from alpha and beta (<r,z>, <r,r>, <z,z> into d[BICG_RZ..]);
-   then q = A p and u = M^{-1} q (a general PC; inline otherwise) */
+/* The A side of an iteration (side 0): with update, x, r, z, p from alpha and beta (<r,z>, <r,r>, <z,z> into
+   d[BICG_RZ..]); then q = A p and u = M^{-1} q (a general PC; inline otherwise) */
 PetscErrorCode SideA(KSP ksp, KSP_FusedBiCG *bi, Mat A, Vec *V, PetscBool update, PetscScalar alpha, PetscScalar beta, PetscScalar *d)
 {
   const PetscBool general = bi->mode == PCMode::GENERAL ? PETSC_TRUE : PETSC_FALSE;
 
   PetscFunctionBegin;
+  PetscCall(OpsSideBegin(bi->two_streams, 0));
   if (update) PetscCall(OpsCGUpdate(alpha, beta, ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], general ? V[VEC_U] : nullptr, bi->mode == PCMode::JACOBI ? bi->w : nullptr, d + BICG_RZ));
   PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 0, nullptr, nullptr));
   if (general) PetscCall(KSPFusedApplyPC(ksp, V[VEC_Q], V[VEC_U]));
+  PetscCall(OpsSideEnd());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The A^T side: with update, x~, r~, z~, p~ (their dot products into unused[3]); the dot products of r~ with z and u;
-   q~ = A^T p~ with <p,q~>, <z,q~>, <u,q~>; u~ = M^{-T} q~ (a general PC).  Reads the A side's p, z, u. */
-PetscErrorCode SideAt(KSP ksp, KSP_FusedBiCG *bi, Mat A, Vec *V, PetscBool update, PetscScalar alpha, PetscScalar beta, PetscScalar *d, PetscScalar *unused)
+/* The A^T side of an iteration (side 1): u~ = M^{-T} q~ of the previous iteration (a general PC), then x~, r~, z~,
+   p~ from alpha and beta (their dot products, not used, into unused[3]) */
+PetscErrorCode SideAt(KSP ksp, KSP_FusedBiCG *bi, Vec *V, PetscScalar alpha, PetscScalar beta, PetscScalar *unused)
 {
   const PetscBool general = bi->mode == PCMode::GENERAL ? PETSC_TRUE : PETSC_FALSE;
-  const OpDot     zu[2]   = {PreconditionedSpec(bi, V, 0), PreconditionedSpec(bi, V, 1)};
-  const OpDot     pzu[3]  = {{DotKind::DOT_VECTOR, V[VEC_P], nullptr}, zu[0], zu[1]};
 
   PetscFunctionBegin;
-  if (update) PetscCall(OpsCGUpdate(alpha, beta, V[VEC_XT], V[VEC_RT], V[VEC_ZT], V[VEC_PT], V[VEC_QT], general ? V[VEC_UT] : nullptr, bi->mode == PCMode::JACOBI ? bi->w : nullptr, unused));
+  PetscCall(OpsSideBegin(bi->two_streams, 1));
+  if (general) PetscCall(KSPFusedApplyPCTranspose(ksp, V[VEC_QT], V[VEC_UT]));
+  PetscCall(OpsCGUpdate(alpha, beta, V[VEC_XT], V[VEC_RT], V[VEC_ZT], V[VEC_PT], V[VEC_QT], general ? V[VEC_UT] : nullptr, bi->mode == PCMode::JACOBI ? bi->w : nullptr, unused));
+  PetscCall(OpsSideEnd());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After the join, on stream 0: the dot products of r~ with z and u; q~ = A^T p~ with <p,q~>, <z,q~>, <u,q~>.  Reads
+   both sides' vectors. */
+PetscErrorCode Meet(KSP_FusedBiCG *bi, Mat A, Vec *V, PetscScalar *d)
+{
+  const OpDot zu[2]  = {PreconditionedSpec(bi, V, 0), PreconditionedSpec(bi, V, 1)};
+  const OpDot pzu[3] = {{DotKind::DOT_VECTOR, V[VEC_P], nullptr}, zu[0], zu[1]};
+
+  PetscFunctionBegin;
+  PetscCall(OpsSidesJoin());
   PetscCall(OpsDots(nullptr, V[VEC_RT], 2, zu, d + BICG_RHO));
   PetscCall(OpsApplyOperatorTranspose(A, V[VEC_PT], V[VEC_QT], 3, pzu, d + BICG_PQ));
-  if (general) PetscCall(KSPFusedApplyPCTranspose(ksp, V[VEC_QT], V[VEC_UT]));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Starts (or restarts) BiCG from the residual in r: r~ = r, x~ = 0, z = M^{-1} r, z~ = M^{-T} r~, p = z, p~ = z~, both
-   sides' products, and the reduced values in d */
+   sides' products (u~ = M^{-T} q~ is left to the first iteration), and the reduced values in d */
 PetscErrorCode BiCGStart(KSP ksp, KSP_FusedBiCG *bi, Mat A, Vec *V, PetscScalar *d)
 {
   const OpDot rz_rr[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
   const OpDot zz       = {DotKind::DOT_SELF, nullptr};
-  PetscScalar unused[3];
 
   PetscFunctionBegin;
   PetscCall(VecCopy(V[VEC_R], V[VEC_RT]));
@@ -124,11 +150,11 @@ PetscErrorCode BiCGStart(KSP ksp, KSP_FusedBiCG *bi, Mat A, Vec *V, PetscScalar 
   PetscCall(KSPFusedPCApplyTranspose(ksp, bi->mode, bi->w, V[VEC_RT], V[VEC_ZT]));
   PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
   PetscCall(VecCopy(V[VEC_ZT], V[VEC_PT]));
-  PetscCall(OpsBatchBegin(bi->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
+  PetscCall(OpsBatchBegin(PETSC_TRUE));
   PetscCall(OpsDots(V[VEC_Z], V[VEC_R], 2, rz_rr, d + BICG_RZ));
   PetscCall(OpsDots(nullptr, V[VEC_Z], 1, &zz, d + BICG_ZZ));
   PetscCall(SideA(ksp, bi, A, V, PETSC_FALSE, 0, 0, d));
-  PetscCall(SideAt(ksp, bi, A, V, PETSC_FALSE, 0, 0, d, unused));
+  PetscCall(Meet(bi, A, V, d));
   PetscCall(OpsBatchEnd());
   PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, BICG_NSLOT, &bi->counters));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -170,8 +196,9 @@ PetscErrorCode KSPSolve_FusedBiCG(KSP ksp)
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bi->mode, &bi->w));
   PetscCall(BiCGCheckTransposes(ksp, bi, A));
-  bi->counters = SolveCounters();
-  ksp->reason  = KSP_CONVERGED_ITERATING;
+  bi->two_streams = bi->streams_option != 1 && OpsHasSecondStream() ? PETSC_TRUE : PETSC_FALSE;
+  bi->counters    = SolveCounters();
+  ksp->reason     = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) {
     PetscCall(VecCopy(ksp->vec_rhs, V[VEC_R]));
   } else {
@@ -189,10 +216,12 @@ PetscErrorCode KSPSolve_FusedBiCG(KSP ksp)
       if (d[BICG_RHO] == 0.0) ksp->reason = KSP_DIVERGED_BREAKDOWN_BICG;
       break;
     }
-    /* the A side, then the A^T side (see the top: the two streams); their dot products come back together */
-    PetscCall(OpsBatchBegin(bi->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
+    /* the A^T side and the A side (on two streams, see the top), then what reads both; their dot products come back
+       together */
+    PetscCall(OpsBatchBegin(PETSC_TRUE));
+    PetscCall(SideAt(ksp, bi, V, alpha, beta, unused));
     PetscCall(SideA(ksp, bi, A, V, PETSC_TRUE, alpha, beta, d));
-    PetscCall(SideAt(ksp, bi, A, V, PETSC_TRUE, alpha, beta, d, unused));
+    PetscCall(Meet(bi, A, V, d));
     PetscCall(OpsBatchEnd());
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, BICG_NSLOT, &bi->counters));
     rnorm = BiCGNorm(ksp, d);
@@ -213,17 +242,39 @@ PetscErrorCode KSPSolve_FusedBiCG(KSP ksp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPView_FusedBiCG(KSP ksp, PetscViewer viewer)
+PetscErrorCode KSPSetFromOptions_FusedBiCG(KSP ksp, PetscOptionItems PetscOptionsObject)
 {
   KSP_FusedBiCG *bi = static_cast<KSP_FusedBiCG *>(ksp->data);
+  PetscInt       streams;
+  PetscBool      set;
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewCommon(ksp, viewer, bi->mode, "5 per iteration (A side: x/r/z/p update + 3 dots, SpMV; A^T side: r~/z~/p~ update, 2 dots of r~, SpMV with A^T + 3 dots), 1 reduction of 8 values; both sides on one stream"));
+  PetscOptionsHeadBegin(PetscOptionsObject, "KSP fused BiCG options");
+  streams = bi->streams_option ? bi->streams_option : (OpsHasSecondStream() ? 2 : 1);
+  PetscCall(PetscOptionsRangeInt("-ksp_fusedbicg_streams", "Streams of the A and A^T sides: 2 runs them at the same time on a backend with a second stream (default there: CUDA), 1 one after the other", "KSPFUSEDBICG", streams, &streams, &set, 1, 2));
+  if (set) bi->streams_option = streams;
+  PetscOptionsHeadEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPView_FusedBiCG(KSP ksp, PetscViewer viewer)
+{
+  KSP_FusedBiCG *bi      = static_cast<KSP_FusedBiCG *>(ksp->data);
+  const char    *streams = "A and A^T sides on one stream";
+  char           kernels[512];
+
+  PetscFunctionBegin;
+  if (bi->streams_option != 1 && OpsHasSecondStream())
+    streams = "A and A^T sides on two streams (M^{-T} and the r~ update on the second, joined before the dots and the SpMV with A^T)";
+  else if (bi->streams_option == 2)
+    streams = "A and A^T sides on one stream (-ksp_fusedbicg_streams 2: the backend has one stream)";
+  PetscCall(PetscSNPrintf(kernels, sizeof(kernels), "5 per iteration (A^T side: r~/z~/p~ update; A side: x/r/z/p update + 3 dots, SpMV; then 2 dots of r~, SpMV with A^T + 3 dots), 1 reduction of 8 values; %s", streams));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, bi->mode, kernels));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The operations KSPCreate_FusedBiCG() sets */
-const KSPFusedOps FusedBiCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSolve_FusedBiCG>, KSPFusedDestroyData<KSP_FusedBiCG>, KSPView_FusedBiCG};
+const KSPFusedOps FusedBiCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSolve_FusedBiCG>, KSPFusedDestroyData<KSP_FusedBiCG>, KSPView_FusedBiCG, KSPSetFromOptions_FusedBiCG};
 
 } // namespace
 } // namespace fusedksp
@@ -240,7 +291,10 @@ const KSPFusedOps FusedBiCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSo
    follow.  Its iterates follow `KSPBICG`'s to rounding.
 
    Options Database Keys:
-.  -ksp_type fusedbicg - selects this solver; all standard KSP options apply
++  -ksp_type fusedbicg - selects this solver; all standard KSP options apply
+-  -ksp_fusedbicg_streams <1,2> - the A and A^T sides on two streams of the backend at the same time (default 2 on a
+   backend with a second stream: CUDA) or one after the other on one stream (1; the default on the host and kokkos
+   backends, which have one stream)
 
    Level: intermediate
 
@@ -257,8 +311,12 @@ const KSPFusedOps FusedBiCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSo
    The fused kernels run when the vectors are `VECFUSED` and the matrix `MATAIJFUSED`; otherwise the same algorithm runs
    with standard PETSc operations.  The products of an iteration run before its convergence test, so a solve does one
    product with A and one with A^T more than `KSPBICG`.  When the recurrence residual meets the tolerance the true
-   residual is checked; if it does not meet it, the iteration restarts from it (see -info).  The A and A^T sides run one
-   after the other on one stream; the source says what running them on two streams needs.
+   residual is checked; if it does not meet it, the iteration restarts from it (see -info).  On the CUDA backend the
+   A^T side (M^{-T} and the update of r~, z~, p~) runs on a second stream at the same time as the A side (the update of
+   x, r, z, p, q = A p and M^{-1}), as seed 004 does; the two join (an event, no host wait) before the dot products
+   that read both and the product with A^T.  The overlap pays with the fused ILU(0)/ICC(0), whose triangular solves are
+   many small kernels; a PC that is not the plugin's runs in order.  Iterates and counts are the same with one stream
+   (-ksp_fusedbicg_streams 1).
 
 .seealso: `KSPBICG`, `KSPFUSEDBCGS`, `KSPFUSEDCG`, `VECFUSED`, `MATAIJFUSED`, `MATSOLVERFUSED`
 M*/

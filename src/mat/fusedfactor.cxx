@@ -57,6 +57,7 @@ struct FusedFactor {
   PetscScalar     *lu     = nullptr; /* numeric phase: the factors on A's pattern */
   PetscScalar     *work   = nullptr; /* host, n: L^{-1} b */
   PetscScalar     *dwork  = nullptr; /* backend, n (NULL on the host backend: work) */
+  PetscScalar     *dworkt = nullptr; /* MatSolveTranspose()'s dwork, made with Lt, Ut (MatSolve() may run at the same time on another stream: KSPFUSEDBICG) */
   Triangle         L, U;
   ILU0View         dilu;                     /* the numeric phase on the backend (Backend::ilu0_numeric), when it has one */
   PetscLogDouble   flops      = 0;           /* of a numeric phase without shifts */
@@ -145,7 +146,9 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   f->host_stale = PETSC_FALSE;
   f->on_backend = PETSC_FALSE;
   if (f->be && f->dwork) PetscCall(f->be->free_bytes(f->dwork));
-  f->dwork = nullptr;
+  if (f->be && f->dworkt) PetscCall(f->be->free_bytes(f->dworkt));
+  f->dwork  = nullptr;
+  f->dworkt = nullptr;
   PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
   f->be           = nullptr;
   f->nonzerostate = -1;
@@ -608,6 +611,7 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
     PetscCall(f->be->trsv_analysis(&f->Lt.dev, nlevels[0], levelptr[0], rows[0]));
     PetscCall(f->be->trsv_analysis(&f->Ut.dev, nlevels[1], levelptr[1], rows[1]));
     PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
+    if (f->be != HostBackend()) PetscCall(f->be->malloc_bytes(n * sizeof(PetscScalar), (void **)&f->dworkt));
   }
   if (f->be != HostBackend()) {
     PetscCall(f->be->copy_to_backend((void *)f->Lt.dev.vals, f->Lt.vals, f->Lt.rowptr[n] * sizeof(PetscScalar)));
@@ -619,9 +623,9 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* x = second^{-1} first^{-1} b (first lower, second upper): on the backend for fused vectors (no copy), else on the
-   host arrays */
-static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangle *second, Vec b, Vec x)
+/* x = second^{-1} first^{-1} b (first lower, second upper): on the backend for fused vectors (no copy), with the
+   intermediate vector in dwork (dworkt for the transposed factors), else on the host arrays */
+static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangle *second, PetscScalar *dwork, Vec b, Vec x)
 {
   FusedFactor *f = (FusedFactor *)F->data;
   PetscBool    fb, fx;
@@ -632,7 +636,7 @@ static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangl
   PetscCall(PetscLogEventBegin(events.trsv, F, b, x, 0));
   if (fb && fx) {
     const Backend *be = f->be;
-    PetscScalar   *bp, *xp, *work = f->dwork ? f->dwork : f->work;
+    PetscScalar   *bp, *xp, *work = dwork ? dwork : f->work;
 
     PetscCheck(be == ActiveBackend(), PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The factorization was made for the %s backend, the vectors are on %s", be->name, ActiveBackend()->name);
     PetscCall(VecFusedGetArray(b, PETSC_MEMORY_ACCESS_READ, &bp));
@@ -671,7 +675,7 @@ template <PetscBool transpose> static PetscErrorCode MatSolve_FusedFactor(Mat F,
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (transpose) PetscCall(TransposeFactors(f));
-  PetscCall(transpose ? SolveTriangles(F, &f->Lt, &f->Ut, b, x) : SolveTriangles(F, &f->L, &f->U, b, x));
+  PetscCall(transpose ? SolveTriangles(F, &f->Lt, &f->Ut, f->dworkt, b, x) : SolveTriangles(F, &f->L, &f->U, f->dwork, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -24,6 +24,9 @@ constexpr PetscMemoryAccessMode READ = PETSC_MEMORY_ACCESS_READ, WRITE = PETSC_M
 struct Scope {
   bool batch_open  = false; /* an OpsBatchBegin() of this solve without its OpsBatchEnd() */
   bool batch_defer = false; /* ... that defers (not a general PC)                         */
+  bool side_open   = false; /* an OpsSideBegin() of this solve without its OpsSideEnd()   */
+  bool side_moved  = false; /* ... that opened a side scope of the backend                */
+  bool side_forked = false; /* this solve opened side 1 of the backend since its last join */
 };
 constexpr int MAX_SCOPES = 64; /* fused solves nested in each other, plus the outermost level */
 Scope         scopes[MAX_SCOPES];
@@ -636,6 +639,8 @@ PetscErrorCode OpsBatchEnd(void)
 
   PetscFunctionBegin;
   PetscCheck(scope.batch_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of fused operations is open in this solve");
+  PetscCheck(!scope.side_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A batch of fused operations ends inside a side scope (OpsSideBegin() without OpsSideEnd())");
+  PetscCall(OpsSidesJoin());
   scope.batch_open = false;
   if (scope.batch_defer) {
     scope.batch_defer = false;
@@ -649,31 +654,85 @@ PetscBool OpsBatchIsOpen(void)
   return Current().batch_open ? PETSC_TRUE : PETSC_FALSE;
 }
 
-/* Drops what an error left behind in the innermost scope: its open batch (the deferred results are
-   never filled; the batches of the solves around it stay as they were) and a pending reduce target */
+PetscBool OpsHasSecondStream(void)
+{
+  return ActiveBackend()->side_begin ? PETSC_TRUE : PETSC_FALSE;
+}
+
+PetscErrorCode OpsSideBegin(PetscBool enable, int side)
+{
+  Scope         &scope = Current();
+  const Backend *be    = ActiveBackend();
+
+  PetscFunctionBegin;
+  PetscCheck(side == 0 || side == 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Side %d: the sides are 0 and 1", side);
+  PetscCheck(!scope.side_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A side scope is already open in this solve");
+  if (enable && be->side_begin) {
+    PetscCall(be->side_begin(side));
+    scope.side_moved = true;
+    if (side) scope.side_forked = true;
+  }
+  scope.side_open = true;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsSideEnd(void)
+{
+  Scope &scope = Current();
+
+  PetscFunctionBegin;
+  PetscCheck(scope.side_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No side scope is open in this solve");
+  scope.side_open = false;
+  if (scope.side_moved) {
+    scope.side_moved = false;
+    PetscCall(ActiveBackend()->side_end());
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsSidesJoin(void)
+{
+  Scope &scope = Current();
+
+  PetscFunctionBegin;
+  PetscCheck(!scope.side_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The sides are joined inside a side scope (OpsSideBegin() without OpsSideEnd())");
+  if (scope.side_forked) {
+    scope.side_forked = false;
+    PetscCall(ActiveBackend()->sides_join());
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Drops what an error left behind in the innermost scope: its side scope (closed, and side 1 joined, so the backend
+   is back on its stream), its open batch (the deferred results are never filled; the batches of the solves around it
+   stay as they were) and a pending reduce target */
 static PetscErrorCode ScopeAbandon(void)
 {
-  Scope     &scope = Current();
-  const bool defer = scope.batch_open && scope.batch_defer;
+  Scope         &scope = Current();
+  const bool     defer = scope.batch_open && scope.batch_defer, moved = scope.side_moved, forked = scope.side_forked;
+  const Backend *be = ActiveBackend();
 
   PetscFunctionBegin;
   scope = Scope();
   PetscCall(TargetDrop());
-  if (defer) PetscCall(ActiveBackend()->batch_abandon());
+  if (moved) PetscCall(be->side_end());
+  if (forked) PetscCall(be->sides_join());
+  if (defer) PetscCall(be->batch_abandon());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode OpsSolveScoped(KSP ksp, PetscErrorCode (*solve)(KSP))
 {
   PetscErrorCode ierr;
-  bool           open;
+  bool           open, sides;
 
   PetscFunctionBegin;
   PetscCheck(nscopes < MAX_SCOPES, PetscObjectComm((PetscObject)ksp), PETSC_ERR_SUP, "Fused solves nested more than %d deep", MAX_SCOPES - 1);
   scopes[nscopes++] = Scope();
   ierr              = solve(ksp);
   open              = Current().batch_open;
-  if (ierr || open) {
+  sides             = Current().side_open || Current().side_forked;
+  if (ierr || open || sides) {
     const PetscErrorCode aerr = ScopeAbandon();
 
     nscopes--;
@@ -682,6 +741,7 @@ PetscErrorCode OpsSolveScoped(KSP ksp, PetscErrorCode (*solve)(KSP))
   } else
     nscopes--;
   PetscCheck(!open, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The fused solve returned with a batch of fused operations open");
+  PetscCheck(!sides, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The fused solve returned with a side scope open or side 1 not joined");
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

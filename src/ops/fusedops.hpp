@@ -91,10 +91,25 @@ PetscErrorCode OpsBatchBegin(PetscBool enable);
 PetscErrorCode OpsBatchEnd(void);
 PetscBool      OpsBatchIsOpen(void);
 
+/* Two streams (KSPFUSEDBICG's A and A^T sides): the fused operations, the products of MATSEQAIJFUSED and
+   MATMPIAIJFUSED and the backend's triangular solves (MATSOLVERFUSED) called between OpsSideBegin(enable, side) and
+   OpsSideEnd() run on stream `side` of the backend (Backend::side_begin): 0 its stream, 1 a second one, which first
+   waits for the work queued on stream 0 so far; OpsSidesJoin() makes the work queued from then on wait for side 1's.
+   Work that is not the backend's (PETSc's own PCs and operators on the host) runs in order as always.  With enable
+   PETSC_FALSE, or on a backend with one stream (OpsHasSecondStream() false), the scopes only check their nesting and
+   everything runs in order on the one stream.  A solve has at most one side scope open; OpsBatchEnd() joins first.
+   A fused solve nested in a side (in its PC, say) runs in order on that side's stream.                        */
+PetscBool      OpsHasSecondStream(void);
+PetscErrorCode OpsSideBegin(PetscBool enable, int side);
+PetscErrorCode OpsSideEnd(void);
+PetscErrorCode OpsSidesJoin(void);
+
 /* Runs solve(ksp) in a scope of batches of its own (see OpsBatchBegin()).  When solve returns an
-   error, the batch it left open is abandoned (its deferred results are never filled) and a pending
+   error, the side scope it left open is closed and side 1 joined (the backend is back on its stream),
+   the batch it left open is abandoned (its deferred results are never filled) and a pending
    OpsReduceInto() target dropped, so the next solve starts from a clean state; the error is
-   returned.  A solve that returns success with a batch open is an error (PETSC_ERR_PLIB).       */
+   returned.  A solve that returns success with a batch or a side scope open, or side 1 not joined,
+   is an error (PETSC_ERR_PLIB).                                                                   */
 PetscErrorCode OpsSolveScoped(KSP ksp, PetscErrorCode (*solve)(KSP));
 
 /* The one global reduction of an iteration: sums buf[0..n) over comm in a single MPI_Allreduce */

@@ -101,3 +101,32 @@ PetscErrorCode FusedKSPDebugGetHostArrayCount(PetscInt64 *count)
   *count = fusedksp::host_arrays;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/*@C
+  FusedKSPDebugGetSideCounts - The side scopes that moved work to the active backend's second stream, and the joins
+  of that stream into the first, since the program started
+
+  Not Collective
+
+  Output Parameters:
++ forks - side scopes of side 1 opened on the second stream (each first waits for the work queued before it)
+- joins - joins of the second stream into the first (the first then waits for the second's work)
+
+  Level: developer
+
+  Notes:
+  `KSPFUSEDBICG` runs its A^T side on the second stream (`-ksp_fusedbicg_streams 2`, the default on the CUDA backend):
+  one fork and one join per iteration.  A backend with one stream (host, kokkos) counts none.  Either argument may be
+  NULL.
+
+.seealso: `FusedKSPGetBackendCounters()`, `KSPFUSEDBICG`
+@*/
+PetscErrorCode FusedKSPDebugGetSideCounts(PetscInt64 *forks, PetscInt64 *joins)
+{
+  const fusedksp::BackendCounters *c = fusedksp::ActiveBackend()->counters;
+
+  PetscFunctionBegin;
+  if (forks) *forks = c->side_forks;
+  if (joins) *joins = c->side_joins;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -12,10 +12,12 @@
    of several kernels are copied together.  The summation order differs from the host backend's
    (thread-level split inside a block, tree sum of the partials), so the backends agree to rounding.
    No extra kernel is launched for the second stage, and the partial-sum buffer is reused by every
-   kernel (kernels of one stream run one after the other).
+   kernel of a stream (kernels of one stream run one after the other).
 
-   Every kernel and copy goes to one non-blocking stream, created on first use; the stream and the
-   buffers are released by PetscFinalize().
+   Every kernel and copy goes to the stream GetStream() returns: the backend's non-blocking stream,
+   or inside a side scope (Backend::side_begin) a second one, both created on first use, each with
+   its own partial-sum buffer and tickets (the kernels of the two streams may run at the same time);
+   streams and buffers are released by PetscFinalize().
 */
 #pragma once
 
@@ -56,8 +58,13 @@ inline bool ClearLastError()
 
 extern BackendCounters counters;
 
-/* The backend's stream (created on first use) */
+/* The stream work goes to: the backend's stream, or the second one inside a side scope of side 1 (both created on
+   first use) */
 PetscErrorCode GetStream(cudaStream_t *stream);
+/* Blocks the host until the work queued on both streams is complete */
+PetscErrorCode SynchronizeStreams(void);
+/* The work queued on `to` from now on waits for the work queued on `from` so far (an event; no host wait) */
+PetscErrorCode StreamWaitStream(cudaStream_t to, cudaStream_t from);
 
 /* Where the reductions of one kernel launch go (passed to the kernel by value) */
 struct Reduction {
@@ -163,6 +170,9 @@ PetscErrorCode FreeHost(void *);
 PetscErrorCode FenceRecord(void);
 PetscErrorCode WaitForeign(void *foreign);
 PetscErrorCode ForeignWait(void *foreign);
+PetscErrorCode SideBegin(int);
+PetscErrorCode SideEnd(void);
+PetscErrorCode SidesJoin(void);
 PetscErrorCode GraphBegin(PetscBool *);
 PetscErrorCode GraphEnd(void **);
 PetscErrorCode GraphAbort(void);

@@ -27,8 +27,9 @@ struct Graph {
   std::vector<size_t> to_host, to_backend; /* bytes of the copies it holds, logged at each replay */
 };
 
-static BackendCounters at_begin;                    /* the counters when the recording began */
-static bool            recorded_persistent = false; /* the recording holds a persistent kernel */
+static BackendCounters at_begin;                      /* the counters when the recording began */
+static bool            recorded_persistent = false;   /* the recording holds a persistent kernel */
+static cudaStream_t    capture_stream      = nullptr; /* the stream recorded (a side scope's, when it began in one) */
 
 /*
    NotePersistentLaunch - see cuda_common.cuh
@@ -100,7 +101,8 @@ PetscErrorCode RecordOnSideStream(cudaError_t (*launch)(cudaStream_t, const void
 }
 
 /*
-   GraphBegin - Backend::graph_begin: starts recording the operations queued on the stream
+   GraphBegin - Backend::graph_begin: starts recording the operations queued on the current stream (side scopes
+   opened while recording keep it, so the record holds one stream)
 */
 PetscErrorCode GraphBegin(PetscBool *capturing)
 {
@@ -110,8 +112,9 @@ PetscErrorCode GraphBegin(PetscBool *capturing)
   PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A graph is already being recorded");
   PetscCall(GetStream(&stream));
   FusedKSPCallCUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  recording = true;
-  at_begin  = counters;
+  recording      = true;
+  capture_stream = stream;
+  at_begin       = counters;
   recorded_to_host.clear();
   recorded_to_backend.clear();
   recorded_persistent = false;
@@ -126,9 +129,8 @@ PetscErrorCode GraphBegin(PetscBool *capturing)
 */
 PetscErrorCode GraphEnd(void **graph)
 {
-  cudaStream_t stream;
-  cudaGraph_t  record = nullptr;
-  Graph       *g      = static_cast<Graph *>(*graph);
+  cudaGraph_t record = nullptr;
+  Graph      *g      = static_cast<Graph *>(*graph);
 
   PetscFunctionBegin;
   PetscCheck(recording, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No graph is being recorded");
@@ -136,9 +138,8 @@ PetscErrorCode GraphEnd(void **graph)
     FusedKSPCallCXX(g = new Graph);
     *graph = g;
   }
-  PetscCall(GetStream(&stream));
   recording = false;
-  FusedKSPCallCUDA(cudaStreamEndCapture(stream, &record));
+  FusedKSPCallCUDA(cudaStreamEndCapture(capture_stream, &record));
   if (g->exec && (g->persistent || recorded_persistent)) { /* an update may keep the old launch attributes (cooperative, cluster shape): instantiate anew */
     FusedKSPCallCUDA(cudaGraphExecDestroy(g->exec));
     g->exec = nullptr;
@@ -180,14 +181,12 @@ PetscErrorCode GraphEnd(void **graph)
 */
 PetscErrorCode GraphAbort(void)
 {
-  cudaStream_t stream;
-  cudaGraph_t  record = nullptr;
+  cudaGraph_t record = nullptr;
 
   PetscFunctionBegin;
   if (!recording) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(GetStream(&stream));
   recording = false;
-  if (cudaStreamEndCapture(stream, &record) != cudaSuccess) (void)cudaGetLastError();
+  if (cudaStreamEndCapture(capture_stream, &record) != cudaSuccess) (void)cudaGetLastError();
   if (record) (void)cudaGraphDestroy(record);
   counters.launches = at_begin.launches;
   counters.d2h      = at_begin.d2h;
@@ -196,7 +195,7 @@ PetscErrorCode GraphAbort(void)
 }
 
 /*
-   GraphLaunch - Backend::graph_launch: replays the record on the stream, unless a reduction buffer
+   GraphLaunch - Backend::graph_launch: replays the record on the current stream, unless a reduction buffer
    it uses has moved since it was recorded (*launched = PETSC_FALSE: record again)
 */
 PetscErrorCode GraphLaunch(void *graph, PetscBool *launched)
@@ -220,18 +219,16 @@ PetscErrorCode GraphLaunch(void *graph, PetscBool *launched)
 }
 
 /*
-   GraphDestroy - Backend::graph_destroy: waits for the stream (a replay may be running) and frees
-   the record; NULL is allowed
+   GraphDestroy - Backend::graph_destroy: waits for both streams (a replay may be running on either) and
+   frees the record; NULL is allowed
 */
 PetscErrorCode GraphDestroy(void **graph)
 {
-  Graph       *g = static_cast<Graph *>(*graph);
-  cudaStream_t stream;
+  Graph *g = static_cast<Graph *>(*graph);
 
   PetscFunctionBegin;
   if (!g) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(GetStream(&stream));
-  FusedKSPCallCUDA(cudaStreamSynchronize(stream));
+  PetscCall(SynchronizeStreams());
   if (g->exec) FusedKSPCallCUDA(cudaGraphExecDestroy(g->exec));
   delete g;
   *graph = nullptr;

@@ -11,7 +11,7 @@ namespace cuda
 constexpr int HALO_MAX_BLOCKS = 4096; /* grid of the pack/unpack kernels (grid-stride loops beyond) */
 
 static cudaEvent_t fence              = nullptr; /* the mark of fence_record, created on first use */
-static cudaEvent_t handoff            = nullptr; /* the mark of wait_foreign and foreign_wait, created on first use */
+static cudaEvent_t handoff            = nullptr; /* the mark of wait_foreign, foreign_wait and of the side forks and joins, created on first use */
 static PetscBool   finalize_scheduled = PETSC_FALSE;
 
 /* Releases the events; registered with PetscRegisterFinalize() */
@@ -203,7 +203,7 @@ static PetscErrorCode GetEvent(cudaEvent_t *ev)
 }
 
 /*
-   FenceRecord - records the fence event on the backend's stream after the work queued so far
+   FenceRecord - records the fence event on the backend's stream (GetStream()) after the work queued so far
 */
 PetscErrorCode FenceRecord(void)
 {
@@ -216,9 +216,9 @@ PetscErrorCode FenceRecord(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The event marks the work queued on `from` so far, and `to` waits for it (a wait queued on the device: the
-   event can be recorded again at once) */
-static PetscErrorCode StreamWaitStream(cudaStream_t to, cudaStream_t from)
+/* StreamWaitStream - see cuda_common.cuh: the event marks the work queued on `from` so far, and `to` waits for it (a
+   wait queued on the device: the event can be recorded again at once) */
+PetscErrorCode StreamWaitStream(cudaStream_t to, cudaStream_t from)
 {
   PetscFunctionBegin;
   PetscCall(GetEvent(&handoff));
@@ -228,8 +228,8 @@ static PetscErrorCode StreamWaitStream(cudaStream_t to, cudaStream_t from)
 }
 
 /*
-   WaitForeign - the work queued on the backend's stream from now on waits for the work queued so far on the
-   stream `foreign` (Backend::wait_foreign)
+   WaitForeign - the work queued on the backend's stream (GetStream(): a side scope's stream inside one) from now on
+   waits for the work queued so far on the stream `foreign` (Backend::wait_foreign)
 */
 PetscErrorCode WaitForeign(void *foreign)
 {
@@ -243,7 +243,7 @@ PetscErrorCode WaitForeign(void *foreign)
 
 /*
    ForeignWait - the work queued on the stream `foreign` from now on waits for the work queued so far on the
-   backend's stream (Backend::foreign_wait)
+   backend's stream (GetStream(): a side scope's stream inside one; Backend::foreign_wait)
 */
 PetscErrorCode ForeignWait(void *foreign)
 {

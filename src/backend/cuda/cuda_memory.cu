@@ -1,4 +1,4 @@
-/* CUDA backend: device memory, copies, the stream, the reduction buffers and the Backend table */
+/* CUDA backend: device memory, copies, the streams, the reduction buffers and the Backend table */
 #include "backend/cuda/cuda_common.cuh"
 #include <vector>
 
@@ -9,16 +9,22 @@ namespace cuda
 
 BackendCounters counters;
 
-static cudaStream_t    stream             = nullptr;
-static PetscScalar    *partials           = nullptr; /* first stage, reused by every launch          */
-static size_t          partials_capacity  = 0;
-static PetscScalar    *results_device     = nullptr; /* second stage: the results of a batch, in order */
-static PetscScalar    *results_host       = nullptr; /* pinned mirror of results_device                */
-static size_t          results_capacity   = 0;
-static unsigned int   *tickets            = nullptr; /* MAX_GRID_ROWS counters, zero between launches  */
-static PetscBool       finalize_scheduled = PETSC_FALSE;
-static PetscScalar    *target_slot        = nullptr; /* reduce_target of the next reducing launch     */
-static const PetscInt *target_stop        = nullptr;
+/* The two streams of side scopes (Backend::side_begin): 0 the backend's stream, 1 the second one; GetStream() returns
+   streams[side].  The first stage of the reductions has a buffer and tickets per stream (kernels of the two streams
+   may run at the same time); the result slots are shared, each launch taking its own.                              */
+static cudaStream_t    streams[2]           = {};
+static int             side                 = 0;     /* the stream work goes to                          */
+static int             side_depth           = 0;     /* open side scopes (nested ones keep the stream)   */
+static bool            side_forked          = false; /* stream 1 has work that stream 0 has not joined   */
+static PetscScalar    *partials[2]          = {};    /* first stage, reused by every launch of a stream  */
+static size_t          partials_capacity[2] = {};
+static unsigned int   *tickets[2]           = {};      /* MAX_GRID_ROWS counters, zero between launches  */
+static PetscScalar    *results_device       = nullptr; /* second stage: the results of a batch, in order */
+static PetscScalar    *results_host         = nullptr; /* pinned mirror of results_device                */
+static size_t          results_capacity     = 0;
+static PetscBool       finalize_scheduled   = PETSC_FALSE;
+static PetscScalar    *target_slot          = nullptr; /* reduce_target of the next reducing launch     */
+static const PetscInt *target_stop          = nullptr;
 
 bool               recording          = false;
 unsigned long long buffers_generation = 0;
@@ -43,41 +49,114 @@ static bool                       batch_defer = false;
 static size_t                     batch_used  = 0;
 static std::vector<PendingResult> batch_pending;
 
-/* Releases the stream and the reduction buffers; registered with PetscRegisterFinalize() */
+/* Releases the streams and the reduction buffers; registered with PetscRegisterFinalize() */
 static PetscErrorCode Finalize(void)
 {
   PetscFunctionBegin;
-  if (stream) FusedKSPCallCUDA(cudaStreamSynchronize(stream));
-  FusedKSPCallCUDA(cudaFree(partials));
+  PetscCall(SynchronizeStreams());
+  for (int k = 0; k < 2; ++k) {
+    FusedKSPCallCUDA(cudaFree(partials[k]));
+    FusedKSPCallCUDA(cudaFree(tickets[k]));
+    if (streams[k]) FusedKSPCallCUDA(cudaStreamDestroy(streams[k]));
+    streams[k]           = nullptr;
+    partials[k]          = nullptr;
+    tickets[k]           = nullptr;
+    partials_capacity[k] = 0;
+  }
   FusedKSPCallCUDA(cudaFree(results_device));
   FusedKSPCallCUDA(cudaFreeHost(results_host));
-  FusedKSPCallCUDA(cudaFree(tickets));
-  if (stream) FusedKSPCallCUDA(cudaStreamDestroy(stream));
-  stream             = nullptr;
-  partials           = nullptr;
   results_device     = nullptr;
   results_host       = nullptr;
-  tickets            = nullptr;
-  partials_capacity  = 0;
   results_capacity   = 0;
+  side               = 0;
+  side_depth         = 0;
+  side_forked        = false;
   finalize_scheduled = PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*
-   GetStream - the backend's non-blocking stream, created on the current device at first use
+   GetStream - the stream of the open side scope (the backend's stream outside any); both non-blocking streams are
+   created on the current device at first use
 */
 PetscErrorCode GetStream(cudaStream_t *s)
 {
   PetscFunctionBegin;
-  if (!stream) {
-    FusedKSPCallCUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (!streams[0]) {
+    cudaStream_t created[2] = {};
+
+    FusedKSPCallCUDA(cudaStreamCreateWithFlags(&created[0], cudaStreamNonBlocking));
+    {
+      const cudaError_t err = cudaStreamCreateWithFlags(&created[1], cudaStreamNonBlocking);
+      if (err != cudaSuccess) (void)cudaStreamDestroy(created[0]);
+      FusedKSPCallCUDA(err);
+    }
+    streams[0] = created[0];
+    streams[1] = created[1];
     if (!finalize_scheduled) {
       PetscCall(PetscRegisterFinalize(Finalize));
       finalize_scheduled = PETSC_TRUE;
     }
   }
-  *s = stream;
+  *s = streams[side];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* SynchronizeStreams - see cuda_common.cuh */
+PetscErrorCode SynchronizeStreams(void)
+{
+  PetscFunctionBegin;
+  for (cudaStream_t s : streams)
+    if (s) FusedKSPCallCUDA(cudaStreamSynchronize(s));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SideBegin - Backend::side_begin: outside any side scope and any recording, the work queued from now on goes to
+   streams[s]; opening side 1 forks (stream 1 waits for the work queued on stream 0 so far).  A nested scope only
+   counts its depth.  Nothing changes on an error.
+*/
+PetscErrorCode SideBegin(int s)
+{
+  cudaStream_t current;
+
+  PetscFunctionBegin;
+  PetscCheck(s == 0 || s == 1, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Side %d: the CUDA backend has streams 0 and 1", s);
+  PetscCall(GetStream(&current));
+  if (!side_depth && !recording) {
+    if (s == 1) {
+      PetscCall(StreamWaitStream(streams[1], streams[0]));
+      side_forked = true;
+      counters.side_forks++;
+    }
+    side = s;
+  }
+  side_depth++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SideEnd - Backend::side_end: closes the innermost side scope; the outermost one goes back to stream 0
+*/
+PetscErrorCode SideEnd(void)
+{
+  PetscFunctionBegin;
+  PetscCheck(side_depth > 0, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No side scope is open");
+  if (--side_depth == 0) side = 0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   SidesJoin - Backend::sides_join: outside any side scope, stream 0 waits (on the device) for the work queued on
+   stream 1 since the last fork; nothing when there is none
+*/
+PetscErrorCode SidesJoin(void)
+{
+  PetscFunctionBegin;
+  if (side_depth || !side_forked) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(StreamWaitStream(streams[0], streams[1]));
+  side_forked = false;
+  counters.side_joins++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -105,9 +184,10 @@ static PetscErrorCode DeviceAlloc(size_t bytes, void **ptr)
 }
 
 /*
-   GetPartials - the partial-sum buffer, grown to at least count entries (geometrically: after the
-   first iterations of a solve it is never reallocated; growing waits for the stream, whose kernels
-   may still use the old buffer).  A failed allocation leaves the old buffer in place.
+   GetPartials - the partial-sum buffer of the current stream, grown to at least count entries
+   (geometrically: after the first iterations of a solve it is never reallocated; growing waits for
+   the stream, whose kernels may still use the old buffer).  A failed allocation leaves the old
+   buffer in place.
 */
 PetscErrorCode GetPartials(size_t count, PetscScalar **buffer)
 {
@@ -115,19 +195,19 @@ PetscErrorCode GetPartials(size_t count, PetscScalar **buffer)
 
   PetscFunctionBegin;
   PetscCall(GetStream(&s));
-  if (count > partials_capacity) {
-    const size_t capacity = PetscMax(count, 2 * partials_capacity);
+  if (count > partials_capacity[side]) {
+    const size_t capacity = PetscMax(count, 2 * partials_capacity[side]);
     void        *grown;
 
     PetscCheck(!recording, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The partial-sum buffer must grow to %zu entries while a graph is recorded; run the operations once before recording them", count);
     PetscCall(DeviceAlloc(capacity * sizeof(PetscScalar), &grown));
     buffers_generation++;
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
-    FusedKSPCallCUDA(cudaFree(partials));
-    partials          = (PetscScalar *)grown;
-    partials_capacity = capacity;
+    FusedKSPCallCUDA(cudaFree(partials[side]));
+    partials[side]          = (PetscScalar *)grown;
+    partials_capacity[side] = capacity;
   }
-  *buffer = partials;
+  *buffer = partials[side];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -135,8 +215,9 @@ PetscErrorCode GetPartials(size_t count, PetscScalar **buffer)
    GetReduction - the reduction target of the next launch: the partial-sum buffer (at least
    ndots * nblocks entries, grown geometrically, so after the first iterations of a solve it is
    never reallocated) and ndots result slots after those of the deferred calls of the open batches.
-   Growing waits for the stream (the old buffers may be in use) and moves the pending results to
-   the new buffer; a failed allocation leaves the old buffers in place.
+   Growing the results waits for both streams (the kernels of either may still write the old
+   buffer) and moves the pending results to the new buffer; a failed allocation leaves the old
+   buffers in place.
 */
 PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
 {
@@ -145,15 +226,15 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
 
   PetscFunctionBegin;
   PetscCall(GetStream(&s));
-  if (!tickets) {
+  if (!tickets[side]) {
     void *t;
 
     PetscCall(DeviceAlloc(MAX_GRID_ROWS * sizeof(unsigned int), &t));
-    tickets = (unsigned int *)t;
-    FusedKSPCallCUDA(cudaMemsetAsync(tickets, 0, MAX_GRID_ROWS * sizeof(unsigned int), s));
+    tickets[side] = (unsigned int *)t;
+    FusedKSPCallCUDA(cudaMemsetAsync(tickets[side], 0, MAX_GRID_ROWS * sizeof(unsigned int), s));
   }
   PetscCall(GetPartials(count, &red->partials));
-  red->tickets = tickets;
+  red->tickets = tickets[side];
   red->stop    = target_stop;
   if (target_slot) {
     red->result = target_slot;
@@ -172,6 +253,7 @@ PetscErrorCode GetReduction(int ndots, int nblocks, Reduction *red)
         PetscCall(ierr);
       }
     }
+    PetscCall(SynchronizeStreams());
     if (batch_used) FusedKSPCallCUDA(cudaMemcpyAsync(device, results_device, batch_used * sizeof(PetscScalar), cudaMemcpyDeviceToDevice, s));
     FusedKSPCallCUDA(cudaStreamSynchronize(s));
     FusedKSPCallCUDA(cudaFree(results_device));
@@ -281,7 +363,8 @@ static PetscErrorCode ResultsToHost(cudaStream_t s, size_t start, size_t n)
 
 /*
    BatchEnd - completes the deferred reductions of the innermost batch: ONE copy of all their
-   results, ONE wait
+   results, ONE wait; outside any side scope after joining side 1's work (SidesJoin()), so the
+   copy on stream 0 follows the kernels of both streams
 */
 PetscErrorCode BatchEnd(void)
 {
@@ -290,18 +373,15 @@ PetscErrorCode BatchEnd(void)
   PetscFunctionBegin;
   PetscCheck(nbatches, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
   {
-    const BatchFrame f = batch_frames[nbatches - 1];
-    const size_t     n = batch_used - f.start;
+    const BatchFrame f    = batch_frames[nbatches - 1];
+    const size_t     n    = batch_used - f.start;
+    PetscErrorCode   ierr = SidesJoin();
 
-    if (n) {
-      PetscErrorCode ierr;
-
-      PetscCall(GetStream(&s));
-      ierr = ResultsToHost(s, f.start, n);
-      if (ierr) {
-        BatchPop();
-        PetscCall(ierr);
-      }
+    if (!ierr && n) ierr = GetStream(&s);
+    if (!ierr && n) ierr = ResultsToHost(s, f.start, n);
+    if (ierr) {
+      BatchPop();
+      PetscCall(ierr);
     }
     for (size_t p = f.pending; p < batch_pending.size(); ++p) {
       const PendingResult &r = batch_pending[p];
@@ -390,8 +470,8 @@ static PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes)
 } // namespace cuda
 
 /*
-   CUDABackend - the CUDA backend: fused kernels on the current device, one stream, both stages of
-   the reductions on the device (see cuda_common.cuh).  Returns NULL, without raising an error, when the
+   CUDABackend - the CUDA backend: fused kernels on the current device, one stream (and a second one
+   in side scopes), both stages of the reductions on the device (see cuda_common.cuh).  Returns NULL, without raising an error, when the
    CUDA runtime finds no device (no driver, or 0 devices).
 */
 const Backend *CUDABackend()
@@ -455,7 +535,10 @@ const Backend *CUDABackend()
                                   cuda::NCCLExchange,
                                   cuda::SpGEMMSymbolic,
                                   cuda::SpGEMMNumeric,
-                                  cuda::SpGEMMFree};
+                                  cuda::SpGEMMFree,
+                                  cuda::SideBegin,
+                                  cuda::SideEnd,
+                                  cuda::SidesJoin};
   static int           usable  = -1;
 
   if (usable < 0) {
