@@ -10,7 +10,8 @@ Options:\n\
   -max_n <2e7>                sizes above are lowered to this cap (duplicates dropped)\n\
   -max_n_<problem> <N>        cap for one problem; default -max_n, but 3e6 for elasticity3d (its host assembly,\n\
                               single-threaded, takes minutes at 1e7 dofs)\n\
-  -solvers <fusedcg,cg,pipecg,fusedbcgs,bcgs,pipebcgs,fusedsgmres,gmres>  CG-family solvers run on SPD problems only\n\
+  -solvers <fusedcg,cg,pipecg,fusedbcgs,bcgs,pipebcgs,fusedsgmres,gmres>  CG-family solvers run on SPD problems only;\n\
+                              also fusedcagmres (CA-GMRES, -ksp_cagmres_s), fusedbicg and bicg\n\
   -types <fused,native>       fused: aijfused + fused (a copy of the assembled AIJ matrix, MatCreateVecs());\n\
                               native: aijcusparse + cuda (PETSc's own GPU types; skipped when PETSc has no CUDA or no GPU);\n\
                               petsc: aij + standard vectors (PETSc's own host types: the classical solvers as PETSc runs them\n\
@@ -36,6 +37,8 @@ Options:\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 setup ms = KSPSetUp() + PCSetUp() of the row (once, fenced), solve ms = the median solve;\n\
+CSV reductions_per_it, exchanges_per_it: global reductions and halo exchanges (MPI_Startall) per iteration of the timed solves,\n\
+counted through the MPI profiling interface (0 on one rank); GMRES-family rows under MPI also print them per restart cycle;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
 rows fusedcg-kK, fusedbcgs-kK, fusedsgmres-kK (KSPFusedSetCheckInterval K, graphs on; -nograph: off) use the graph floor (FusedKSPMeasureDeviceGraphFloor);\n\
 the fused rows with k > 1 run each chunk as one persistent kernel (CUDA), the -steps rows as 2, 4 or 3 kernels per iteration (KSPFusedSetUsePersistent).\n\
@@ -63,6 +66,14 @@ Example (GPU machine): ./bench -csv bench.csv | tee bench.log; python3 tutorials
                                        (jacobi: +1)
        gmres        1 SpMV + m + 9 words: PC copy 2; step it = 0..m-1: VecMDot it + 2, VecMAXPY it + 3, norm 1,
                                        scale 2 (classical Gram-Schmidt, no refinement: PETSc's default)  (jacobi: +1)
+       fusedcagmres 1 SpMV + 0.4 m + 9 words (s = 5): per block of s steps two CholQR passes, each one block multi-dot
+                                       (reads the b + 1 previous vectors and the s new ones once) and one block
+                                       multi-axpy (reads them, writes the s new ones): 4 (m / 2) / s + 6 words per
+                                       step, plus the shift update of the matrix powers loop, 3  (jacobi: +1)
+       fusedbicg    2 SpMV + 20 words: the A side update reads x, r, p, q, writes x, r, p (7), the A^T side the same
+                                       for x~, r~, p~, q~ (7), the dots of r~ read z, u, r~ (3), those of the transposed
+                                       product p, z, u (3)                                         (jacobi: +2)
+       bicg         2 SpMV + 28 words: 2 PC copies 4, 2 dots 4, 2 aypx 6, 3 axpy 9, norm 1, ...   (jacobi: +2)
      Not counted: the once-per-solve work (initial residual, GMRES solution update), the partial sums, the
      fence.  Other PCs are counted as a copy.  achieved GB/s = model bytes / median time per iteration; the
      ratio printed with the CUDA backend is time / (floor median + model bytes / copy bandwidth).
@@ -71,6 +82,54 @@ Example (GPU machine): ./bench -csv bench.csv | tee bench.log; python3 tutorials
 #include <petscdevice.h>
 #include <fusedksp.h>
 #include "problems.h"
+
+/* Global reductions (MPI_Allreduce and its variants on communicators of several ranks) and halo exchanges (MPI_Startall of
+   persistent requests, one per exchange of the fused MPI products and of PETSc's PetscSF) of every library, counted
+   through the MPI profiling interface: these definitions take the place of the MPI library's (symbol interposition) */
+#undef MPI_Allreduce
+#undef MPI_Iallreduce
+#undef MPI_Startall
+static PetscInt64 mpi_reductions = 0, mpi_exchanges = 0;
+
+static void CountReduction(MPI_Comm comm)
+{
+  int size;
+
+  PMPI_Comm_size(comm, &size);
+  if (size > 1) mpi_reductions++;
+}
+
+PETSC_EXTERN int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+  CountReduction(comm);
+  return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+PETSC_EXTERN int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+  CountReduction(comm);
+  return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+#if MPI_VERSION >= 4
+PETSC_EXTERN int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+  CountReduction(comm);
+  return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+PETSC_EXTERN int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+  CountReduction(comm);
+  return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+#endif
+
+PETSC_EXTERN int MPI_Startall(int count, MPI_Request requests[])
+{
+  mpi_exchanges++;
+  return PMPI_Startall(count, requests);
+}
 
 #define BENCH_MAX_LIST 32
 #define BENCH_PREFIX "bench_"
@@ -102,7 +161,7 @@ typedef struct {
   PetscBool   gmres;        /* GMRES: restart = -restart */
   PetscInt    spmvs;        /* SpMVs per iteration */
   PetscInt    words;        /* vector reads + writes per iteration (pc none), in N-vectors */
-  PetscInt    words_m;      /* ... plus words_m * restart */
+  PetscReal   words_m;      /* ... plus words_m * restart */
   PetscInt    words_jacobi; /* extra words with PCJACOBI */
 } SolverInfo;
 
@@ -121,7 +180,10 @@ static const SolverInfo Solvers[] = {{KSPFUSEDCG, KSPFUSEDCG, 0, PETSC_TRUE, PET
                                      {KSPFUSEDSGMRES, KSPFUSEDSGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
                                      {"fusedsgmres-k30", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
                                      {"fusedsgmres-k30-steps", KSPFUSEDSGMRES, 30, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 3, 1, 1},
-                                     {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1}};
+                                     {KSPGMRES, KSPGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_TRUE, 1, 9, 1, 1},
+                                     {KSPFUSEDCAGMRES, KSPFUSEDCAGMRES, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_TRUE, 1, 9, 0.4, 1},
+                                     {KSPFUSEDBICG, KSPFUSEDBICG, 0, PETSC_TRUE, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, 2, 20, 0, 2},
+                                     {KSPBICG, KSPBICG, 0, PETSC_TRUE, PETSC_TRUE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, 2, 28, 0, 2}};
 
 typedef enum { TYPES_FUSED, TYPES_NATIVE, TYPES_PETSC, TYPES_COUNT } TypeSet;
 
@@ -370,6 +432,8 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscReal          us_median, us_min, bytes, GBs;
   PetscLogDouble     t0, t1, dt, setup, solve;
   char               ratio[32] = "-";
+  PetscInt64         red0, xch0;
+  PetscReal          red_per_it, xch_per_it;
 
   PetscFunctionBeginUser;
   PetscCall(MatGetSize(A, &N, NULL));
@@ -411,6 +475,8 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
     if (!chunks) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    note: %s ran with k = 1 (-ksp_view says why; several processes on a GPU need -fused_reduction nccl)\n", s->name));
   }
   PetscCall(PetscMalloc1(reps, &times));
+  red0 = mpi_reductions;
+  xch0 = mpi_exchanges;
   PetscCall(TimedSolve(ksp, b, x, bench->x0, fence, &times[0]));
   fit   = (PetscInt)PetscMin((PetscReal)reps, bench->row_time / times[0]);
   *slow = fit < BENCH_MIN_FIT ? PETSC_TRUE : PETSC_FALSE;
@@ -418,6 +484,9 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   for (PetscInt k = 1; k < reps; k++) PetscCall(TimedSolve(ksp, b, x, bench->x0, fence, &times[k]));
   qsort(times, (size_t)reps, sizeof(*times), CompareDouble);
   PetscCall(KSPGetIterationNumber(ksp, &its));
+  /* per iteration, without the timing's own maximum (one reduction per timed solve); 0 on one rank */
+  red_per_it = (PetscReal)(mpi_reductions - red0 - reps) / (PetscReal)(reps * PetscMax(its, 1));
+  xch_per_it = (PetscReal)(mpi_exchanges - xch0) / (PetscReal)(reps * PetscMax(its, 1));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
   PetscCheck(its > 0, PETSC_COMM_WORLD, PETSC_ERR_NOT_CONVERGED, "%s on %s ran no iteration (reason %s)", s->name, problem, KSPConvergedReasons[reason]);
   solve     = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
@@ -432,12 +501,14 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
 
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s %4" PetscInt_FMT " %11.2f %11.2f %9.1f %8s %9.2f %9.2f%s\n", problem, N, (double)nnz / N, s->name, TypeSetNames[t], its, (double)us_median, (double)us_min,
                         (double)GBs, ratio, 1.0e3 * setup, 1.0e3 * solve, reps < bench->reps ? "  (fewer timed solves)" : ""));
+  if (s->gmres && red_per_it + xch_per_it > 0)
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    per restart cycle of %" PetscInt_FMT ": %.1f ms, %.1f global reductions, %.1f halo exchanges\n", bench->restart, 1.0e-3 * us_median * bench->restart, (double)(red_per_it * bench->restart), (double)(xch_per_it * bench->restart)));
   if (reason < 0) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    warning: %s stopped with %s after %" PetscInt_FMT " iterations\n", s->name, KSPConvergedReasons[reason], its));
   if (reps < bench->reps)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    note: a solve takes %.2f s, so %" PetscInt_FMT " timed solve%s instead of %" PetscInt_FMT " (-row_time %g)%s\n", times[reps / 2], reps, reps > 1 ? "s" : "", bench->reps, (double)bench->row_time,
                           *slow ? "; larger sizes skipped" : ""));
-  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench->csv, "%s,%s,%s,%" PetscInt_FMT ",%" PetscInt64_FMT ",%s,%s,%" PetscInt_FMT ",%.4f,%.4f,%.0f,%.3f,%s,%.6f,%.6f\n", bench->date, bench->gpu, problem, N, nnz, s->name, TypeSetNames[t], its,
-                         (double)us_median, (double)us_min, (double)bytes, (double)GBs, bench->pc, (double)setup, (double)solve));
+  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench->csv, "%s,%s,%s,%" PetscInt_FMT ",%" PetscInt64_FMT ",%s,%s,%" PetscInt_FMT ",%.4f,%.4f,%.0f,%.3f,%s,%.6f,%.6f,%.4f,%.4f\n", bench->date, bench->gpu, problem, N, nnz, s->name, TypeSetNames[t], its,
+                         (double)us_median, (double)us_min, (double)bytes, (double)GBs, bench->pc, (double)setup, (double)solve, (double)red_per_it, (double)xch_per_it));
   if (bench->csv) fflush(bench->csv);
   fflush(PETSC_STDOUT);
   PetscCall(PetscFree(times));
@@ -471,7 +542,7 @@ static PetscErrorCode FindSolver(const char *name, PetscInt *index)
   }
   PetscCheck(*index >= 0, PETSC_COMM_WORLD, PETSC_ERR_ARG_UNKNOWN_TYPE,
              "-solvers: %s is not benchmarked (fusedcg, fusedcg-k30, fusedcg-k30-steps, fusedcg-k30-nograph, fusedcg-k16, cg, pipecg, fusedbcgs, fusedbcgs-k30, fusedbcgs-k30-steps, bcgs, pipebcgs, fusedsgmres, fusedsgmres-k30, "
-             "fusedsgmres-k30-steps, gmres)",
+             "fusedsgmres-k30-steps, gmres, fusedcagmres, fusedbicg, bicg)",
              name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -651,7 +722,7 @@ int main(int argc, char **argv)
   PetscCall(GetGPUName(bench.gpu, sizeof(bench.gpu)));
   PetscCheck(strftime(bench.date, sizeof(bench.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now)), PETSC_COMM_SELF, PETSC_ERR_SYS, "strftime failed");
   PetscCall(PetscFOpen(PETSC_COMM_WORLD, csvname, "w", &bench.csv));
-  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs,pc,setup_s,solve_s\n"));
+  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs,pc,setup_s,solve_s,reductions_per_it,exchanges_per_it\n"));
   if (bench.rtol > 0.0)
     PetscCall(PetscSNPrintf(solves, sizeof(solves), "solves to rtol %g", (double)bench.rtol));
   else
