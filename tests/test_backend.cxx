@@ -10,8 +10,12 @@
    empty rows, 0..2, 0..30, 16..64, a rectangular one) and a 7-point-like banded one, with and
    without the weights wl/wr, in CSR and in SELL-P with 1, 2, 4 and 8 threads per row (against the
    host's CSR product); diag_get/diag_shift; every DotSpec kind; mdot/maxpy_scale with 1, 5, 40 (and 300)
-   vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); a batch of deferred
-   second stages; the halo operations (spmv_offdiag_dots on short-row and rectangular blocks with
+   vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); block_mdot and block_maxpy (CA-GMRES'
+   block Gram-Schmidt) with nv = 0, 1, 5, 30, 61 (and 250) vectors and nw = 1, 2, 5, 8, 9, 16 columns on the
+   lengths of BLOCK_SIZES (up to 524289: around the block width, the single block, the multi-dot's chunks and one
+   row per thread), the host's also against per-column mdot and maxpy_scale, block_mdot also deferred in a batch
+   and into a reduce target; a batch of deferred second stages; the halo operations (spmv_offdiag_dots on
+   short-row and rectangular blocks with
    and without wl, gather with and without the weight, scatter) and the staging path (pinned
    buffers, asynchronous copies, fence); cg_chunk (a chunk of CG iterations, as one persistent kernel -
    one thread block for small matrices, or a grid - and in steps) on symmetric positive definite matrices, run through, stopped by the norm and by a
@@ -929,6 +933,143 @@ PetscErrorCode TestBatch(Tester &t, PetscInt n)
 
 /* ---------------------------------------------------------------------------------------- */
 
+/* Lengths of the block tests: around the thread block and chunk width (256), the single block of a reduction
+   (FUSED_SINGLE_BLOCK), the chunks of the block multi-dot (FUSED_MDOT_BLOCKS x FUSED_MIN_CHUNK, more on a GPU of
+   more SMs) and one row per thread of the block multi-axpy (FUSED_REDUCE_BLOCKS x BLOCK_SIZE)                  */
+const std::vector<PetscInt> BLOCK_SIZES = {0, 1, 31, 32, 33, 255, 256, 257, 1023, 1025, 2047, 2048, 2049, 4099, 32767, 32769, 524287, 524289};
+
+/* The left vectors [V, W[0..j)] of column j of a block, as an array of pointers */
+std::vector<const PetscScalar *> BlockList(const std::vector<PetscScalar *> &V, const std::vector<PetscScalar *> &W, PetscInt j)
+{
+  std::vector<const PetscScalar *> list(V.begin(), V.end());
+  list.insert(list.end(), W.begin(), W.begin() + j);
+  return list;
+}
+
+/* block_mdot on V[0..nv) and W[0..nw): the host's against nw calls of the host's mdot (the results above the
+   diagonal of the W part exactly 0), the backend's against the host's, plain (one launch up to a tile of columns,
+   one copy), two calls deferred in a batch (one copy on a backend that defers) and into a reduce target (no copy) */
+PetscErrorCode TestBlockMDot(Tester &t, PetscInt n, PetscInt nv, PetscInt nw)
+{
+  const PetscInt             ld = nv + nw, nd = nw * ld;
+  Operands                   ops(t);
+  std::vector<int>           v, w;
+  std::vector<PetscScalar *> Vref, Wref, Vdev, Wdev;
+  Array                      ref(nd, NaN), col(ld, NaN), dots(nd, NaN), dots2(nd, NaN), back(nd, NaN);
+  std::vector<PetscReal>     scale(nd);
+  PetscScalar               *slot;
+  BackendCounters            before;
+  char                       variant[64];
+  std::string                label;
+  const bool                 one_launch = nw <= cuda::BLOCK_W_TILE && ld <= ONE_LAUNCH_VECTORS;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "nv=%" PetscInt_FMT ", nw=%" PetscInt_FMT, nv, nw));
+  label = Label("block_mdot", variant, n);
+  for (PetscInt i = 0; i < nv; ++i) v.push_back(ops.Add("V[" + std::to_string(i) + "]", t.RandomArray(n)));
+  for (PetscInt j = 0; j < nw; ++j) w.push_back(ops.Add("W[" + std::to_string(j) + "]", t.RandomArray(n)));
+  PetscCall(ops.Upload());
+  for (int k : v) {
+    Vref.push_back(ops.Ref(k));
+    Vdev.push_back(ops.Dev(k));
+  }
+  for (int k : w) {
+    Wref.push_back(ops.Ref(k));
+    Wdev.push_back(ops.Dev(k));
+  }
+  for (PetscInt j = 0; j < nw; ++j)
+    for (PetscInt l = 0; l < ld; ++l) scale[j * ld + l] = l <= nv + j ? AbsDot(ops.RefArray(l < nv ? v[l] : w[l - nv]), ops.RefArray(w[j])) : 0;
+
+  PetscCall(t.host->block_mdot(n, nv, Vref.data(), nw, Wref.data(), ref.data()));
+  for (PetscInt j = 0; j < nw; ++j) { /* the host reference against its per-column multi-dots */
+    const std::vector<const PetscScalar *> list = BlockList(Vref, Wref, j);
+
+    std::fill(col.begin(), col.end(), 0);
+    PetscCall(t.host->mdot(n, nv + j, list.data(), Wref[j], PETSC_TRUE, col.data()));
+    PetscCall(CheckDots(t, label + " host vs mdot column " + std::to_string(j), (int)ld, ref.data() + j * ld, col.data(), scale.data() + j * ld));
+  }
+
+  before = *t.dev->counters;
+  PetscCall(t.dev->block_mdot(n, nv, Vdev.data(), nw, Wdev.data(), dots.data()));
+  PetscCall(CheckCounters(t, label, before, n == 0 ? 0 : one_launch ? 1 : NONE, n > 0));
+  PetscCall(CheckDots(t, label, (int)nd, dots.data(), ref.data(), scale.data()));
+
+  std::fill(dots.begin(), dots.end(), NaN);
+  before = *t.dev->counters;
+  PetscCall(t.dev->batch_begin());
+  PetscCall(t.dev->batch_defer(PETSC_TRUE));
+  PetscCall(t.dev->block_mdot(n, nv, Vdev.data(), nw, Wdev.data(), dots.data()));
+  PetscCall(t.dev->block_mdot(n, nv, Vdev.data(), nw, Wdev.data(), dots2.data()));
+  PetscCall(t.dev->batch_end());
+  PetscCall(CheckCounters(t, label + " deferred", before, n == 0 ? 0 : one_launch ? 2 : NONE, n > 0 ? (t.batches ? 1 : 2) : 0));
+  PetscCall(CheckDots(t, label + " deferred", (int)nd, dots.data(), ref.data(), scale.data()));
+  PetscCall(CheckDots(t, label + " deferred, second call", (int)nd, dots2.data(), ref.data(), scale.data()));
+
+  PetscCall(t.dev->malloc_bytes(nd * sizeof(PetscScalar), (void **)&slot));
+  PetscCall(t.dev->copy_to_backend(slot, back.data(), nd * sizeof(PetscScalar))); /* NaN */
+  before = *t.dev->counters;
+  PetscCall(t.dev->reduce_target(slot, nullptr));
+  PetscCall(t.dev->block_mdot(n, nv, Vdev.data(), nw, Wdev.data(), nullptr));
+  PetscCall(CheckCounters(t, label + " into a reduce target", before, n == 0 ? 0 : one_launch ? 1 : NONE, 0));
+  PetscCall(t.dev->copy_to_host(back.data(), slot, nd * sizeof(PetscScalar)));
+  PetscCall(t.dev->free_bytes(slot));
+  PetscCall(CheckDots(t, label + " into a reduce target", (int)nd, back.data(), ref.data(), scale.data()));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* block_maxpy: the host's against nw calls of the host's maxpy_scale, the backend's against the host's (one launch
+   for up to 5 columns and 64 vectors); the coefficients of W are smaller than those of V, so that the back
+   substitution keeps the columns' sizes (and the rounding relative to them) alike                              */
+PetscErrorCode TestBlockMAXPY(Tester &t, PetscInt n, PetscInt nv, PetscInt nw)
+{
+  const PetscInt             ld = nv + nw;
+  Operands                   ops(t);
+  std::vector<int>           v, w;
+  std::vector<PetscScalar *> Vref, Wref, Vdev, Wdev;
+  std::vector<Array>         seq;
+  std::vector<PetscScalar *> Wseq;
+  Array                      coef = t.RandomArray(nw * ld), scale = t.RandomArray(nw);
+  BackendCounters            before;
+  char                       variant[64];
+  std::string                label;
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant, sizeof(variant), "nv=%" PetscInt_FMT ", nw=%" PetscInt_FMT, nv, nw));
+  label = Label("block_maxpy", variant, n);
+  for (PetscInt j = 0; j < nw; ++j)
+    for (PetscInt k = 0; k < nw; ++k) coef[j * ld + nv + k] *= 0.25;
+  for (PetscInt i = 0; i < nv; ++i) v.push_back(ops.Add("V[" + std::to_string(i) + "]", t.RandomArray(n)));
+  for (PetscInt j = 0; j < nw; ++j) w.push_back(ops.Add("W[" + std::to_string(j) + "]", t.RandomArray(n)));
+  PetscCall(ops.Upload());
+  for (int k : v) {
+    Vref.push_back(ops.Ref(k));
+    Vdev.push_back(ops.Dev(k));
+  }
+  for (int k : w) {
+    Wref.push_back(ops.Ref(k));
+    Wdev.push_back(ops.Dev(k));
+    seq.push_back(ops.RefArray(k));
+  }
+  for (auto &a : seq) Wseq.push_back(a.data());
+
+  PetscCall(t.host->block_maxpy(n, nv, Vref.data(), nw, Wref.data(), coef.data(), scale.data()));
+  for (PetscInt j = 0; j < nw; ++j) { /* the host reference against maxpy_scale column by column */
+    const std::vector<const PetscScalar *> list = BlockList(Vref, Wseq, j);
+
+    PetscCall(t.host->maxpy_scale(n, nv + j, coef.data() + j * ld, list.data(), Wseq[j], scale[j], nullptr, nullptr));
+    PetscCall(CheckVector(t, label + " host vs maxpy_scale", ("W[" + std::to_string(j) + "]").c_str(), ops.RefArray(w[j]), seq[j]));
+  }
+
+  before = *t.dev->counters;
+  PetscCall(t.dev->block_maxpy(n, nv, Vdev.data(), nw, Wdev.data(), coef.data(), scale.data()));
+  PetscCall(CheckCounters(t, label, before, n == 0 ? 0 : nw <= 5 && nv <= 64 ? 1 : NONE, 0));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
 /* malloc_bytes(0), a failing allocation (PETSC_ERR_MEM, not a crash) and the copy counters */
 PetscErrorCode TestMemory(Tester &t)
 {
@@ -1639,6 +1780,22 @@ PetscErrorCode RunAll(Tester &t)
 
   PetscFunctionBegin;
   PetscCall(TestMemory(t));
+  /* block_mdot and block_maxpy: every shape of the lists below on a few lengths (the tiles of columns, 8, and of
+     vectors, 8 per grid row of the dots, with their edges, and several launches of one tile: 250 vectors), and
+     three shapes on every length of BLOCK_SIZES                                                                   */
+  for (PetscInt n : BLOCK_SIZES) {
+    const bool all_shapes = n == 1 || n == 257 || n == 2049 || n == 4099;
+
+    if (n > t.max_size) continue;
+    for (PetscInt nv : {(PetscInt)0, (PetscInt)1, (PetscInt)5, (PetscInt)30, (PetscInt)61, (PetscInt)250})
+      for (PetscInt nw : {(PetscInt)1, (PetscInt)2, (PetscInt)5, (PetscInt)8, (PetscInt)9, (PetscInt)16}) {
+        const bool some_shape = (nv == 0 && nw == 1) || (nv == 5 && nw == 5) || (nv == 30 && nw == 9);
+
+        if (nv == 250 ? !all_shapes || n > 4099 || (nw != 1 && nw != 9) : !all_shapes && !some_shape) continue;
+        PetscCall(TestBlockMDot(t, n, nv, nw));
+        PetscCall(TestBlockMAXPY(t, n, nv, nw));
+      }
+  }
   /* point-block Jacobi: one thread per block on the device, so block counts around the thread block width of 256 */
   PetscCall(TestBlockDiagErrors(t));
   for (PetscInt nblocks : {(PetscInt)0, (PetscInt)1, (PetscInt)255, (PetscInt)256, (PetscInt)257, (PetscInt)4099})

@@ -342,6 +342,19 @@ struct Backend {
   /* y := scale (y - sum_j coef[j] V[j]);  if dot != NULL, *dot = <y, dotvec> (new y; dotvec NULL: <y,y>) */
   PetscErrorCode (*maxpy_scale)(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, const PetscScalar *dotvec, PetscScalar *dot);
 
+  /* Block multi-dot of s-step methods (CA-GMRES' CholQR), a basis V[0..nv) and a block W[0..nw), ld = nv + nw:
+     for each column j < nw, dots[j*ld + i] = <V[i], W[j]> for i < nv, dots[j*ld + nv + k] = <W[k], W[j]> for
+     k <= j and 0 for k > j: nw * ld results, honouring a deferring batch and the reduce target as mdot does.
+     Each dot product is summed in mdot's chunks (FUSED_MDOT_BLOCKS), so the results agree with nw calls of
+     mdot to rounding; the vectors are read once (CUDA: V once per launch, see cuda_block.cu).  1 <= nw <= 64. */
+  PetscErrorCode (*block_mdot)(PetscInt n, PetscInt nv, const PetscScalar *const *V, PetscInt nw, const PetscScalar *const *W, PetscScalar *dots);
+
+  /* Block multi-axpy (the back substitution W := scale (W - V C) R^{-1} of a block QR): for j = 0 .. nw-1 in order,
+     W[j] := scale[j] (W[j] - sum_{i<nv} coef[j*ld + i] V[i] - sum_{k<j} coef[j*ld + nv + k] W[k]) with ld = nv + nw
+     and W[k], k < j, already updated: nw calls of maxpy_scale in one pass over V (coef and scale on the host, each
+     entry taking its terms in that order).  1 <= nw <= 64.                                                       */
+  PetscErrorCode (*block_maxpy)(PetscInt n, PetscInt nv, const PetscScalar *const *V, PetscInt nw, PetscScalar *const *W, const PetscScalar *coef, const PetscScalar *scale);
+
   /* Residual-based simpler GMRES update:  w := scale (w - sum_j coef[j] V[j])  (the new basis
      vector), then znew := zold - eta w  (the next scaled residual);  dots[0] = <znew, znew>.  */
   PetscErrorCode (*sgmres_update)(PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *w, PetscScalar scale, PetscScalar eta, const PetscScalar *zold, PetscScalar *znew, PetscScalar dots[1]);

@@ -19,6 +19,8 @@ PetscErrorCode BCGSUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar, const
                           PetscScalar *);
 PetscErrorCode MDot(PetscInt, PetscInt, const PetscScalar *const *, const PetscScalar *, PetscBool, PetscScalar *);
 PetscErrorCode MAXPYScale(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, const PetscScalar *, PetscScalar *);
+PetscErrorCode BlockMDot(PetscInt, PetscInt, const PetscScalar *const *, PetscInt, const PetscScalar *const *, PetscScalar *);
+PetscErrorCode BlockMAXPY(PetscInt, PetscInt, const PetscScalar *const *, PetscInt, PetscScalar *const *, const PetscScalar *, const PetscScalar *);
 PetscErrorCode SGMRESUpdate(PetscInt, PetscInt, const PetscScalar *, const PetscScalar *const *, PetscScalar *, PetscScalar, PetscScalar, const PetscScalar *, PetscScalar *, PetscScalar[1]);
 PetscErrorCode Gather(PetscInt, const PetscInt *, const PetscScalar *, const PetscScalar *, PetscScalar *);
 PetscErrorCode Scatter(PetscInt, const PetscInt *, const PetscScalar *, PetscBool, PetscScalar *);

@@ -596,16 +596,44 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The block's vectors [V, W] in list, *fused = PETSC_TRUE when all of them are on the backend */
+static PetscErrorCode BlockOnBackend(PetscInt nv, const Vec V[], PetscInt nw, const Vec W[], std::vector<Vec> &list, PetscBool *fused)
+{
+  PetscFunctionBegin;
+  FusedKSPCallCXX(list.assign(V, V + nv); list.insert(list.end(), W, W + nw));
+  *fused = PETSC_TRUE;
+  for (Vec v : list)
+    if (*fused) PetscCall(AllOnBackend({v}, fused));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsBlockMDot(PetscInt nv, const Vec V[], PetscInt nw, const Vec W[], PetscScalar *dots)
 {
   const PetscInt   ld = nv + nw;
   std::vector<Vec> list;
+  PetscBool        fused;
 
   PetscFunctionBegin;
-  FusedKSPCallCXX(list.assign(V, V + nv); list.insert(list.end(), W, W + nw));
-  for (PetscInt j = 0; j < nw; ++j) {
-    for (PetscInt i = nv + j + 1; i < ld; ++i) dots[j * ld + i] = 0.0;
-    PetscCall(OpsMDot(nv + j, list.data(), W[j], PETSC_TRUE, dots + j * ld)); /* the self-dot lands at nv + j */
+  PetscCall(BlockOnBackend(nv, V, nw, W, list, &fused));
+  if (fused) {
+    BackendArrays              arr;
+    std::vector<PetscScalar *> a;
+    PetscInt                   n;
+    PetscCall(arr.LengthOf(W[0], &n));
+    FusedKSPCallCXX(a.resize(ld));
+    for (PetscInt l = 0; l < ld; ++l) PetscCall(arr.Get(list[l], READ, &a[l]));
+    PetscCall(PetscLogEventBegin(events.mdot, W[0], 0, 0, 0));
+    PetscCall(DeferBegin());
+    PetscCall(ActiveBackend()->block_mdot(n, nv, a.data(), nw, a.data() + nv, dots));
+    PetscCall(DeferEnd());
+    PetscCall(PetscLogEventEnd(events.mdot, W[0], 0, 0, 0));
+    PetscCall(PetscLogFlops(2.0 * n * (nv * nw + nw * (nw + 1) / 2)));
+    PetscCall(arr.RestoreAll());
+  } else {
+    for (PetscInt j = 0; j < nw; ++j) {
+      for (PetscInt i = nv + j + 1; i < ld; ++i) dots[j * ld + i] = 0.0;
+      PetscCall(OpsMDot(nv + j, list.data(), W[j], PETSC_TRUE, dots + j * ld)); /* the self-dot lands at nv + j */
+    }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -614,10 +642,25 @@ PetscErrorCode OpsBlockMAXPY(PetscInt nv, const Vec V[], PetscInt nw, const Vec 
 {
   const PetscInt   ld = nv + nw;
   std::vector<Vec> list;
+  PetscBool        fused;
 
   PetscFunctionBegin;
-  FusedKSPCallCXX(list.assign(V, V + nv); list.insert(list.end(), W, W + nw));
-  for (PetscInt j = 0; j < nw; ++j) PetscCall(OpsMAXPYScale(nv + j, coef + j * ld, list.data(), W[j], scale[j], nullptr, nullptr));
+  PetscCall(CheckNoTarget("this operation"));
+  PetscCall(BlockOnBackend(nv, V, nw, W, list, &fused));
+  if (fused) {
+    BackendArrays              arr;
+    std::vector<PetscScalar *> a;
+    PetscInt                   n;
+    PetscCall(arr.LengthOf(W[0], &n));
+    FusedKSPCallCXX(a.resize(ld));
+    for (PetscInt l = 0; l < ld; ++l) PetscCall(arr.Get(list[l], l < nv ? READ : READ_WRITE, &a[l]));
+    PetscCall(PetscLogEventBegin(events.maxpy, W[0], 0, 0, 0));
+    PetscCall(ActiveBackend()->block_maxpy(n, nv, a.data(), nw, a.data() + nv, coef, scale));
+    PetscCall(PetscLogEventEnd(events.maxpy, W[0], 0, 0, 0));
+    PetscCall(PetscLogFlops(2.0 * n * (nv * nw + nw * (nw + 1) / 2)));
+    PetscCall(arr.RestoreAll());
+  } else
+    for (PetscInt j = 0; j < nw; ++j) PetscCall(OpsMAXPYScale(nv + j, coef + j * ld, list.data(), W[j], scale[j], nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

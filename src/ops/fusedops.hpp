@@ -68,13 +68,15 @@ PetscErrorCode OpsSGMRESUpdate(PetscInt nv, const PetscScalar coef[], const Vec 
 
 /* Block products of s-step (communication-avoiding) methods, on a basis V[0..nv) and a block W[0..nw):
    row j of dots (length nv + nw) receives <V[i], W[j]> for i < nv, then <W[i], W[j]> for i <= j (the rest of
-   the row is zeroed).  One multi-dot per column of W; inside an open batch all of them complete together,
-   so the block costs ONE global reduction of nw (nv + nw) values.                                       */
+   the row is zeroed).  One block multi-dot of the backend (Backend::block_mdot: one pass over V) when every vector
+   is on the backend, else one multi-dot per column of W; inside an open batch the results complete together, so
+   the block costs ONE global reduction of nw (nv + nw) values.  Honours OpsReduceInto() on the backend's path. */
 PetscErrorCode OpsBlockMDot(PetscInt nv, const Vec V[], PetscInt nw, const Vec W[], PetscScalar *dots);
 
 /* W[j] = scale[j] (W[j] - sum_{i<nv} coef[j][i] V[i] - sum_{i<j} coef[j][nv + i] W[i]) for j = 0, 1, .., nw-1 in
    order (so W[i], i < j, enter already updated), with coef[j] the row j (length nv + nw) of coef: W := (W - V C) R^{-1}
-   of a block QR, one multi-axpy per column                                                                     */
+   of a block QR: one block multi-axpy of the backend (Backend::block_maxpy: one pass over V) when every vector is on
+   the backend, else one multi-axpy per column                                                                  */
 PetscErrorCode OpsBlockMAXPY(PetscInt nv, const Vec V[], PetscInt nw, const Vec W[], const PetscScalar *coef, const PetscScalar *scale);
 
 /* A batch of fused operations whose dot products are needed together: inside it, the dots[] of the

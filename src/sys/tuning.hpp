@@ -90,6 +90,11 @@ constexpr int      MDOT_GROUP       = 8;         /* dot products per thread bloc
 constexpr PetscInt GRAPH_MAX_LEVELS = 1 << 14;   /* triangular solves and ILU(0) factorizations with more
                                                     levels launch them on the stream instead of a CUDA graph
                                                     (the graph's memory and instantiation time)             */
+constexpr int BLOCK_W_TILE = 8;                  /* columns of W per launch of block_mdot and block_maxpy: one
+                                                    register per column and row (more: a launch per tile)  */
+constexpr int BLOCK_V_TILE = 8;                  /* vectors per grid row of block_mdot: BLOCK_V_TILE x
+                                                    BLOCK_W_TILE sums per thread (V read once per launch,
+                                                    the columns once per grid row)                          */
 } // namespace cuda
 
 } // namespace fusedksp

@@ -492,6 +492,8 @@ const Backend *CUDABackend()
                                   cuda::BCGSUpdate,
                                   cuda::MDot,
                                   cuda::MAXPYScale,
+                                  cuda::BlockMDot,
+                                  cuda::BlockMAXPY,
                                   cuda::SGMRESUpdate,
                                   cuda::BatchBegin,
                                   cuda::BatchDefer,

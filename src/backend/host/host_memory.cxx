@@ -62,6 +62,8 @@ static Backend Table(PetscBool host_memory)
                  host::BCGSUpdate,
                  host::MDot,
                  host::MAXPYScale,
+                 host::BlockMDot,
+                 host::BlockMAXPY,
                  host::SGMRESUpdate,
                  eager::NoOp,
                  eager::BatchDefer,

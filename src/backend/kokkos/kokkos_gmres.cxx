@@ -1,5 +1,6 @@
-/* Kokkos backend: the Gram-Schmidt kernels of simpler GMRES (seed 000 Alg. 6) and their chunks */
+/* Kokkos backend: the Gram-Schmidt kernels of simpler GMRES (seed 000 Alg. 6), their chunks and their block forms (CA-GMRES) */
 #include "backend/kokkos/kokkos_reduce.hpp"
+#include <vector>
 
 namespace fusedksp
 {
@@ -124,6 +125,113 @@ PetscErrorCode MAXPYScale(PetscInt n, PetscInt nv, const PetscScalar *coef, cons
           for (PetscInt i = start; i < end; ++i) p[0] += y[i] * (dotvec ? dotvec[i] : y[i]);
       },
       dot);
+}
+
+/* The pointer array [V, W] (nv + nw vectors, kept in list) where the kernels read it */
+static PetscErrorCode BlockPointers(PetscInt nv, const PetscScalar *const *V, PetscInt nw, const PetscScalar *const *W, std::vector<const PetscScalar *> &list, const PetscScalar *const **dev)
+{
+  PetscFunctionBegin;
+  FusedKSPCallCXX(list.assign(V, V + nv); list.insert(list.end(), W, W + nw));
+  PetscCall(PointerArray(nv + nw, list.data(), dev));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::block_mdot: in mdot's chunks, each chunk of a vector L of [V, W] is read once from memory and,
+   while it is in cache, multiplied with the chunks of the columns W[j] whose results need it (L = V[i]: all of
+   them; L = W[k]: j >= k), four columns per pass; every dot sums its chunk in SIMD lanes, as mdot does */
+PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, PetscInt nw, const PetscScalar *const *W, PetscScalar *dots)
+{
+  std::vector<const PetscScalar *> list;
+  const PetscScalar *const        *dL;
+  const PetscInt                   ld = nv + nw;
+  const int                        nd = (int)(nw * ld);
+  PetscScalar                     *dev, *host, *all;
+
+  PetscFunctionBegin;
+  PetscCheck(nw >= 1 && nw <= 64, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A block of %" PetscInt_FMT " columns: 1 to 64", nw);
+  if (TargetStopped()) {
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscMalloc1(nd, &all));
+  for (int d = 0; d < nd; ++d) all[d] = 0;
+  if (n > 0) {
+    const PetscInt nchunks = ReduceChunks(n, FUSED_MDOT_BLOCKS), chunk = (n + nchunks - 1) / nchunks;
+
+    PetscCall(BlockPointers(nv, V, nw, W, list, &dL));
+    PetscCall(Partials(nchunks * nd, &dev, &host));
+    Kokkos::parallel_for(
+        "fusedksp::block_mdot", Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+          const PetscInt            start = c * chunk, end = start + chunk < n ? start + chunk : n;
+          PetscScalar *const        out = dev + c * nd;
+          const PetscScalar *const *Wc  = dL + nv;
+          for (PetscInt l = 0; l < ld; ++l) {
+            const PetscScalar *v = dL[l];
+            PetscInt           j = l < nv ? 0 : l - nv; /* the first column that needs <L[l], W[j]> */
+            for (PetscInt k = 0; k < j; ++k) out[k * ld + l] = 0;
+            for (; j + 4 <= nw; j += 4) {
+              const PetscScalar *w0 = Wc[j], *w1 = Wc[j + 1], *w2 = Wc[j + 2], *w3 = Wc[j + 3];
+              PetscScalar        s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+#pragma omp simd reduction(+ : s0, s1, s2, s3)
+              for (PetscInt i = start; i < end; ++i) {
+                const PetscScalar vi = v[i];
+                s0 += vi * w0[i];
+                s1 += vi * w1[i];
+                s2 += vi * w2[i];
+                s3 += vi * w3[i];
+              }
+              out[j * ld + l]       = s0;
+              out[(j + 1) * ld + l] = s1;
+              out[(j + 2) * ld + l] = s2;
+              out[(j + 3) * ld + l] = s3;
+            }
+            for (; j < nw; ++j) {
+              const PetscScalar *w   = Wc[j];
+              PetscScalar        sum = 0;
+#pragma omp simd reduction(+ : sum)
+              for (PetscInt i = start; i < end; ++i) sum += v[i] * w[i];
+              out[j * ld + l] = sum;
+            }
+          }
+        });
+    counters.launches++;
+    PetscCall(PartialsToHost(host, dev, nchunks * nd));
+    for (PetscInt c = 0; c < nchunks; ++c)
+      for (int d = 0; d < nd; ++d) all[d] += host[c * nd + d];
+  }
+  PetscCall(StoreResults(nd, all, dots));
+  PetscCall(PetscFree(all));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::block_maxpy: chunk by chunk (the chunks of maxpy_scale), the columns in order, each as maxpy_scale
+   updates it with the vectors [V, W[0..j)]: the chunk of V is read from memory once and stays in cache for the
+   later columns */
+PetscErrorCode BlockMAXPY(PetscInt n, PetscInt nv, const PetscScalar *const *V, PetscInt nw, PetscScalar *const *W, const PetscScalar *coef, const PetscScalar *scale)
+{
+  std::vector<const PetscScalar *> list;
+  const PetscScalar *const        *dL;
+  const PetscScalar               *dcoef;
+  const PetscInt                   ld = nv + nw;
+  std::vector<PetscScalar>         args;
+
+  PetscFunctionBegin;
+  PetscCheck(nw >= 1 && nw <= 64, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A block of %" PetscInt_FMT " columns: 1 to 64", nw);
+  if (n > 0) {
+    const PetscInt nchunks = ReduceChunks(n, FUSED_REDUCE_BLOCKS), chunk = (n + nchunks - 1) / nchunks;
+
+    FusedKSPCallCXX(args.assign(coef, coef + nw * ld); args.insert(args.end(), scale, scale + nw)); /* the coefficients, then the scales */
+    PetscCall(BlockPointers(nv, V, nw, W, list, &dL));
+    PetscCall(CoefficientArray((PetscInt)args.size(), args.data(), &dcoef));
+    Kokkos::parallel_for(
+        "fusedksp::block_maxpy", Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+          const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
+          /* dL[nv + j] is W[j], held as const in the pointer array it shares with V */
+          for (PetscInt j = 0; j < nw; ++j) SubtractScale(start, end, nv + j, dcoef + j * ld, dL, const_cast<PetscScalar *>(dL[nv + j]), dcoef[nw * ld + j]);
+        });
+    counters.launches++;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* See Backend::sgmres_update */

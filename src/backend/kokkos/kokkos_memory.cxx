@@ -300,6 +300,8 @@ const Backend *KokkosBackend()
                                   kokkos::BCGSUpdate,
                                   kokkos::MDot,
                                   kokkos::MAXPYScale,
+                                  kokkos::BlockMDot,
+                                  kokkos::BlockMAXPY,
                                   kokkos::SGMRESUpdate,
                                   eager::NoOp,
                                   eager::BatchDefer,
