@@ -6,7 +6,8 @@ static char help[] = "Paths of fusedcagmres that test_compare does not reach:\n\
   fallback  the 2D Laplacian with the monomial basis and s = 15: CholQR cannot handle the blocks, each falls back\n\
             to CGS2; the iterations stay within 10%% + 2 of KSPGMRES (right preconditioned, same restart)\n\
   powers    the matrix powers kernel (one halo exchange per block under MPI) against one exchange per product, before and\n\
-            after MatShift(): the same iterations, true residuals below 1e-9; -ksp_view names the kernel (several ranks)\n\
+            after MatShift(): the same iterations, true residuals below 1e-9; -ksp_view names the kernel (several ranks);\n\
+            a third solve with the operators unchanged reuses the Newton shifts (no standard cycle, iterations +- 2)\n\
   options   bad options give PETSc errors with clear messages: a restart that is not a multiple of s, s = 0,\n\
             s above the largest block size (an unknown -ksp_cagmres_basis or -ksp_cagmres_orth is PETSc's own\n\
             PetscOptionsEnum() error, not tested here: PETSc 3.26.1 leaks memory on that error path)\n\
@@ -219,6 +220,16 @@ static PetscErrorCode TestPowers(PetscInt n)
     PetscCall(Solve(ref, &itsref, &reasonref, &residref, viewref, sizeof(viewref)));
     PetscCall(Check((PetscBool)(reason > 0 && reasonref > 0 && resid < 1e-9 && residref < 1e-9 && its == itsref), "powers (%s): %s after %" PetscInt_FMT " iterations, true residual %.2e; one exchange per product: %s after %" PetscInt_FMT ", %.2e",
                     pass ? "after MatShift" : "first solve", KSPConvergedReasons[reason], its, (double)resid, KSPConvergedReasons[reasonref], itsref, (double)residref));
+  }
+  { /* a third solve with the operators unchanged takes the shifts of the second: no standard cycle */
+    const char *line;
+    int         std = -1;
+
+    PetscCall(Solve(ksp, &its, &reason, &resid, view, sizeof(view)));
+    line = strstr(view, "last solve:");
+    if (line) (void)!sscanf(line, "last solve: %d standard cycles", &std);
+    PetscCall(Check((PetscBool)(reason > 0 && resid < 1e-9 && PetscAbsInt(its - itsref) <= 2 && std == 0 && strstr(view, "Newton shifts (of an earlier solve") != NULL),
+                    "shift reuse: %s after %" PetscInt_FMT " iterations (%" PetscInt_FMT " +- 2), true residual %.2e, %d standard cycles (0), -ksp_view names the reused shifts", KSPConvergedReasons[reason], its, itsref, (double)resid, std));
   }
   if (size > 1) {
     PetscCall(Check((PetscBool)(strstr(view, "matrix powers: one halo exchange of depth s per block") != NULL), "powers: -ksp_view names the matrix powers kernel"));

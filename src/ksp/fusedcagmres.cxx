@@ -77,10 +77,14 @@ struct KSP_FusedCAGMRES {
   std::vector<PetscScalar> H, HR, cs, sn, gr;
   std::vector<PetscScalar> K, D, S, C1, R1, C2, R2, coef, B, T, X; /* block work (CAGMRESOrthogonalize(), CAGMRESAssemble()) */
   std::vector<PetscReal>   re, im;                                 /* shifts: real parts, imaginary parts (pairs +b, -b) */
-  PetscBool                have_shifts = PETSC_FALSE;              /* Newton: the shifts of this solve are known          */
-  PetscBool                use_powers  = PETSC_TRUE;               /* -ksp_cagmres_matrix_powers                          */
-  MatPowers               *powers      = nullptr;                  /* the matrix powers kernel of the last solve, or NULL  */
-  PetscInt                 cycle_k     = 0;                        /* columns of the current cycle                        */
+  PetscBool                have_shifts    = PETSC_FALSE;           /* Newton: the shifts of this solve are known          */
+  PetscBool                use_powers     = PETSC_TRUE;            /* -ksp_cagmres_matrix_powers                          */
+  PetscBool                reuse_shifts   = PETSC_TRUE;            /* -ksp_cagmres_reuse_shifts                           */
+  PetscBool                shifts_known   = PETSC_FALSE;           /* g->re/im hold the shifts of an earlier solve ...     */
+  PetscObjectState         shift_state[2] = {-1, -1};              /* ... with the operators in these states               */
+  PetscBool                shifts_reused  = PETSC_FALSE;           /* the last solve took them from an earlier one         */
+  MatPowers               *powers         = nullptr;               /* the matrix powers kernel of the last solve, or NULL  */
+  PetscInt                 cycle_k        = 0;                     /* columns of the current cycle                        */
   /* what the last solve did (-ksp_view) */
   PetscInt nstd = 0, nblocks = 0, nfallback = 0, nlucky = 0;
 };
@@ -118,6 +122,7 @@ PetscErrorCode KSPSetUp_FusedCAGMRES(KSP ksp)
   PetscCheck(m % s == 0, PetscObjectComm((PetscObject)ksp), PETSC_ERR_ARG_INCOMP, "KSPFUSEDCAGMRES: the restart %" PetscInt_FMT " (-ksp_gmres_restart) must be a multiple of the block size s = %" PetscInt_FMT " (-ksp_cagmres_s), e.g. %" PetscInt_FMT,
              m, s, PetscMax(s, (m / s) * s));
   PetscCall(KSPSetWorkVecs(ksp, NWORK));
+  g->shifts_known = PETSC_FALSE; /* s may have changed */
   if (g->nQ != m + 1) {
     if (g->Q) PetscCall(VecDestroyVecs(g->nQ, &g->Q));
     PetscCall(KSPCreateVecs(ksp, m + 1, &g->Q, 0, NULL));
@@ -484,9 +489,22 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
   g->counters = SolveCounters();
   g->cycle_k  = 0;
   g->nstd = g->nblocks = g->nfallback = g->nlucky = 0;
-  g->have_shifts                                  = g->basis == CABasis::MONOMIAL ? PETSC_TRUE : PETSC_FALSE;
-  if (g->basis == CABasis::MONOMIAL)
+  {
+    Mat              P;
+    PetscObjectState state[2];
+
+    PetscCall(KSPGetOperators(ksp, nullptr, &P));
+    PetscCall(PetscObjectStateGet((PetscObject)A, &state[0]));
+    PetscCall(PetscObjectStateGet((PetscObject)P, &state[1]));
+    g->shifts_reused  = (g->basis == CABasis::NEWTON && g->reuse_shifts && g->shifts_known && state[0] == g->shift_state[0] && state[1] == g->shift_state[1]) ? PETSC_TRUE : PETSC_FALSE;
+    g->shift_state[0] = state[0];
+    g->shift_state[1] = state[1];
+  }
+  g->have_shifts = (g->basis == CABasis::MONOMIAL || g->shifts_reused) ? PETSC_TRUE : PETSC_FALSE;
+  if (g->basis == CABasis::MONOMIAL) {
     for (PetscInt i = 0; i < g->s; ++i) g->re[i] = g->im[i] = 0.0;
+    g->shifts_known = PETSC_FALSE;
+  }
   ksp->reason = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) PetscCall(VecSet(ksp->vec_sol, 0.0));
 
@@ -546,7 +564,8 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
     estimate = res;
     if (sb == 1 && g->basis == CABasis::NEWTON && k >= g->s && !ksp->reason) {
       PetscCall(CAGMRESLejaShifts(ksp, g, k));
-      g->have_shifts = PETSC_TRUE;
+      g->have_shifts  = PETSC_TRUE;
+      g->shifts_known = PETSC_TRUE;
     }
     PetscCall(CAGMRESUpdateSolution(ksp, g, k, ksp->vec_sol));
     g->cycle_k = 0;
@@ -593,7 +612,7 @@ PetscErrorCode KSPView_FusedCAGMRES(KSP ksp, PetscViewer viewer)
     PetscCall(
         PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " standard cycles, %" PetscInt_FMT " blocks of s steps, %" PetscInt_FMT " CGS2 fallbacks, %" PetscInt_FMT " lucky breakdowns\n", g->nstd, g->nblocks, g->nfallback, g->nlucky));
     if (g->have_shifts && g->basis == CABasis::NEWTON) {
-      PetscCall(PetscViewerASCIIPrintf(viewer, "  Newton shifts:"));
+      PetscCall(PetscViewerASCIIPrintf(viewer, "  Newton shifts%s:", g->shifts_reused ? " (of an earlier solve: the operators are unchanged)" : ""));
       PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
       for (PetscInt i = 0; i < g->s; ++i) PetscCall(PetscViewerASCIIPrintf(viewer, " %g%+gi", (double)g->re[i], (double)g->im[i]));
       PetscCall(PetscViewerASCIIPrintf(viewer, "\n"));
@@ -637,6 +656,8 @@ PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOpt
     ksp->setupstage = KSP_SETUP_NEW;
   }
   PetscCall(PetscOptionsEnum("-ksp_cagmres_basis", "Basis of a block: newton (Leja-ordered Ritz values of a first standard cycle as shifts) or monomial", "KSPFUSEDCAGMRES", CABasisTypes, (PetscEnum)g->basis, (PetscEnum *)&g->basis, NULL));
+  PetscCall(
+      PetscOptionsBool("-ksp_cagmres_reuse_shifts", "Newton basis: a solve with the operators of the previous solve unchanged takes its shifts instead of running a standard cycle first", "KSPFUSEDCAGMRES", g->reuse_shifts, &g->reuse_shifts, NULL));
   PetscCall(PetscOptionsBool("-ksp_cagmres_matrix_powers",
                              "Under MPI, the s products of a block with one halo exchange of depth s (ghost region from the matrix graph) instead of one exchange per product (MATMPIAIJFUSED, Jacobi or no preconditioner)", "KSPFUSEDCAGMRES",
                              g->use_powers, &g->use_powers, NULL));
@@ -686,6 +707,8 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
 .  -ksp_cagmres_s <s> - steps per block (default 5, at most 64)
 .  -ksp_cagmres_basis <newton,monomial> - Newton basis with Leja-ordered Ritz values of a first standard cycle as
                                           shifts (default), or the monomial basis
+.  -ksp_cagmres_reuse_shifts <bool> - a solve whose operators are unchanged since the previous one takes its shifts
+                                      and starts with blocks of s at once (default true)
 .  -ksp_cagmres_orth <cholqr,cgs2> - block orthogonalization: CholQR2 with a CGS2 fallback (default), or CGS2 of
                                      every block column by column (2 reductions per step, a reference)
 -  -ksp_cagmres_matrix_powers <bool> - under MPI, one halo exchange of depth s per block (default) instead of one
@@ -700,8 +723,11 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
    low enough for CholQR, which squares it (the paper's s of 10-30 needs larger restarts and well-chosen shifts;
    a block that CholQR cannot handle falls back to CGS2 with 2 reductions per step, counted in -ksp_view).
 
-   Every solve starts with one standard cycle (blocks of one vector, Arnoldi with CGS2) whose Hessenberg matrix
-   gives the Ritz values for the Newton basis; with the monomial basis, blocks of s start at once.  The residual
+   The first solve starts with one standard cycle (blocks of one vector, Arnoldi with CGS2) whose Hessenberg matrix
+   gives the Ritz values for the Newton basis; later solves with unchanged operators (their object states) reuse
+   those shifts and start with blocks of s at once (a changed preconditioner with the same matrices keeps them too:
+   the shifts only condition the basis, the iterates stay those of GMRES); with the monomial basis, blocks of s
+   start at once.  The residual
    estimate of every step is monitored and tested (the Givens rotations of each Hessenberg column), so the
    iteration counts are those of `KSPGMRES` with the same restart; a cycle that converges inside a block ends
    there, the true residual confirms convergence, and the next cycle starts from the true residual.
