@@ -502,7 +502,8 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s %4" PetscInt_FMT " %11.2f %11.2f %9.1f %8s %9.2f %9.2f%s\n", problem, N, (double)nnz / N, s->name, TypeSetNames[t], its, (double)us_median, (double)us_min,
                         (double)GBs, ratio, 1.0e3 * setup, 1.0e3 * solve, reps < bench->reps ? "  (fewer timed solves)" : ""));
   if (s->gmres && red_per_it + xch_per_it > 0)
-    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    per restart cycle of %" PetscInt_FMT ": %.1f ms, %.1f global reductions, %.1f halo exchanges\n", bench->restart, 1.0e-3 * us_median * bench->restart, (double)(red_per_it * bench->restart), (double)(xch_per_it * bench->restart)));
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    per restart cycle of %" PetscInt_FMT ": %.1f ms, %.1f global reductions, %.1f halo exchanges\n", bench->restart, 1.0e-3 * us_median * bench->restart, (double)(red_per_it * bench->restart),
+                          (double)(xch_per_it * bench->restart)));
   if (reason < 0) PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    warning: %s stopped with %s after %" PetscInt_FMT " iterations\n", s->name, KSPConvergedReasons[reason], its));
   if (reps < bench->reps)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    note: a solve takes %.2f s, so %" PetscInt_FMT " timed solve%s instead of %" PetscInt_FMT " (-row_time %g)%s\n", times[reps / 2], reps, reps > 1 ? "s" : "", bench->reps, (double)bench->row_time,
