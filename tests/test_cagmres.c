@@ -4,7 +4,8 @@ static char help[] = "Paths of fusedcagmres that test_compare does not reach:\n\
             at step 3): converged in 3 iterations with a true residual at rounding level, one lucky breakdown\n\
             counted (-ksp_view), and with CholQR (either basis) one fallback to CGS2 (the Gram matrix is singular)\n\
   fallback  the 2D Laplacian with the monomial basis and s = 15: CholQR cannot handle the blocks, each falls back\n\
-            to CGS2; the iterations stay within 10%% + 2 of KSPGMRES (right preconditioned, same restart)\n\
+            to CGS2; the iterations stay within 10%% + 2 of KSPGMRES (right preconditioned, same restart); with\n\
+            -ksp_cagmres_orth svqr no block falls back, same iteration bound\n\
   powers    the matrix powers kernel (one halo exchange per block under MPI) against one exchange per product, before and\n\
             after MatShift(): the same iterations, true residuals below 1e-9; -ksp_view names the kernel (several ranks);\n\
             a third solve with the operators unchanged reuses the Newton shifts (no standard cycle, iterations +- 2)\n\
@@ -188,6 +189,14 @@ static PetscErrorCode TestFallback(PetscInt n, PCType pctype)
   PetscCall(Check((PetscBool)(reason > 0 && resid < 1e-9), "fallback: %s, true residual %.2e < 1e-9", KSPConvergedReasons[reason], (double)resid));
   PetscCall(Check((PetscBool)(nfall > 0), "fallback: %d blocks fell back to CGS2 (> 0 expected)", nfall));
   PetscCall(Check((PetscBool)(PetscAbsInt(its - itsref) <= 0.1 * itsref + 2), "fallback: iterations %" PetscInt_FMT " within 10%% + 2 of gmres's %" PetscInt_FMT, its, itsref));
+  PetscCall(KSPDestroy(&ksp));
+  /* SVQR orthogonalizes the same blocks without falling back */
+  PetscCall(CreateKSP(A, "fbsv_", KSPFUSEDCAGMRES, pctype, "-ksp_cagmres_basis monomial -ksp_cagmres_s 15 -ksp_gmres_restart 30 -ksp_cagmres_orth svqr", &ksp));
+  PetscCall(KSPSetFromOptions(ksp));
+  PetscCall(Solve(ksp, &its, &reason, &resid, view, sizeof(view)));
+  PetscCall(ViewCounts(view, &nfall, &nlucky));
+  PetscCall(Check((PetscBool)(reason > 0 && resid < 1e-9 && nfall == 0 && PetscAbsInt(its - itsref) <= 0.1 * itsref + 2),
+                  "svqr: %s, true residual %.2e < 1e-9, %d CGS2 fallbacks (0), iterations %" PetscInt_FMT " within 10%% + 2 of gmres's %" PetscInt_FMT, KSPConvergedReasons[reason], (double)resid, nfall, its, itsref));
   PetscCall(KSPDestroy(&ksp));
   PetscCall(KSPDestroy(&ref));
   PetscCall(MatDestroy(&A));

@@ -59,9 +59,9 @@ constexpr PetscReal CAGMRES_GROWTH    = 1.001;   /* a cycle may not raise the tr
 constexpr PetscInt  CAGMRES_MAX_S     = 64;      /* largest block size (host arrays of s entries on the stack)               */
 
 enum class CABasis { NEWTON, MONOMIAL };
-enum class CAOrth { CHOLQR, CGS2 };
+enum class CAOrth { CHOLQR, CGS2, SVQR };
 const char *const CABasisTypes[] = {"newton", "monomial", "KSPFusedCAGMRESBasis", "KSP_CAGMRES_BASIS_", nullptr};
-const char *const CAOrthTypes[]  = {"cholqr", "cgs2", "KSPFusedCAGMRESOrth", "KSP_CAGMRES_ORTH_", nullptr};
+const char *const CAOrthTypes[]  = {"cholqr", "cgs2", "svqr", "KSPFusedCAGMRESOrth", "KSP_CAGMRES_ORTH_", nullptr};
 
 struct KSP_FusedCAGMRES {
   Vec           w    = nullptr;
@@ -183,8 +183,46 @@ PetscErrorCode CAGMRESMatrixPowers(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* R^T R = S by SVQR (Stathopoulos & Wu): S = U diag(lambda) U^T (LAPACK syev), eigenvalues below eps lambda_max raised
+   to it (a numerically rank deficient block is orthogonalized, not refused: the second pass restores what the
+   raised ones lose), then R from the QR factorization of diag(sqrt(lambda)) U^T (geqrf), rows signed so that R has a
+   positive diagonal.  S: sb x sb column-major, upper triangle given (overwritten); R column-major upper.
+   *ok = PETSC_FALSE when lambda_max is not positive or LAPACK fails.                                           */
+PetscErrorCode CAGMRESSVQRFactor(PetscInt sb, PetscScalar *S, PetscScalar *R, PetscBool *ok)
+{
+  PetscBLASInt n, lwork, info = 0;
+  PetscScalar  work[8 * CAGMRES_MAX_S + 64], tau[CAGMRES_MAX_S];
+  PetscReal    lambda[CAGMRES_MAX_S], lmax;
+
+  PetscFunctionBegin;
+  *ok = PETSC_FALSE;
+  PetscCall(PetscBLASIntCast(sb, &n));
+  PetscCall(PetscBLASIntCast((PetscInt)PETSC_STATIC_ARRAY_LENGTH(work), &lwork));
+  PetscCall(PetscFPTrapPush(PETSC_FP_TRAP_OFF));
+  PetscCallBLAS("LAPACKsyev", LAPACKsyev_("V", "U", &n, S, &n, lambda, work, &lwork, &info));
+  PetscCall(PetscFPTrapPop());
+  lmax = lambda[sb - 1];
+  if (info != 0 || !(lmax > 0) || PetscIsInfOrNanReal(lmax)) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt i = 0; i < sb; ++i) { /* R = diag(sqrt(lambda)) U^T, column-major: R(i, j) = sqrt(lambda_i) U(j, i) */
+    const PetscReal l = PetscSqrtReal(PetscMax(lambda[i], PETSC_MACHINE_EPSILON * lmax));
+    for (PetscInt j = 0; j < sb; ++j) R[j * sb + i] = l * S[i * sb + j];
+  }
+  PetscCall(PetscFPTrapPush(PETSC_FP_TRAP_OFF));
+  PetscCallBLAS("LAPACKgeqrf", LAPACKgeqrf_(&n, &n, R, &n, tau, work, &lwork, &info));
+  PetscCall(PetscFPTrapPop());
+  if (info != 0) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt i = 0; i < sb; ++i) {
+    const PetscScalar sign = PetscRealPart(R[i * sb + i]) < 0 ? -1.0 : 1.0;
+    for (PetscInt j = 0; j < sb; ++j) R[j * sb + i] = j < i ? 0.0 : sign * R[j * sb + i];
+    if (!(PetscAbsScalar(R[i * sb + i]) > 0)) PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  *ok = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* One pass of CholQR with the projection fused in, on the block W = Q[b+1..b+sb] against Q[0..b] (nv = b+1
-   vectors): [C; G] = [Q(:, 0:b) W]^T W (ONE global reduction), R^T R = G - C^T C on the host, and, when that is
+   vectors): [C; G] = [Q(:, 0:b) W]^T W (ONE global reduction), R^T R = G - C^T C on the host (Cholesky, or SVQR with
+   -ksp_cagmres_orth svqr), and, when that is
    positive definite, W := (W - Q(:, 0:b) C) R^{-1}.  C goes to the rows of Cp (row j: C(:, j), stride nv + sb), R to
    Rp (sb x sb, column-major, upper).  *ok = PETSC_FALSE (W unchanged) when a pivot is below CAGMRES_CHOL_TOL of
    its column's <w,w>; *nan when a reduced value is not finite (W unchanged).                                  */
@@ -210,22 +248,26 @@ PetscErrorCode CAGMRESCholQRPass(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, Petsc
       for (PetscInt q = 0; q < nv; ++q) v -= D[i * ld + q] * D[j * ld + q];
       S[j * sb + i] = v;
     }
-  for (PetscInt j = 0; j < sb; ++j) { /* Cholesky S = R^T R, column by column */
-    PetscScalar d = S[j * sb + j];
+  if (g->orth == CAOrth::SVQR) {
+    PetscCall(CAGMRESSVQRFactor(sb, S, Rp, ok));
+    if (!*ok) PetscFunctionReturn(PETSC_SUCCESS);
+  } else
+    for (PetscInt j = 0; j < sb; ++j) { /* Cholesky S = R^T R, column by column */
+      PetscScalar d = S[j * sb + j];
 
-    for (PetscInt i = 0; i < j; ++i) {
-      PetscScalar v = S[j * sb + i];
-      for (PetscInt q = 0; q < i; ++q) v -= Rp[i * sb + q] * Rp[j * sb + q];
-      Rp[j * sb + i] = v / Rp[i * sb + i];
-      d -= Rp[j * sb + i] * Rp[j * sb + i];
+      for (PetscInt i = 0; i < j; ++i) {
+        PetscScalar v = S[j * sb + i];
+        for (PetscInt q = 0; q < i; ++q) v -= Rp[i * sb + q] * Rp[j * sb + q];
+        Rp[j * sb + i] = v / Rp[i * sb + i];
+        d -= Rp[j * sb + i] * Rp[j * sb + i];
+      }
+      for (PetscInt i = j + 1; i < sb; ++i) Rp[j * sb + i] = 0.0;
+      if (!(PetscRealPart(d) > CAGMRES_CHOL_TOL * PetscAbsScalar(D[j * ld + nv + j]))) {
+        *ok = PETSC_FALSE;
+        PetscFunctionReturn(PETSC_SUCCESS);
+      }
+      Rp[j * sb + j] = PetscSqrtScalar(d);
     }
-    for (PetscInt i = j + 1; i < sb; ++i) Rp[j * sb + i] = 0.0;
-    if (!(PetscRealPart(d) > CAGMRES_CHOL_TOL * PetscAbsScalar(D[j * ld + nv + j]))) {
-      *ok = PETSC_FALSE;
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }
-    Rp[j * sb + j] = PetscSqrtScalar(d);
-  }
   for (PetscInt j = 0; j < sb; ++j) {
     for (PetscInt q = 0; q < nv; ++q) Cp[j * ld + q] = coef[j * ld + q] = D[j * ld + q];
     for (PetscInt i = 0; i < j; ++i) coef[j * ld + nv + i] = Rp[j * sb + i];
@@ -291,7 +333,7 @@ PetscErrorCode CAGMRESOrthogonalize(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, Pe
 
   PetscFunctionBegin;
   *nvalid = sb;
-  if (g->orth == CAOrth::CHOLQR) {
+  if (g->orth != CAOrth::CGS2) {
     PetscCall(CAGMRESCholQRPass(ksp, g, b, sb, C1, R1, &ok, nan));
     if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
     if (ok) {
@@ -308,7 +350,7 @@ PetscErrorCode CAGMRESOrthogonalize(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, Pe
     for (PetscInt i = 0; i < sb * sb; ++i) R1[i] = i % (sb + 1) == 0 ? 1.0 : 0.0;
   }
   if (!ok) {
-    if (g->orth == CAOrth::CHOLQR) g->nfallback++;
+    if (g->orth != CAOrth::CGS2) g->nfallback++;
     PetscCall(CAGMRESCGS2(ksp, g, b, sb, C2, R2, nvalid, nan));
     if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -608,7 +650,9 @@ PetscErrorCode KSPView_FusedCAGMRES(KSP ksp, PetscViewer viewer)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  s=%" PetscInt_FMT " (steps per block), restart=%" PetscInt_FMT "\n", g->s, g->restart));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  basis: %s\n", g->basis == CABasis::NEWTON ? "newton (Leja-ordered Ritz values of a first standard cycle)" : "monomial"));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  orthogonalization: %s\n",
-                                     g->orth == CAOrth::CHOLQR ? "cholqr (block CGS + CholQR, twice: 2 reductions per block; CGS2 of a block whose Gram matrix is not positive definite)" : "cgs2 (column by column: 2 reductions per step)"));
+                                     g->orth == CAOrth::CHOLQR ? "cholqr (block CGS + CholQR, twice: 2 reductions per block; CGS2 of a block whose Gram matrix is not positive definite)"
+                                     : g->orth == CAOrth::SVQR ? "svqr (block CGS + SVQR, twice: 2 reductions per block; the Gram matrix's small eigenvalues raised to eps of the largest)"
+                                                               : "cgs2 (column by column: 2 reductions per step)"));
     PetscCall(
         PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " standard cycles, %" PetscInt_FMT " blocks of s steps, %" PetscInt_FMT " CGS2 fallbacks, %" PetscInt_FMT " lucky breakdowns\n", g->nstd, g->nblocks, g->nfallback, g->nlucky));
     if (g->have_shifts && g->basis == CABasis::NEWTON) {
@@ -661,8 +705,10 @@ PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOpt
   PetscCall(PetscOptionsBool("-ksp_cagmres_matrix_powers",
                              "Under MPI, the s products of a block with one halo exchange of depth s (ghost region from the matrix graph) instead of one exchange per product (MATMPIAIJFUSED, Jacobi or no preconditioner)", "KSPFUSEDCAGMRES",
                              g->use_powers, &g->use_powers, NULL));
-  PetscCall(PetscOptionsEnum("-ksp_cagmres_orth", "Orthogonalization of a block: cholqr (block CGS + CholQR twice, 2 reductions per block) or cgs2 (column by column, 2 reductions per step)", "KSPFUSEDCAGMRES", CAOrthTypes, (PetscEnum)g->orth,
-                             (PetscEnum *)&g->orth, NULL));
+  PetscCall(
+      PetscOptionsEnum("-ksp_cagmres_orth",
+                       "Orthogonalization of a block: cholqr (block CGS + CholQR twice, 2 reductions per block), svqr (the same with SVQR: eigenvalues of the Gram matrix, for ill-conditioned blocks) or cgs2 (column by column, 2 reductions per step)",
+                       "KSPFUSEDCAGMRES", CAOrthTypes, (PetscEnum)g->orth, (PetscEnum *)&g->orth, NULL));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -709,8 +755,11 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
                                           shifts (default), or the monomial basis
 .  -ksp_cagmres_reuse_shifts <bool> - a solve whose operators are unchanged since the previous one takes its shifts
                                       and starts with blocks of s at once (default true)
-.  -ksp_cagmres_orth <cholqr,cgs2> - block orthogonalization: CholQR2 with a CGS2 fallback (default), or CGS2 of
-                                     every block column by column (2 reductions per step, a reference)
+.  -ksp_cagmres_orth <cholqr,svqr,cgs2> - block orthogonalization: CholQR2 with a CGS2 fallback (default), SVQR
+                                     twice (R from the eigendecomposition of the projected Gram matrix, its small
+                                     eigenvalues raised to eps of the largest: blocks too ill-conditioned for
+                                     Cholesky are still orthogonalized), or CGS2 of every block column by column
+                                     (2 reductions per step, a reference)
 -  -ksp_cagmres_matrix_powers <bool> - under MPI, one halo exchange of depth s per block (default) instead of one
                                        per product
 
