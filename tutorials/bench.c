@@ -83,53 +83,7 @@ Example (GPU machine): ./bench -csv bench.csv | tee bench.log; python3 tutorials
 #include <fusedksp.h>
 #include "problems.h"
 
-/* Global reductions (MPI_Allreduce and its variants on communicators of several ranks) and halo exchanges (MPI_Startall of
-   persistent requests, one per exchange of the fused MPI products and of PETSc's PetscSF) of every library, counted
-   through the MPI profiling interface: these definitions take the place of the MPI library's (symbol interposition) */
-#undef MPI_Allreduce
-#undef MPI_Iallreduce
-#undef MPI_Startall
-static PetscInt64 mpi_reductions = 0, mpi_exchanges = 0;
-
-static void CountReduction(MPI_Comm comm)
-{
-  int size;
-
-  PMPI_Comm_size(comm, &size);
-  if (size > 1) mpi_reductions++;
-}
-
-PETSC_EXTERN int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-  CountReduction(comm);
-  return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-PETSC_EXTERN int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
-{
-  CountReduction(comm);
-  return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
-}
-
-#if MPI_VERSION >= 4
-PETSC_EXTERN int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
-{
-  CountReduction(comm);
-  return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
-}
-
-PETSC_EXTERN int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
-{
-  CountReduction(comm);
-  return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
-}
-#endif
-
-PETSC_EXTERN int MPI_Startall(int count, MPI_Request requests[])
-{
-  mpi_exchanges++;
-  return PMPI_Startall(count, requests);
-}
+#include "mpi_counters.h"
 
 #define BENCH_MAX_LIST 32
 #define BENCH_PREFIX "bench_"
@@ -476,7 +430,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   }
   PetscCall(PetscMalloc1(reps, &times));
   red0 = mpi_reductions;
-  xch0 = mpi_exchanges;
+  xch0 = mpi_startalls;
   PetscCall(TimedSolve(ksp, b, x, bench->x0, fence, &times[0]));
   fit   = (PetscInt)PetscMin((PetscReal)reps, bench->row_time / times[0]);
   *slow = fit < BENCH_MIN_FIT ? PETSC_TRUE : PETSC_FALSE;
@@ -486,7 +440,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(KSPGetIterationNumber(ksp, &its));
   /* per iteration, without the timing's own maximum (one reduction per timed solve); 0 on one rank */
   red_per_it = (PetscReal)(mpi_reductions - red0 - reps) / (PetscReal)(reps * PetscMax(its, 1));
-  xch_per_it = (PetscReal)(mpi_exchanges - xch0) / (PetscReal)(reps * PetscMax(its, 1));
+  xch_per_it = (PetscReal)(mpi_startalls - xch0) / (PetscReal)(reps * PetscMax(its, 1));
   PetscCall(KSPGetConvergedReason(ksp, &reason));
   PetscCheck(its > 0, PETSC_COMM_WORLD, PETSC_ERR_NOT_CONVERGED, "%s on %s ran no iteration (reason %s)", s->name, problem, KSPConvergedReasons[reason]);
   solve     = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);

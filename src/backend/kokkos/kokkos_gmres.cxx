@@ -9,12 +9,28 @@ namespace kokkos
 
 /* See Backend::mdot: each chunk of y is read once per four dots while it is in cache; every dot sums
    its chunk in SIMD lanes (the host reference in index order: the two agree to rounding) */
+/* The second stage of chunked dot products: the nchunks x nd partials (dev, copied to host) added in chunk order onto
+   all[] (zeroed by the caller), the results stored (dots, or the reduce target) and all[] freed */
+static PetscErrorCode FinishChunkPartials(PetscInt nchunks, int nd, PetscScalar *dev, PetscScalar *host, PetscScalar *all, PetscScalar *dots)
+{
+  PetscFunctionBegin;
+  if (nchunks) {
+    PetscCall(PartialsToHost(host, dev, nchunks * nd));
+    for (PetscInt c = 0; c < nchunks; ++c)
+      for (int d = 0; d < nd; ++d) all[d] += host[c * nd + d];
+  }
+  PetscCall(StoreResults(nd, all, dots));
+  PetscCall(PetscFree(all));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const PetscScalar *y, PetscBool selfdot, PetscScalar *dots)
 {
   const PetscScalar *const *dV;
   const int                 nd   = (int)nv + (selfdot ? 1 : 0);
   const bool                self = selfdot;
-  PetscScalar              *dev, *host, *all;
+  PetscScalar              *dev = nullptr, *host = nullptr, *all;
+  PetscInt                  nchunks = 0;
 
   PetscFunctionBegin;
   if (TargetStopped()) {
@@ -24,7 +40,8 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
   PetscCall(PetscMalloc1(nd, &all));
   for (int d = 0; d < nd; ++d) all[d] = 0;
   if (n > 0 && nd > 0) {
-    const PetscInt nchunks = ReduceChunks(n, FUSED_MDOT_BLOCKS), chunk = (n + nchunks - 1) / nchunks;
+    nchunks              = ReduceChunks(n, FUSED_MDOT_BLOCKS);
+    const PetscInt chunk = (n + nchunks - 1) / nchunks;
 
     PetscCall(PointerArray(nv, V, &dV));
     PetscCall(Partials(nchunks * nd, &dev, &host));
@@ -63,12 +80,8 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
           }
         });
     counters.launches++;
-    PetscCall(PartialsToHost(host, dev, nchunks * nd));
-    for (PetscInt c = 0; c < nchunks; ++c)
-      for (int d = 0; d < nd; ++d) all[d] += host[c * nd + d];
   }
-  PetscCall(StoreResults(nd, all, dots));
-  PetscCall(PetscFree(all));
+  PetscCall(FinishChunkPartials(nchunks, nd, dev, host, all, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -143,9 +156,10 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
 {
   std::vector<const PetscScalar *> list;
   const PetscScalar *const        *dL;
-  const PetscInt                   ld = nv + nw;
-  const int                        nd = (int)(nw * ld);
-  PetscScalar                     *dev, *host, *all;
+  const PetscInt                   ld  = nv + nw;
+  const int                        nd  = (int)(nw * ld);
+  PetscScalar                     *dev = nullptr, *host = nullptr, *all;
+  PetscInt                         nchunks = 0;
 
   PetscFunctionBegin;
   PetscCheck(nw >= 1 && nw <= 64, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A block of %" PetscInt_FMT " columns: 1 to 64", nw);
@@ -156,7 +170,8 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
   PetscCall(PetscMalloc1(nd, &all));
   for (int d = 0; d < nd; ++d) all[d] = 0;
   if (n > 0) {
-    const PetscInt nchunks = ReduceChunks(n, FUSED_MDOT_BLOCKS), chunk = (n + nchunks - 1) / nchunks;
+    nchunks              = ReduceChunks(n, FUSED_MDOT_BLOCKS);
+    const PetscInt chunk = (n + nchunks - 1) / nchunks;
 
     PetscCall(BlockPointers(nv, V, nw, W, list, &dL));
     PetscCall(Partials(nchunks * nd, &dev, &host));
@@ -195,12 +210,8 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
           }
         });
     counters.launches++;
-    PetscCall(PartialsToHost(host, dev, nchunks * nd));
-    for (PetscInt c = 0; c < nchunks; ++c)
-      for (int d = 0; d < nd; ++d) all[d] += host[c * nd + d];
   }
-  PetscCall(StoreResults(nd, all, dots));
-  PetscCall(PetscFree(all));
+  PetscCall(FinishChunkPartials(nchunks, nd, dev, host, all, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
