@@ -33,4 +33,7 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
    time after a new structure): its diagonal block as MatSeqAIJFusedGetView() gives a MATSEQAIJFUSED's, the
    parallel part (ChunkParallel, without its comm) and the generation of the diagonal block's arrays          */
 PetscErrorCode MatMPIAIJFusedGetChunkView(Mat A, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz, ChunkParallel *par, PetscInt64 *generation);
+/* The stream side the fused operations queue on from now (0: the backend's stream, 1: its second; OpsSideBegin() and
+   OpsSideEnd() set it): each side's triangular solves of a MATSOLVERFUSED factor use a work vector of their own */
+void MatFusedFactorSetSide(int side);
 } // namespace fusedksp

@@ -46,18 +46,20 @@ struct Triangle {
 };
 
 struct FusedFactor {
-  const Backend   *be     = nullptr; /* the backend of the symbolic phase */
-  TrsvChoice       choice = TrsvChoice::LEVELS;
-  PetscInt         sweeps = 2;  /* -pc_factor_fused_trsv_sweeps */
-  PetscReal        theta  = -1; /* AUTO: the measure of its decision (see tuning.trsv_jacobi_max_theta); -1: not made */
-  PetscInt         n      = 0;
-  PetscInt64       nnz    = 0;       /* entries of A */
-  PetscInt        *diag   = nullptr; /* position of the diagonal entry of each row in A's CSR */
-  PetscInt        *mark   = nullptr; /* numeric phase: position in the row of each column, -1 if none */
-  PetscScalar     *lu     = nullptr; /* numeric phase: the factors on A's pattern */
-  PetscScalar     *work   = nullptr; /* host, n: L^{-1} b */
-  PetscScalar     *dwork  = nullptr; /* backend, n (NULL on the host backend: work) */
-  PetscScalar     *dworkt = nullptr; /* MatSolveTranspose()'s dwork, made with Lt, Ut (MatSolve() may run at the same time on another stream: KSPFUSEDBICG) */
+  const Backend *be     = nullptr; /* the backend of the symbolic phase */
+  TrsvChoice     choice = TrsvChoice::LEVELS;
+  PetscInt       sweeps = 2;  /* -pc_factor_fused_trsv_sweeps */
+  PetscReal      theta  = -1; /* AUTO: the measure of its decision (see tuning.trsv_jacobi_max_theta); -1: not made */
+  PetscInt       n      = 0;
+  PetscInt64     nnz    = 0;       /* entries of A */
+  PetscInt      *diag   = nullptr; /* position of the diagonal entry of each row in A's CSR */
+  PetscInt      *mark   = nullptr; /* numeric phase: position in the row of each column, -1 if none */
+  PetscScalar   *lu     = nullptr; /* numeric phase: the factors on A's pattern */
+  PetscScalar   *work   = nullptr; /* host, n: L^{-1} b */
+  PetscScalar   *dwork  = nullptr; /* backend, n (NULL on the host backend: work) */
+  PetscScalar   *dwork1 = nullptr; /* backend, n: dwork of the solves queued on the backend's second stream, made at the first
+                                      (KSPFUSEDBICG's A^T side: M^{-T}, or M^{-1} of a symmetric PC such as PCICC, runs there
+                                      while the A side's solve runs on the first stream)                                   */
   Triangle         L, U;
   ILU0View         dilu;                     /* the numeric phase on the backend (Backend::ilu0_numeric), when it has one */
   PetscLogDouble   flops      = 0;           /* of a numeric phase without shifts */
@@ -146,9 +148,9 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   f->host_stale = PETSC_FALSE;
   f->on_backend = PETSC_FALSE;
   if (f->be && f->dwork) PetscCall(f->be->free_bytes(f->dwork));
-  if (f->be && f->dworkt) PetscCall(f->be->free_bytes(f->dworkt));
+  if (f->be && f->dwork1) PetscCall(f->be->free_bytes(f->dwork1));
   f->dwork  = nullptr;
-  f->dworkt = nullptr;
+  f->dwork1 = nullptr;
   PetscCall(PetscFree4(f->diag, f->mark, f->lu, f->work));
   f->be           = nullptr;
   f->nonzerostate = -1;
@@ -611,7 +613,6 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
     PetscCall(f->be->trsv_analysis(&f->Lt.dev, nlevels[0], levelptr[0], rows[0]));
     PetscCall(f->be->trsv_analysis(&f->Ut.dev, nlevels[1], levelptr[1], rows[1]));
     PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
-    if (f->be != HostBackend()) PetscCall(f->be->malloc_bytes(n * sizeof(PetscScalar), (void **)&f->dworkt));
   }
   if (f->be != HostBackend()) {
     PetscCall(f->be->copy_to_backend((void *)f->Lt.dev.vals, f->Lt.vals, f->Lt.rowptr[n] * sizeof(PetscScalar)));
@@ -623,9 +624,17 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The stream side the fused operations queue on (MatFusedFactorSetSide()) */
+static int solve_side = 0;
+
+void MatFusedFactorSetSide(int side)
+{
+  solve_side = side;
+}
+
 /* x = second^{-1} first^{-1} b (first lower, second upper): on the backend for fused vectors (no copy), with the
-   intermediate vector in dwork (dworkt for the transposed factors), else on the host arrays */
-static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangle *second, PetscScalar *dwork, Vec b, Vec x)
+   intermediate vector in the work vector of the stream side (dwork, dwork1), else on the host arrays */
+static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangle *second, Vec b, Vec x)
 {
   FusedFactor *f = (FusedFactor *)F->data;
   PetscBool    fb, fx;
@@ -636,8 +645,10 @@ static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangl
   PetscCall(PetscLogEventBegin(events.trsv, F, b, x, 0));
   if (fb && fx) {
     const Backend *be = f->be;
-    PetscScalar   *bp, *xp, *work = dwork ? dwork : f->work;
+    PetscScalar   *bp, *xp, *work;
 
+    if (solve_side && be != HostBackend() && !f->dwork1) PetscCall(be->malloc_bytes(f->n * sizeof(PetscScalar), (void **)&f->dwork1));
+    work = be == HostBackend() ? f->work : solve_side ? f->dwork1 : f->dwork;
     PetscCheck(be == ActiveBackend(), PETSC_COMM_SELF, PETSC_ERR_ARG_WRONGSTATE, "The factorization was made for the %s backend, the vectors are on %s", be->name, ActiveBackend()->name);
     PetscCall(VecFusedGetArray(b, PETSC_MEMORY_ACCESS_READ, &bp));
     PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_WRITE, &xp));
@@ -675,7 +686,7 @@ template <PetscBool transpose> static PetscErrorCode MatSolve_FusedFactor(Mat F,
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (transpose) PetscCall(TransposeFactors(f));
-  PetscCall(transpose ? SolveTriangles(F, &f->Lt, &f->Ut, f->dworkt, b, x) : SolveTriangles(F, &f->L, &f->U, f->dwork, b, x));
+  PetscCall(transpose ? SolveTriangles(F, &f->Lt, &f->Ut, b, x) : SolveTriangles(F, &f->L, &f->U, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

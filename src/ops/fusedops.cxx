@@ -712,6 +712,7 @@ PetscErrorCode OpsSideBegin(PetscBool enable, int side)
   PetscCheck(!scope.side_open, PETSC_COMM_SELF, PETSC_ERR_ORDER, "A side scope is already open in this solve");
   if (enable && be->side_begin) {
     PetscCall(be->side_begin(side));
+    MatFusedFactorSetSide(side);
     scope.side_moved = true;
     if (side) scope.side_forked = true;
   }
@@ -729,6 +730,7 @@ PetscErrorCode OpsSideEnd(void)
   if (scope.side_moved) {
     scope.side_moved = false;
     PetscCall(ActiveBackend()->side_end());
+    MatFusedFactorSetSide(0);
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -758,7 +760,10 @@ static PetscErrorCode ScopeAbandon(void)
   PetscFunctionBegin;
   scope = Scope();
   PetscCall(TargetDrop());
-  if (moved) PetscCall(be->side_end());
+  if (moved) {
+    PetscCall(be->side_end());
+    MatFusedFactorSetSide(0);
+  }
   if (forked) PetscCall(be->sides_join());
   if (defer) PetscCall(be->batch_abandon());
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -4,11 +4,12 @@
    Both see the basis V[0..nv) and the block W[0..nw) as one list of "left" vectors L = [V, W] (W[k] is L[nv + k])
    and work on the columns of W in tiles of BLOCK_W_TILE, one register per column and row.
 
-   block_mdot is the tall-skinny product L^T W: grid row g of a launch (blockIdx.y) reduces the dot products of
-   BLOCK_V_TILE left vectors with the tile's columns, each thread loading its rows of those vectors and of the
-   columns once for all BLOCK_V_TILE x BLOCK_W_TILE products.  So a launch reads every left vector once and the
-   columns once per grid row (the grid rows of one chunk run at about the same time: the repeated reads of the
-   columns mostly hit L2).  A left vector L[l] = W[k] enters only the columns j >= k; the other results are zeros.
+   block_mdot is the tall-skinny product L^T W: grid row g of a launch (blockIdx.x; blockIdx.y is the chunk of rows)
+   reduces the dot products of BLOCK_V_TILE left vectors with the tile's columns, each thread loading its rows of those
+   vectors and of the columns once for all BLOCK_V_TILE x BLOCK_W_TILE products.  So a launch reads every left vector
+   once and the columns once per grid row, but the grid rows of one chunk are consecutive blocks, run at about the same
+   time, and find the columns the first one read in L2: from DRAM the columns are read about once.  A left vector
+   L[l] = W[k] enters only the columns j >= k; the other results are zeros.
    The second stage is mdot's: the blocks of a grid row write their partials, the last of them (ticket) sums them.
 
    block_maxpy gives each thread one row: it loads the row of the tile's columns into registers, subtracts the
@@ -47,27 +48,30 @@ struct BlockDotShape {
 
   __device__ bool Valid(int d) const
   {
-    return d / TW < count - (int)blockIdx.y * TV && d % TW < ncols;
+    return d / TW < count - (int)blockIdx.x * TV && d % TW < ncols;
   }
   __device__ int Slot(int d) const
   {
-    return (j0 + d % TW) * ld + first + (int)blockIdx.y * TV + d / TW;
+    return (j0 + d % TW) * ld + first + (int)blockIdx.x * TV + d / TW;
   }
   __device__ bool Zero(int d) const
   {
-    return first + (int)blockIdx.y * TV + d / TW - nv > j0 + d % TW;
+    return first + (int)blockIdx.x * TV + d / TW - nv > j0 + d % TW;
   }
 };
 
-/* Partials of the sums of grid row blockIdx.y (BlockDotShape) over this block's chunk, then mdot's second stage */
+/* Partials of the sums of grid row blockIdx.x (BlockDotShape) over chunk blockIdx.y, then mdot's second stage.  The
+   grid rows of one chunk are consecutive blocks, so they run at the same time and the columns of W that the first
+   reads from DRAM the others find in L2: W is read from memory about once per launch, not once per grid row. */
 __global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constant__ BlockDotTable table, const BlockDotShape shape, const Reduction red)
 {
   __shared__ PetscScalar sums[WARPS][TV * TW];
   __shared__ bool        last;
-  const ChunkRange       range = BlockChunk(n, chunk);
-  const int              lbase = blockIdx.y * TV, nl = min(TV, shape.count - lbase);
+  const unsigned int     group = blockIdx.x, nblocks = gridDim.y; /* the grid row (left vectors) and the chunks */
+  const PetscInt64       begin = (PetscInt64)blockIdx.y * chunk;
+  const ChunkRange       range = {begin, begin + PetscMin((PetscInt64)chunk, (PetscInt64)n - begin)};
+  const int              lbase = group * TV, nl = min(TV, shape.count - lbase);
   const int              warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const unsigned int     nblocks      = gridDim.x;
   PetscScalar            acc[TV * TW] = {};
 
   if (Stopped(red)) return;
@@ -102,13 +106,13 @@ __global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constan
     if (nblocks == 1)
       red.result[slot] = shape.Zero(d) ? 0 : v; /* one block: its sums are the results */
     else {
-      red.partials[(size_t)slot * nblocks + blockIdx.x] = v;
+      red.partials[(size_t)slot * nblocks + blockIdx.y] = v;
       __threadfence(); /* the partial is visible before the block's ticket is */
     }
   }
   if (nblocks == 1) return;
   __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&red.tickets[blockIdx.y], 1u) == nblocks - 1;
+  if (threadIdx.x == 0) last = atomicAdd(&red.tickets[group], 1u) == nblocks - 1;
   __syncthreads();
   if (!last) return;
   __threadfence();
@@ -123,7 +127,7 @@ __global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constan
     v = LaneSum(v);
     if (lane == 0) red.result[slot] = shape.Zero(d) ? 0 : v;
   }
-  if (threadIdx.x == 0) red.tickets[blockIdx.y] = 0; /* ready for the next launch */
+  if (threadIdx.x == 0) red.tickets[group] = 0; /* ready for the next launch */
 }
 
 /* The left vectors of a block_maxpy launch with their coefficients (coef[l * ncols + j]: of L[first + l] in column
@@ -206,6 +210,7 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
     const PetscInt rows = (PetscInt)((PetscMin(nv + PetscMin(nw, (PetscInt)TW), (PetscInt)MAX_TABLE) + TV - 1) / TV); /* grid rows of the first launch */
     part                = PartitionRange(n, PetscMax(FUSED_MDOT_BLOCKS, wave / rows));
   }
+  PetscCheck(part.nblocks <= 65535, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%" PetscInt_FMT " chunks exceed the grid's second dimension", (PetscInt)part.nblocks);
   PetscCheck(nd <= INT_MAX / PetscMax(part.nblocks, 1), PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Too many vectors for one block multi-dot: %" PetscInt_FMT " and %" PetscInt_FMT, nv, nw);
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
@@ -218,7 +223,7 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
       for (int j = 0; j < ncols; ++j) table.col[j] = W[j0 + j];
       for (int first = 0; first < nleft; first += MAX_TABLE) {
         const BlockDotShape shape = {first, PetscMin(MAX_TABLE, nleft - first), (int)j0, ncols, (int)nv, (int)ld, first ? (int)ld : nleft};
-        const dim3          grid(part.nblocks, (shape.count + TV - 1) / TV);
+        const dim3          grid((shape.count + TV - 1) / TV, part.nblocks);
 
         for (int l = 0; l < shape.count; ++l) table.left[l] = first + l < nv ? V[first + l] : W[first + l - nv];
         BlockMDotKernel<<<grid, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, shape, red);
