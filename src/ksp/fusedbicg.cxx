@@ -61,6 +61,7 @@
    tolerance.
 */
 #include "ksp/fusedcommon.hpp"
+#include <petsc/private/pcimpl.h>
 
 namespace fusedksp
 {
@@ -72,6 +73,7 @@ struct KSP_FusedBiCG {
   PCMode        mode           = PCMode::NONE;
   PetscInt      streams_option = 0;           /* -ksp_fusedbicg_streams; 0: the default (2 where the backend has them) */
   PetscBool     two_streams    = PETSC_FALSE; /* the last solve ran its sides on two streams                          */
+  PetscBool     same_solves    = PETSC_FALSE; /* the last solve's PC applies M^{-1} on both sides (PCICC), see BiCGStreams() */
   SolveCounters counters;
 };
 
@@ -182,6 +184,45 @@ PetscErrorCode BiCGCheckTransposes(KSP ksp, KSP_FusedBiCG *bi, Mat A)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Whether the sides run on two streams in this solve.  PCICC's transposed application is its application (M symmetric),
+   so both sides would run the same factor's triangular solves at once; the factor keeps second schedules for that
+   (src/mat/fusedfactor.cxx), but that path has not run on a GPU yet, so such PCs (PCICC, or PCBJACOBI/PCASM with ICC
+   blocks on this rank) keep one stream unless -ksp_fusedbicg_streams 2 asks for two.  The choice is this rank's own
+   (the streams are). */
+static PetscErrorCode BiCGStreams(KSP ksp, KSP_FusedBiCG *bi)
+{
+  PC        pc;
+  PetscBool icc, bjacobi, asm_;
+
+  PetscFunctionBegin;
+  bi->same_solves = PETSC_FALSE;
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCICC, &icc));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCBJACOBI, &bjacobi));
+  PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCASM, &asm_));
+  if (icc)
+    bi->same_solves = PETSC_TRUE;
+  else if ((bjacobi || asm_) && pc->setupcalled) {
+    KSP     *sub;
+    PetscInt nsub = 0;
+
+    if (bjacobi)
+      PetscCall(PCBJacobiGetSubKSP(pc, &nsub, nullptr, &sub));
+    else
+      PetscCall(PCASMGetSubKSP(pc, &nsub, nullptr, &sub));
+    for (PetscInt k = 0; k < nsub; ++k) {
+      PC        subpc;
+      PetscBool subicc;
+
+      PetscCall(KSPGetPC(sub[k], &subpc));
+      PetscCall(PetscObjectTypeCompare((PetscObject)subpc, PCICC, &subicc));
+      if (subicc) bi->same_solves = PETSC_TRUE;
+    }
+  }
+  bi->two_streams = (bi->streams_option != 1 && OpsHasSecondStream() && (bi->streams_option == 2 || !bi->same_solves)) ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode KSPSolve_FusedBiCG(KSP ksp)
 {
   KSP_FusedBiCG *bi = static_cast<KSP_FusedBiCG *>(ksp->data);
@@ -196,9 +237,9 @@ PetscErrorCode KSPSolve_FusedBiCG(KSP ksp)
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bi->mode, &bi->w));
   PetscCall(BiCGCheckTransposes(ksp, bi, A));
-  bi->two_streams = bi->streams_option != 1 && OpsHasSecondStream() ? PETSC_TRUE : PETSC_FALSE;
-  bi->counters    = SolveCounters();
-  ksp->reason     = KSP_CONVERGED_ITERATING;
+  PetscCall(BiCGStreams(ksp, bi));
+  bi->counters = SolveCounters();
+  ksp->reason  = KSP_CONVERGED_ITERATING;
   if (ksp->guess_zero) {
     PetscCall(VecCopy(ksp->vec_rhs, V[VEC_R]));
   } else {
@@ -264,7 +305,9 @@ PetscErrorCode KSPView_FusedBiCG(KSP ksp, PetscViewer viewer)
   char           kernels[512];
 
   PetscFunctionBegin;
-  if (bi->streams_option != 1 && OpsHasSecondStream())
+  if (bi->streams_option != 1 && OpsHasSecondStream() && bi->same_solves && bi->streams_option != 2)
+    streams = "A and A^T sides on one stream (the PC applies M^{-1} on both sides, PCICC: -ksp_fusedbicg_streams 2 for two)";
+  else if (bi->streams_option != 1 && OpsHasSecondStream())
     streams = "A and A^T sides on two streams (M^{-T} and the r~ update on the second, joined before the dots and the SpMV with A^T)";
   else if (bi->streams_option == 2)
     streams = "A and A^T sides on one stream (-ksp_fusedbicg_streams 2: the backend has one stream)";
@@ -293,8 +336,9 @@ const KSPFusedOps FusedBiCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSo
    Options Database Keys:
 +  -ksp_type fusedbicg - selects this solver; all standard KSP options apply
 -  -ksp_fusedbicg_streams <1,2> - the A and A^T sides on two streams of the backend at the same time (default 2 on a
-   backend with a second stream: CUDA) or one after the other on one stream (1; the default on the host and kokkos
-   backends, which have one stream)
+   backend with a second stream: CUDA, but 1 with PCICC or ICC blocks, whose transposed application is M^{-1}
+   itself) or one after the other on one stream (1; the default on the host and kokkos backends, which have one
+   stream)
 
    Level: intermediate
 

@@ -60,16 +60,22 @@ struct FusedFactor {
   PetscScalar   *dwork1 = nullptr; /* backend, n: dwork of the solves queued on the backend's second stream, made at the first
                                       (KSPFUSEDBICG's A^T side: M^{-T}, or M^{-1} of a symmetric PC such as PCICC, runs there
                                       while the A side's solve runs on the first stream)                                   */
-  Triangle         L, U;
-  ILU0View         dilu;                     /* the numeric phase on the backend (Backend::ilu0_numeric), when it has one */
-  PetscLogDouble   flops      = 0;           /* of a numeric phase without shifts */
-  PetscBool        host_stale = PETSC_FALSE; /* the backend factored: the host arrays of L, U and lu are not current */
-  PetscBool        on_backend = PETSC_FALSE; /* the last numeric phase ran on the backend */
-  Triangle         Lt, Ut;                   /* the factors of M^T (MatSolveTranspose(), see TransposeFactors()), built at its first use */
-  PetscInt64       numeric      = 0;         /* successful numeric phases since the symbolic one */
-  PetscInt64       transposed   = -1;        /* the numeric phase whose values Lt and Ut hold (-1: none) */
-  PetscObjectState nonzerostate = -1;        /* of A at the symbolic phase */
-  Mat              host         = nullptr;   /* PETSc's factor, for a factorization beyond ILU(0)/ICC(0) */
+  Triangle       L, U;
+  ILU0View       dilu;                     /* the numeric phase on the backend (Backend::ilu0_numeric), when it has one */
+  PetscLogDouble flops      = 0;           /* of a numeric phase without shifts */
+  PetscBool      host_stale = PETSC_FALSE; /* the backend factored: the host arrays of L, U and lu are not current */
+  PetscBool      on_backend = PETSC_FALSE; /* the last numeric phase ran on the backend */
+  Triangle       Lt, Ut;                   /* the factors of M^T (MatSolveTranspose(), see TransposeFactors()), built at its first use */
+  PetscInt64     numeric    = 0;           /* successful numeric phases since the symbolic one */
+  PetscInt64     transposed = -1;          /* the numeric phase whose values Lt and Ut hold (-1: none) */
+  /* L and U with schedules of their own for the solves with them queued on the backend's second stream: a schedule
+     holds the state of a solve in flight (the level graph's {b, x}, the sweeps' vector, the sync-free flags), so
+     M^{-1} on both streams at once (KSPFUSEDBICG with PCICC, whose transposed application is M^{-1}) needs two.
+     They share L's and U's backend arrays; made at the first such solve after each numeric phase.                */
+  TriangularView   L1, U1;
+  PetscInt64       side1        = -1;      /* the numeric phase L1, U1 were made for (-1: none) */
+  PetscObjectState nonzerostate = -1;      /* of A at the symbolic phase */
+  Mat              host         = nullptr; /* PETSc's factor, for a factorization beyond ILU(0)/ICC(0) */
 };
 
 /* Backend copies of a triangle's arrays (allocated by the symbolic phase) and its host view */
@@ -133,6 +139,11 @@ static PetscErrorCode FusedFactorReset(FusedFactor *f)
   PetscCall(TriangleFree(f->be, &f->U));
   PetscCall(TriangleFree(f->be, &f->Lt));
   PetscCall(TriangleFree(f->be, &f->Ut));
+  if (f->side1 >= 0) {
+    PetscCall(f->be->trsv_free(&f->L1));
+    PetscCall(f->be->trsv_free(&f->U1));
+    f->side1 = -1;
+  }
   f->numeric    = 0;
   f->transposed = -1;
   f->theta      = -1;
@@ -673,6 +684,31 @@ static PetscErrorCode SolveTriangles(Mat F, const Triangle *first, const Triangl
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* f->L1, f->U1 (see FusedFactor) for the current numeric phase: L's and U's views with schedules of their own */
+static PetscErrorCode SideOneSchedules(FusedFactor *f)
+{
+  const PetscInt n = f->n;
+  PetscInt      *levelptr[2], *rows[2], nlevels[2];
+
+  PetscFunctionBegin;
+  if (f->side1 == f->numeric) PetscFunctionReturn(PETSC_SUCCESS);
+  if (f->side1 >= 0) {
+    PetscCall(f->be->trsv_free(&f->L1));
+    PetscCall(f->be->trsv_free(&f->U1));
+  }
+  f->L1          = f->L.dev;
+  f->U1          = f->U.dev;
+  f->L1.schedule = f->U1.schedule = nullptr;
+  PetscCall(PetscMalloc4(n + 1, &levelptr[0], n, &rows[0], n + 1, &levelptr[1], n, &rows[1]));
+  PetscCall(TriangularLevels(n, PETSC_FALSE, f->L.rowptr, f->L.colidx, &nlevels[0], levelptr[0], rows[0]));
+  PetscCall(TriangularLevels(n, PETSC_TRUE, f->U.rowptr, f->U.colidx, &nlevels[1], levelptr[1], rows[1]));
+  PetscCall(f->be->trsv_analysis(&f->L1, nlevels[0], levelptr[0], rows[0]));
+  PetscCall(f->be->trsv_analysis(&f->U1, nlevels[1], levelptr[1], rows[1]));
+  PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
+  f->side1 = f->numeric;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* MatSolve(): x = M^{-1} b = U^{-1} L^{-1} b; MatSolveTranspose() (transpose): x = M^{-T} b = Ut^{-1} Lt^{-1} b with the
    transposed factors (TransposeFactors()), where MatSolve() runs.  ICC(0) too: its factor is ILU(0) of the whole
    matrix (see the top), whose transpose is M's only for a symmetric A.                                         */
@@ -686,6 +722,15 @@ template <PetscBool transpose> static PetscErrorCode MatSolve_FusedFactor(Mat F,
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (transpose) PetscCall(TransposeFactors(f));
+  if (!transpose && solve_side && f->be != HostBackend()) { /* L and U with the second stream's schedules */
+    Triangle L = f->L, U = f->U;
+
+    PetscCall(SideOneSchedules(f));
+    L.dev = f->L1;
+    U.dev = f->U1;
+    PetscCall(SolveTriangles(F, &L, &U, b, x));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(transpose ? SolveTriangles(F, &f->Lt, &f->Ut, b, x) : SolveTriangles(F, &f->L, &f->U, b, x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
