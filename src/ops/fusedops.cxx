@@ -607,6 +607,16 @@ static PetscErrorCode BlockOnBackend(PetscInt nv, const Vec V[], PetscInt nw, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The backend arrays a of the block operation's list [V, W] (V read, W with wmode) and their length *n */
+static PetscErrorCode BlockGetArrays(BackendArrays &arr, const std::vector<Vec> &list, PetscInt nv, PetscMemoryAccessMode wmode, std::vector<PetscScalar *> &a, PetscInt *n)
+{
+  PetscFunctionBegin;
+  PetscCall(arr.LengthOf(list[nv], n));
+  FusedKSPCallCXX(a.resize(list.size()));
+  for (size_t l = 0; l < list.size(); ++l) PetscCall(arr.Get(list[l], (PetscInt)l < nv ? READ : wmode, &a[l]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsBlockMDot(PetscInt nv, const Vec V[], PetscInt nw, const Vec W[], PetscScalar *dots)
 {
   const PetscInt   ld = nv + nw;
@@ -619,9 +629,7 @@ PetscErrorCode OpsBlockMDot(PetscInt nv, const Vec V[], PetscInt nw, const Vec W
     BackendArrays              arr;
     std::vector<PetscScalar *> a;
     PetscInt                   n;
-    PetscCall(arr.LengthOf(W[0], &n));
-    FusedKSPCallCXX(a.resize(ld));
-    for (PetscInt l = 0; l < ld; ++l) PetscCall(arr.Get(list[l], READ, &a[l]));
+    PetscCall(BlockGetArrays(arr, list, nv, READ, a, &n));
     PetscCall(PetscLogEventBegin(events.mdot, W[0], 0, 0, 0));
     PetscCall(DeferBegin());
     PetscCall(ActiveBackend()->block_mdot(n, nv, a.data(), nw, a.data() + nv, dots));
@@ -651,9 +659,7 @@ PetscErrorCode OpsBlockMAXPY(PetscInt nv, const Vec V[], PetscInt nw, const Vec 
     BackendArrays              arr;
     std::vector<PetscScalar *> a;
     PetscInt                   n;
-    PetscCall(arr.LengthOf(W[0], &n));
-    FusedKSPCallCXX(a.resize(ld));
-    for (PetscInt l = 0; l < ld; ++l) PetscCall(arr.Get(list[l], l < nv ? READ : READ_WRITE, &a[l]));
+    PetscCall(BlockGetArrays(arr, list, nv, READ_WRITE, a, &n));
     PetscCall(PetscLogEventBegin(events.maxpy, W[0], 0, 0, 0));
     PetscCall(ActiveBackend()->block_maxpy(n, nv, a.data(), nw, a.data() + nv, coef, scale));
     PetscCall(PetscLogEventEnd(events.maxpy, W[0], 0, 0, 0));
