@@ -946,6 +946,30 @@ std::vector<const PetscScalar *> BlockList(const std::vector<PetscScalar *> &V, 
   return list;
 }
 
+/* The operands of a block test: nv random vectors V and nw random columns W (indices in ops), uploaded, and their host
+   (ref) and backend (dev) arrays */
+struct BlockOperands {
+  std::vector<int>           v, w;
+  std::vector<PetscScalar *> Vref, Wref, Vdev, Wdev;
+};
+
+PetscErrorCode AddBlockOperands(Tester &t, Operands &ops, PetscInt n, PetscInt nv, PetscInt nw, BlockOperands &b)
+{
+  PetscFunctionBegin;
+  for (PetscInt i = 0; i < nv; ++i) b.v.push_back(ops.Add("V[" + std::to_string(i) + "]", t.RandomArray(n)));
+  for (PetscInt j = 0; j < nw; ++j) b.w.push_back(ops.Add("W[" + std::to_string(j) + "]", t.RandomArray(n)));
+  PetscCall(ops.Upload());
+  for (int k : b.v) {
+    b.Vref.push_back(ops.Ref(k));
+    b.Vdev.push_back(ops.Dev(k));
+  }
+  for (int k : b.w) {
+    b.Wref.push_back(ops.Ref(k));
+    b.Wdev.push_back(ops.Dev(k));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* block_mdot on V[0..nv) and W[0..nw): the host's against nw calls of the host's mdot (the results above the
    diagonal of the W part exactly 0), the backend's against the host's, plain (one launch up to a tile of columns,
    one copy), two calls deferred in a batch (one copy on a backend that defers) and into a reduce target (no copy) */
@@ -953,8 +977,9 @@ PetscErrorCode TestBlockMDot(Tester &t, PetscInt n, PetscInt nv, PetscInt nw)
 {
   const PetscInt             ld = nv + nw, nd = nw * ld;
   Operands                   ops(t);
-  std::vector<int>           v, w;
-  std::vector<PetscScalar *> Vref, Wref, Vdev, Wdev;
+  BlockOperands              b;
+  std::vector<int>          &v = b.v, &w = b.w;
+  std::vector<PetscScalar *> &Vref = b.Vref, &Wref = b.Wref, &Vdev = b.Vdev, &Wdev = b.Wdev;
   Array                      ref(nd, NaN), col(ld, NaN), dots(nd, NaN), dots2(nd, NaN), back(nd, NaN);
   std::vector<PetscReal>     scale(nd);
   PetscScalar               *slot;
@@ -966,17 +991,7 @@ PetscErrorCode TestBlockMDot(Tester &t, PetscInt n, PetscInt nv, PetscInt nw)
   PetscFunctionBegin;
   PetscCall(PetscSNPrintf(variant, sizeof(variant), "nv=%" PetscInt_FMT ", nw=%" PetscInt_FMT, nv, nw));
   label = Label("block_mdot", variant, n);
-  for (PetscInt i = 0; i < nv; ++i) v.push_back(ops.Add("V[" + std::to_string(i) + "]", t.RandomArray(n)));
-  for (PetscInt j = 0; j < nw; ++j) w.push_back(ops.Add("W[" + std::to_string(j) + "]", t.RandomArray(n)));
-  PetscCall(ops.Upload());
-  for (int k : v) {
-    Vref.push_back(ops.Ref(k));
-    Vdev.push_back(ops.Dev(k));
-  }
-  for (int k : w) {
-    Wref.push_back(ops.Ref(k));
-    Wdev.push_back(ops.Dev(k));
-  }
+  PetscCall(AddBlockOperands(t, ops, n, nv, nw, b));
   for (PetscInt j = 0; j < nw; ++j)
     for (PetscInt l = 0; l < ld; ++l) scale[j * ld + l] = l <= nv + j ? AbsDot(ops.RefArray(l < nv ? v[l] : w[l - nv]), ops.RefArray(w[j])) : 0;
 
@@ -1025,8 +1040,9 @@ PetscErrorCode TestBlockMAXPY(Tester &t, PetscInt n, PetscInt nv, PetscInt nw)
 {
   const PetscInt             ld = nv + nw;
   Operands                   ops(t);
-  std::vector<int>           v, w;
-  std::vector<PetscScalar *> Vref, Wref, Vdev, Wdev;
+  BlockOperands              b;
+  const std::vector<int>    &w    = b.w;
+  std::vector<PetscScalar *> &Vref = b.Vref, &Wref = b.Wref, &Vdev = b.Vdev, &Wdev = b.Wdev;
   std::vector<Array>         seq;
   std::vector<PetscScalar *> Wseq;
   Array                      coef = t.RandomArray(nw * ld), scale = t.RandomArray(nw);
@@ -1039,18 +1055,8 @@ PetscErrorCode TestBlockMAXPY(Tester &t, PetscInt n, PetscInt nv, PetscInt nw)
   label = Label("block_maxpy", variant, n);
   for (PetscInt j = 0; j < nw; ++j)
     for (PetscInt k = 0; k < nw; ++k) coef[j * ld + nv + k] *= 0.25;
-  for (PetscInt i = 0; i < nv; ++i) v.push_back(ops.Add("V[" + std::to_string(i) + "]", t.RandomArray(n)));
-  for (PetscInt j = 0; j < nw; ++j) w.push_back(ops.Add("W[" + std::to_string(j) + "]", t.RandomArray(n)));
-  PetscCall(ops.Upload());
-  for (int k : v) {
-    Vref.push_back(ops.Ref(k));
-    Vdev.push_back(ops.Dev(k));
-  }
-  for (int k : w) {
-    Wref.push_back(ops.Ref(k));
-    Wdev.push_back(ops.Dev(k));
-    seq.push_back(ops.RefArray(k));
-  }
+  PetscCall(AddBlockOperands(t, ops, n, nv, nw, b));
+  for (int k : b.w) seq.push_back(ops.RefArray(k));
   for (auto &a : seq) Wseq.push_back(a.data());
 
   PetscCall(t.host->block_maxpy(n, nv, Vref.data(), nw, Wref.data(), coef.data(), scale.data()));
