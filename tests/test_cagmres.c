@@ -6,6 +6,9 @@ static char help[] = "Paths of fusedcagmres that test_compare does not reach:\n\
   fallback  the 2D Laplacian with the monomial basis and s = 15: CholQR cannot handle the blocks, each falls back\n\
             to CGS2; the iterations stay within 10%% + 2 of KSPGMRES (right preconditioned, same restart); with\n\
             -ksp_cagmres_orth svqr no block falls back, same iteration bound\n\
+  onepass   the 2D Laplacian, Newton basis: the default -ksp_cagmres_reorth_tol orthogonalizes blocks in one CholQR pass\n\
+            (counted by -ksp_view, one reduction each fewer than with tol 0, which counts none); both within 10%% + 2\n\
+            of KSPGMRES's iterations, true residuals below 1e-9\n\
   powers    the matrix powers kernel (one halo exchange per block under MPI) against one exchange per product, before and\n\
             after MatShift(): the same iterations, true residuals below 1e-9; -ksp_view names the kernel (several ranks);\n\
             a third solve with the operators unchanged reuses the Newton shifts (no standard cycle, iterations +- 2)\n\
@@ -75,7 +78,7 @@ static PetscErrorCode ClearOptions(const char prefix[])
   char name[128];
 
   PetscFunctionBeginUser;
-  for (const char *const *o = (const char *const[]){"ksp_gmres_restart", "ksp_cagmres_s", "ksp_cagmres_basis", "ksp_cagmres_orth", NULL}; *o; o++) {
+  for (const char *const *o = (const char *const[]){"ksp_gmres_restart", "ksp_cagmres_s", "ksp_cagmres_basis", "ksp_cagmres_orth", "ksp_cagmres_reorth_tol", NULL}; *o; o++) {
     PetscCall(PetscSNPrintf(name, sizeof(name), "-%s%s", prefix, *o));
     PetscCall(PetscOptionsClearValue(NULL, name));
   }
@@ -130,16 +133,18 @@ static PetscErrorCode Solve(KSP ksp, PetscInt *its, KSPConvergedReason *reason, 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The counts of the -ksp_view line "last solve: N standard cycles, N blocks of s steps, N CGS2 fallbacks, N lucky breakdowns" */
-static PetscErrorCode ViewCounts(const char view[], int *fallbacks, int *lucky)
+/* The counts of the -ksp_view line "last solve: N standard cycles, N blocks of s steps, N blocks orthogonalized in one pass,
+   N CGS2 fallbacks, N lucky breakdowns" (single may be NULL) */
+static PetscErrorCode ViewCounts(const char view[], int *fallbacks, int *lucky, int *single)
 {
   const char *line = strstr(view, "standard cycles, ");
-  int         std = -1, blocks = -1;
+  int         std = -1, blocks = -1, one = -1;
 
   PetscFunctionBeginUser;
   *fallbacks = *lucky = -1;
   while (line && line > view && line[-1] != ':') line--;
-  if (line && sscanf(line, " %d standard cycles, %d blocks of s steps, %d CGS2 fallbacks, %d lucky breakdowns", &std, &blocks, fallbacks, lucky) != 4) *fallbacks = *lucky = -1;
+  if (line && sscanf(line, " %d standard cycles, %d blocks of s steps, %d blocks orthogonalized in one pass, %d CGS2 fallbacks, %d lucky breakdowns", &std, &blocks, &one, fallbacks, lucky) != 5) *fallbacks = *lucky = one = -1;
+  if (single) *single = one;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -158,11 +163,50 @@ static PetscErrorCode TestLucky(const char opts[], PetscBool fallback)
   PetscCall(CreateKSP(A, "lucky_", KSPFUSEDCAGMRES, PCNONE, opts, &ksp));
   PetscCall(KSPSetFromOptions(ksp));
   PetscCall(Solve(ksp, &its, &reason, &resid, view, sizeof(view)));
-  PetscCall(ViewCounts(view, &nfall, &nlucky));
+  PetscCall(ViewCounts(view, &nfall, &nlucky, NULL));
   PetscCall(Check((PetscBool)(reason > 0 && its == 3 && resid < 1e-12), "lucky (%s): %s after %" PetscInt_FMT " iterations (3 expected), true residual %.2e < 1e-12", opts, KSPConvergedReasons[reason], its, (double)resid));
   PetscCall(Check((PetscBool)(nlucky == 1 && (fallback ? nfall == 1 : nfall == 0)), "lucky (%s): -ksp_view counts %d lucky breakdowns (1 expected), %d CGS2 fallbacks (%d expected)", opts, nlucky, nfall, fallback ? 1 : 0));
   PetscCall(ClearOptions("lucky_"));
   PetscCall(KSPDestroy(&ksp));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One CholQR pass for the well-conditioned blocks (default -ksp_cagmres_reorth_tol) against two for every block
+   (-ksp_cagmres_reorth_tol 0): the solve without second passes saves exactly one reduction per block it
+   orthogonalizes in one pass, and both take gmres's iterations within 10% + 2 with true residuals below 1e-9 */
+static PetscErrorCode TestOnePass(PetscInt n, PCType pctype)
+{
+  Mat                A;
+  KSP                ksp, ref;
+  PetscInt           its[2], itsref, count[2];
+  KSPConvergedReason reason[2], reasonref;
+  PetscReal          resid[2], residref;
+  char               view[8192];
+  int                nfall, nlucky, single[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(CreateMatrix(n, PETSC_TRUE, &A));
+  PetscCall(CreateKSP(A, "opref_", KSPGMRES, pctype, "-ksp_gmres_restart 30", &ref));
+  PetscCall(KSPSetFromOptions(ref));
+  PetscCall(Solve(ref, &itsref, &reasonref, &residref, NULL, 0));
+  for (int k = 0; k < 2; k++) {
+    PetscCall(CreateKSP(A, "op_", KSPFUSEDCAGMRES, pctype, k ? "-ksp_gmres_restart 30 -ksp_cagmres_reorth_tol 0" : "-ksp_gmres_restart 30", &ksp));
+    PetscCall(KSPSetFromOptions(ksp));
+    PetscCall(Solve(ksp, &its[k], &reason[k], &resid[k], view, sizeof(view)));
+    PetscCall(KSPFusedGetReductionCount(ksp, &count[k]));
+    PetscCall(ViewCounts(view, &nfall, &nlucky, &single[k]));
+    PetscCall(Check((PetscBool)(reason[k] > 0 && resid[k] < 1e-9 && PetscAbsInt(its[k] - itsref) <= 0.1 * itsref + 2), "one pass (tol %s): %s, true residual %.2e < 1e-9, iterations %" PetscInt_FMT " within 10%% + 2 of gmres's %" PetscInt_FMT,
+                    k ? "0" : "default", KSPConvergedReasons[reason[k]], (double)resid[k], its[k], itsref));
+    PetscCall(ClearOptions("op_"));
+    PetscCall(KSPDestroy(&ksp));
+  }
+  PetscCall(Check((PetscBool)(single[0] > 0 && single[1] == 0), "one pass: %d blocks in one pass with the default tol (> 0 expected), %d with tol 0 (0 expected)", single[0], single[1]));
+  PetscCall(Check((PetscBool)(its[0] != its[1] || count[1] - count[0] == single[0]), "one pass: %" PetscInt_FMT " - %" PetscInt_FMT " reductions = %d blocks in one pass (same iterations %" PetscInt_FMT ")", count[1], count[0], single[0], its[0]));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "one pass: %" PetscInt_FMT " / %" PetscInt_FMT " iterations (gmres %" PetscInt_FMT "), %" PetscInt_FMT " / %" PetscInt_FMT " reductions, %d blocks in one pass\n", its[0], its[1], itsref, count[0], count[1],
+                        single[0]));
+  PetscCall(ClearOptions("opref_"));
+  PetscCall(KSPDestroy(&ref));
   PetscCall(MatDestroy(&A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -185,7 +229,7 @@ static PetscErrorCode TestFallback(PetscInt n, PCType pctype)
   PetscCall(KSPSetFromOptions(ref));
   PetscCall(Solve(ksp, &its, &reason, &resid, view, sizeof(view)));
   PetscCall(Solve(ref, &itsref, &reasonref, &residref, NULL, 0));
-  PetscCall(ViewCounts(view, &nfall, &nlucky));
+  PetscCall(ViewCounts(view, &nfall, &nlucky, NULL));
   PetscCall(Check((PetscBool)(reason > 0 && resid < 1e-9), "fallback: %s, true residual %.2e < 1e-9", KSPConvergedReasons[reason], (double)resid));
   PetscCall(Check((PetscBool)(nfall > 0), "fallback: %d blocks fell back to CGS2 (> 0 expected)", nfall));
   PetscCall(Check((PetscBool)(PetscAbsInt(its - itsref) <= 0.1 * itsref + 2), "fallback: iterations %" PetscInt_FMT " within 10%% + 2 of gmres's %" PetscInt_FMT, its, itsref));
@@ -194,7 +238,7 @@ static PetscErrorCode TestFallback(PetscInt n, PCType pctype)
   PetscCall(CreateKSP(A, "fbsv_", KSPFUSEDCAGMRES, pctype, "-ksp_cagmres_basis monomial -ksp_cagmres_s 15 -ksp_gmres_restart 30 -ksp_cagmres_orth svqr", &ksp));
   PetscCall(KSPSetFromOptions(ksp));
   PetscCall(Solve(ksp, &its, &reason, &resid, view, sizeof(view)));
-  PetscCall(ViewCounts(view, &nfall, &nlucky));
+  PetscCall(ViewCounts(view, &nfall, &nlucky, NULL));
   PetscCall(Check((PetscBool)(reason > 0 && resid < 1e-9 && nfall == 0 && PetscAbsInt(its - itsref) <= 0.1 * itsref + 2),
                   "svqr: %s, true residual %.2e < 1e-9, %d CGS2 fallbacks (0), iterations %" PetscInt_FMT " within 10%% + 2 of gmres's %" PetscInt_FMT, KSPConvergedReasons[reason], (double)resid, nfall, its, itsref));
   PetscCall(KSPDestroy(&ksp));
@@ -289,6 +333,7 @@ int main(int argc, char **argv)
   PetscCall(TestLucky("-ksp_cagmres_basis monomial -ksp_cagmres_orth cgs2 -ksp_gmres_restart 10", PETSC_FALSE));
   PetscCall(TestLucky("-ksp_cagmres_basis newton -ksp_gmres_restart 10", PETSC_TRUE)); /* the standard cycle: blocks of one column, CholQR of the dependent one fails too */
   PetscCall(TestFallback(n, pctype));
+  PetscCall(TestOnePass(n, pctype));
   PetscCall(TestPowers(n));
   PetscCall(TestBadOption("-ksp_gmres_restart 30 -ksp_cagmres_s 4", "must be a multiple of the block size s = 4"));
   PetscCall(TestBadOption("-ksp_gmres_restart 4 -ksp_cagmres_s 5", "must be a multiple of the block size s = 5"));

@@ -12,9 +12,18 @@
            [C; G] = [Q(:, 0:b) W]^T W        (one multi-dot per column of W, ONE global reduction)
            R^T R = G - C^T C                 (Cholesky of the s x s projected Gram matrix, on the host)
            W := (W - Q(:, 0:b) C) R^{-1}     (one multi-axpy per column)
-         twice; the second pass (its C and R close to 0 and I) restores the orthogonality the first loses to
-         the squared condition number of the block.  W = Q(:, 0:b) C + Q_new R with C = C1 + C2 R1, R = R2 R1:
-         2 global reductions per s steps instead of 1 or 2 per step.  When a projected Gram matrix is not
+         once or twice.  One pass leaves the new block orthogonal to about eps kappa^2 inside itself and to
+         about loss x kappa against Q(:, 0:b), whose own loss of orthogonality is loss (kappa from the
+         condition number of the projected block and the cancellation of the projection:
+         CAGMRESPassCondition()), so the cycle's estimated loss after one pass is
+           loss_new = loss kappa + eps kappa^2     (loss = eps at the start of a cycle),
+         and the second pass (its C and R close to 0 and I; the loss stays where it was) runs only when
+         loss_new would exceed -ksp_cagmres_reorth_tol (1e-10).  The Newton blocks of s = 5 have kappa of
+         15-60, more (up to 1e5) where a cycle starts or converges, so the first blocks of a cycle take one
+         pass and the later ones two; the standard cycle's blocks of one vector (kappa 2-3) are CGS for
+         the first dozen steps and CGS2 after.  The estimate is a bound: propagated losses grow by kappa per
+         block at worst, which is what decides when CGS loses orthogonality.  W = Q(:, 0:b) C + Q_new R with C = C1 + C2 R1,
+         R = R2 R1: 1 or 2 global reductions per s steps instead of 1 or 2 per step.  When a projected Gram matrix is not
          numerically positive definite (a pivot below CAGMRES_CHOL_TOL of its column's squared norm: the block
          is nearly rank deficient, or so ill-conditioned that CholQR cannot orthogonalize it) the block falls
          back to CGS2 column by column (2 reductions per column, reported by -info and in -ksp_view).
@@ -68,10 +77,12 @@ struct KSP_FusedCAGMRES {
   PCMode        mode = PCMode::NONE;
   SolveCounters counters;
   PetscInt      restart = 30, s = 5;
-  CABasis       basis = CABasis::NEWTON;
-  CAOrth        orth  = CAOrth::CHOLQR;
-  Vec          *Q     = nullptr; /* q_0 .. q_m */
-  PetscInt      nQ    = 0;
+  CABasis       basis      = CABasis::NEWTON;
+  CAOrth        orth       = CAOrth::CHOLQR;
+  PetscReal     reorth_tol = 1e-10;                 /* -ksp_cagmres_reorth_tol                                   */
+  PetscReal     loss       = PETSC_MACHINE_EPSILON; /* estimated loss of orthogonality of the cycle's basis so far */
+  Vec          *Q          = nullptr;               /* q_0 .. q_m */
+  PetscInt      nQ         = 0;
   /* the cycle: H (m+1) x m column-major (ld m+1) as assembled, HR its Givens-rotated upper triangle, the
      rotations (cs, sn) and the rotated right-hand side gr = rho Q^T e_1                                     */
   std::vector<PetscScalar> H, HR, cs, sn, gr;
@@ -86,7 +97,7 @@ struct KSP_FusedCAGMRES {
   MatPowers               *powers         = nullptr;               /* the matrix powers kernel of the last solve, or NULL  */
   PetscInt                 cycle_k        = 0;                     /* columns of the current cycle                        */
   /* what the last solve did (-ksp_view) */
-  PetscInt nstd = 0, nblocks = 0, nfallback = 0, nlucky = 0;
+  PetscInt nstd = 0, nblocks = 0, nfallback = 0, nlucky = 0, nsingle = 0;
 };
 
 enum { VEC_T, VEC_T2, VEC_WORK, VEC_SOL, NWORK };
@@ -320,6 +331,38 @@ PetscErrorCode CAGMRESCGS2(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, PetscInt sb
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* How far one pass of CholQR with the projection fused in may leave the block from orthogonal, as a condition
+   number kappa (the loss is about eps kappa^2): the condition number of the projected block with its columns scaled
+   to unit norm (its R factor R D^{-1}, D = diag(||R(:, j)||); the norms' growth along the basis costs CholQR
+   nothing), bounded by kappa_F(R D^{-1}) = sqrt(sb) ||(R D^{-1})^{-1}||_F, times the largest ratio of a column's norm
+   to its norm after the projection, sqrt(G_jj) / ||R(:, j)|| (the Pythagorean G - C^T C cancels that much).  R is
+   sb x sb, column-major, upper; G the Gram matrix's diagonal as the pass reduced it (entry j at G[j * ldg]).  */
+PetscReal CAGMRESPassCondition(PetscInt sb, const PetscScalar *R, const PetscScalar *G, PetscInt ldg)
+{
+  PetscScalar Rs[CAGMRES_MAX_S * CAGMRES_MAX_S], X[CAGMRES_MAX_S];
+  PetscReal   inv2 = 0.0, cancel = 1.0;
+
+  for (PetscInt j = 0; j < sb; ++j) {
+    PetscReal nrm = 0.0;
+
+    for (PetscInt i = 0; i <= j; ++i) nrm += PetscRealPart(R[j * sb + i] * PetscConj(R[j * sb + i]));
+    nrm = PetscSqrtReal(nrm);
+    if (!(nrm > 0.0)) return PETSC_INFINITY;
+    cancel = PetscMax(cancel, PetscSqrtReal(PetscAbsScalar(G[j * ldg])) / nrm);
+    for (PetscInt i = 0; i <= j; ++i) Rs[j * sb + i] = R[j * sb + i] / nrm;
+  }
+  for (PetscInt k = 0; k < sb; ++k) { /* column k of (R D^{-1})^{-1}: solve with e_k by back substitution */
+    for (PetscInt i = k; i >= 0; --i) {
+      PetscScalar v = i == k ? 1.0 : 0.0;
+
+      for (PetscInt q = i + 1; q <= k; ++q) v -= Rs[q * sb + i] * X[q];
+      X[i] = v / Rs[i * sb + i];
+      inv2 += PetscRealPart(X[i] * PetscConj(X[i]));
+    }
+  }
+  return PetscSqrtReal(sb * inv2) * cancel;
+}
+
 /* Orthogonalizes the block W = Q[b+1..b+sb] against Q[0..b] and inside itself (CholQR2, or CGS2 where CholQR
    fails or is not chosen): on return the block is orthonormal and its original columns are
    W = Q(:, 0:b) C + Q_new R, stored in the rows of g->K (row j: C(:, j), then R(0:j, j); stride b+1+sb).
@@ -336,7 +379,17 @@ PetscErrorCode CAGMRESOrthogonalize(KSP ksp, KSP_FusedCAGMRES *g, PetscInt b, Pe
   if (g->orth != CAOrth::CGS2) {
     PetscCall(CAGMRESCholQRPass(ksp, g, b, sb, C1, R1, &ok, nan));
     if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
-    if (ok) {
+    const PetscReal kappa = ok ? CAGMRESPassCondition(sb, R1, g->D.data() + nv, ld + 1) : PETSC_INFINITY;
+
+    const PetscReal loss = g->loss * kappa + PETSC_MACHINE_EPSILON * kappa * kappa;
+
+    PetscCall(PetscInfo(ksp, "Block at %" PetscInt_FMT ": first pass kappa %g loss %g\n", b, (double)kappa, (double)loss));
+    if (ok && loss <= g->reorth_tol) { /* one pass is enough: C2 = 0, R2 = I */
+      g->loss = loss;
+      for (PetscInt i = 0; i < sb * ld; ++i) C2[i] = 0.0;
+      for (PetscInt i = 0; i < sb * sb; ++i) R2[i] = i % (sb + 1) == 0 ? 1.0 : 0.0;
+      g->nsingle++;
+    } else if (ok) {
       PetscCall(CAGMRESCholQRPass(ksp, g, b, sb, C2, R2, &ok, nan));
       if (*nan) PetscFunctionReturn(PETSC_SUCCESS);
       if (!ok) PetscCall(PetscInfo(ksp, "Block at %" PetscInt_FMT ": the second CholQR pass is not positive definite; CGS2 of the block\n", b));
@@ -512,6 +565,7 @@ PetscErrorCode CAGMRESCycleStart(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt i
   PetscCall(KSPFusedCycleTest(ksp, its, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecScale(g->Q[0], 1.0 / *rho));
+  g->loss = PETSC_MACHINE_EPSILON;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -530,7 +584,7 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
   PetscCall(CAGMRESPowersSetUp(ksp, g, A, g->mode));
   g->counters = SolveCounters();
   g->cycle_k  = 0;
-  g->nstd = g->nblocks = g->nfallback = g->nlucky = 0;
+  g->nstd = g->nblocks = g->nfallback = g->nlucky = g->nsingle = 0;
   {
     Mat              P;
     PetscObjectState state[2];
@@ -648,13 +702,15 @@ PetscErrorCode KSPView_FusedCAGMRES(KSP ksp, PetscViewer viewer)
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   if (ascii) {
     PetscCall(PetscViewerASCIIPrintf(viewer, "  s=%" PetscInt_FMT " (steps per block), restart=%" PetscInt_FMT "\n", g->s, g->restart));
+    if (g->orth != CAOrth::CGS2) PetscCall(PetscViewerASCIIPrintf(viewer, "  second pass of a block when one would let the basis's estimated loss of orthogonality exceed %g (-ksp_cagmres_reorth_tol)\n", (double)g->reorth_tol));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  basis: %s\n", g->basis == CABasis::NEWTON ? "newton (Leja-ordered Ritz values of a first standard cycle)" : "monomial"));
     PetscCall(PetscViewerASCIIPrintf(viewer, "  orthogonalization: %s\n",
-                                     g->orth == CAOrth::CHOLQR ? "cholqr (block CGS + CholQR, twice: 2 reductions per block; CGS2 of a block whose Gram matrix is not positive definite)"
-                                     : g->orth == CAOrth::SVQR ? "svqr (block CGS + SVQR, twice: 2 reductions per block; the Gram matrix's small eigenvalues raised to eps of the largest)"
+                                     g->orth == CAOrth::CHOLQR ? "cholqr (block CGS + CholQR, a second pass where the first one's block is ill-conditioned: 1-2 reductions per block; CGS2 of a block whose Gram matrix is not positive definite)"
+                                     : g->orth == CAOrth::SVQR ? "svqr (block CGS + SVQR, a second pass where the first one's block is ill-conditioned: 1-2 reductions per block; the Gram matrix's small eigenvalues raised to eps of the largest)"
                                                                : "cgs2 (column by column: 2 reductions per step)"));
-    PetscCall(
-        PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " standard cycles, %" PetscInt_FMT " blocks of s steps, %" PetscInt_FMT " CGS2 fallbacks, %" PetscInt_FMT " lucky breakdowns\n", g->nstd, g->nblocks, g->nfallback, g->nlucky));
+    PetscCall(PetscViewerASCIIPrintf(viewer,
+                                     "  last solve: %" PetscInt_FMT " standard cycles, %" PetscInt_FMT " blocks of s steps, %" PetscInt_FMT " blocks orthogonalized in one pass, %" PetscInt_FMT " CGS2 fallbacks, %" PetscInt_FMT " lucky breakdowns\n",
+                                     g->nstd, g->nblocks, g->nsingle, g->nfallback, g->nlucky));
     if (g->have_shifts && g->basis == CABasis::NEWTON) {
       PetscCall(PetscViewerASCIIPrintf(viewer, "  Newton shifts%s:", g->shifts_reused ? " (of an earlier solve: the operators are unchanged)" : ""));
       PetscCall(PetscViewerASCIIUseTabs(viewer, PETSC_FALSE));
@@ -680,8 +736,9 @@ PetscErrorCode KSPView_FusedCAGMRES(KSP ksp, PetscViewer viewer)
                                        : g->s == 1    ? "s = 1"
                                                       : "the kernel needs a MATMPIAIJFUSED, fused vectors and Jacobi or no preconditioner"));
   }
-  PetscCall(KSPFusedViewCommon(
-      ksp, viewer, g->mode, "per block of s steps: s operator applications and s shift updates (under MPI one halo exchange of depth s with the matrix powers kernel, else one per product), 2 x s multi-dots, 2 global reductions, 2 x s multi-axpys"));
+  PetscCall(KSPFusedViewCommon(ksp, viewer, g->mode,
+                               "per block of s steps: s operator applications and s shift updates (under MPI one halo exchange of depth s with the matrix powers kernel, else one per product), one or two passes of a block multi-dot, a global "
+                               "reduction and a block multi-axpy"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -705,10 +762,12 @@ PetscErrorCode KSPSetFromOptions_FusedCAGMRES(KSP ksp, PetscOptionItems PetscOpt
   PetscCall(PetscOptionsBool("-ksp_cagmres_matrix_powers",
                              "Under MPI, the s products of a block with one halo exchange of depth s (ghost region from the matrix graph) instead of one exchange per product (MATMPIAIJFUSED, Jacobi or no preconditioner)", "KSPFUSEDCAGMRES",
                              g->use_powers, &g->use_powers, NULL));
-  PetscCall(
-      PetscOptionsEnum("-ksp_cagmres_orth",
-                       "Orthogonalization of a block: cholqr (block CGS + CholQR twice, 2 reductions per block), svqr (the same with SVQR: eigenvalues of the Gram matrix, for ill-conditioned blocks) or cgs2 (column by column, 2 reductions per step)",
-                       "KSPFUSEDCAGMRES", CAOrthTypes, (PetscEnum)g->orth, (PetscEnum *)&g->orth, NULL));
+  PetscCall(PetscOptionsReal("-ksp_cagmres_reorth_tol", "CholQR/SVQR: a block keeps its first pass (no second pass and reduction) while the basis's estimated loss of orthogonality stays at most this; 0: always two passes", "KSPFUSEDCAGMRES",
+                             g->reorth_tol, &g->reorth_tol, NULL));
+  PetscCall(PetscOptionsEnum(
+      "-ksp_cagmres_orth",
+      "Orthogonalization of a block: cholqr (block CGS + CholQR, once or twice: 1-2 reductions per block), svqr (the same with SVQR: eigenvalues of the Gram matrix, for ill-conditioned blocks) or cgs2 (column by column, 2 reductions per step)",
+      "KSPFUSEDCAGMRES", CAOrthTypes, (PetscEnum)g->orth, (PetscEnum *)&g->orth, NULL));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -744,8 +803,9 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
    KSPFUSEDCAGMRES - "fusedcagmres" - Communication-avoiding GMRES(s, m) (Hoemmen; Yamazaki, Anzt, Tomov, Hoemmen &
    Dongarra, seed 001), right preconditioned: the Krylov basis grows in blocks of s vectors, each from s operator
    applications (the matrix powers loop) followed by ONE block orthogonalization - block classical Gram-Schmidt
-   against the previous vectors fused with CholQR of the block, done twice (CholQR2) - so a block of s steps costs
-   2 global reductions instead of the 1-2 per step of `KSPGMRES` or `KSPFUSEDSGMRES`.
+   against the previous vectors fused with CholQR of the block, done again where the block is ill-conditioned
+   (CholQR2) - so a block of s steps costs 1 or 2 global reductions instead of the 1-2 per step of `KSPGMRES` or
+   `KSPFUSEDSGMRES`.
 
    Options Database Keys:
 +  -ksp_type fusedcagmres - selects this solver
@@ -755,11 +815,14 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
                                           shifts (default), or the monomial basis
 .  -ksp_cagmres_reuse_shifts <bool> - a solve whose operators are unchanged since the previous one takes its shifts
                                       and starts with blocks of s at once (default true)
-.  -ksp_cagmres_orth <cholqr,svqr,cgs2> - block orthogonalization: CholQR2 with a CGS2 fallback (default), SVQR
-                                     twice (R from the eigendecomposition of the projected Gram matrix, its small
+.  -ksp_cagmres_orth <cholqr,svqr,cgs2> - block orthogonalization: CholQR (twice where needed) with a CGS2
+                                     fallback (default), SVQR (R from the eigendecomposition of the projected Gram matrix, its small
                                      eigenvalues raised to eps of the largest: blocks too ill-conditioned for
                                      Cholesky are still orthogonalized), or CGS2 of every block column by column
                                      (2 reductions per step, a reference)
+.  -ksp_cagmres_reorth_tol <1e-10> - CholQR/SVQR: the second pass of a block only where one pass would let the
+                                    estimated loss of orthogonality of the cycle's basis exceed this (0: always two
+                                    passes)
 -  -ksp_cagmres_matrix_powers <bool> - under MPI, one halo exchange of depth s per block (default) instead of one
                                        per product
 
