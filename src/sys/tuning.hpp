@@ -92,9 +92,13 @@ constexpr PetscInt GRAPH_MAX_LEVELS = 1 << 14;   /* triangular solves and ILU(0)
                                                     (the graph's memory and instantiation time)             */
 constexpr int BLOCK_W_TILE = 8;                  /* columns of W per launch of block_mdot and block_maxpy: one
                                                     register per column and row (more: a launch per tile)  */
-constexpr int BLOCK_V_TILE = 8;                  /* vectors per grid row of block_mdot: BLOCK_V_TILE x
-                                                    BLOCK_W_TILE sums per thread (V read once per launch,
-                                                    the columns once per grid row)                          */
+/* Vectors per grid row of block_mdot for a tile of tw columns: tw x BlockVTile(tw) <= 32 sums per thread (8 x 1..4,
+   6 x 5, 5 x 6, 4 x 7..8), V read once per launch and the columns once per grid row.  64 sums per thread need
+   about 164 registers, one block of 256 threads per SM: too few loads in flight to keep the memory busy.      */
+constexpr int BlockVTile(int tw)
+{
+  return tw <= 4 ? 8 : tw == 5 ? 6 : tw == 6 ? 5 : 4;
+}
 } // namespace cuda
 
 } // namespace fusedksp

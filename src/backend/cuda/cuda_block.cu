@@ -5,8 +5,9 @@
    and work on the columns of W in tiles of BLOCK_W_TILE, one register per column and row.
 
    block_mdot is the tall-skinny product L^T W: grid row g of a launch (blockIdx.x; blockIdx.y is the chunk of rows)
-   reduces the dot products of BLOCK_V_TILE left vectors with the tile's columns, each thread loading its rows of those
-   vectors and of the columns once for all BLOCK_V_TILE x BLOCK_W_TILE products.  So a launch reads every left vector
+   reduces the dot products of TV = BlockVTile(TW) left vectors with the tile's TW columns (TW = the tile's width,
+   a template parameter, so that a thread holds exactly the TV x TW <= 32 sums it needs), each thread loading its rows
+   of those vectors and of the columns once for all TV x TW products.  So a launch reads every left vector
    once and the columns once per grid row, but the grid rows of one chunk are consecutive blocks, run at about the same
    time, and find the columns the first one read in L2: from DRAM the columns are read about once.  A left vector
    L[l] = W[k] enters only the columns j >= k; the other results are zeros.
@@ -29,32 +30,32 @@ namespace fusedksp
 namespace cuda
 {
 
-constexpr int TW    = BLOCK_W_TILE;
-constexpr int TV    = BLOCK_V_TILE;
-constexpr int WARPS = BLOCK_SIZE / 32;
+constexpr int TILE_W = BLOCK_W_TILE;
+constexpr int WARPS  = BLOCK_SIZE / 32;
 
 /* The left vectors L[first .. first + count) (count <= MAX_TABLE) and the columns W[j0 .. j0 + ncols) of one
    block_mdot launch */
 struct BlockDotTable {
   const PetscScalar *left[MAX_TABLE];
-  const PetscScalar *col[TW];
+  const PetscScalar *col[TILE_W];
 };
 
-/* Where the sums of one block_mdot launch go: sum k * TW + j of grid row g is <L[first + g TV + k], W[j0 + j]>,
-   result slot (j0 + j) ld + first + g TV + k; it is zero (not summed) when that left vector is W[q] with q > j0 + j */
+/* Where the sums of one block_mdot launch go (tiles of TV left vectors by TW columns, ncols = TW): sum k * TW + j of
+   grid row g is <L[first + g TV + k], W[j0 + j]>, result slot (j0 + j) ld + first + g TV + k; it is zero (not
+   summed) when that left vector is W[q] with q > j0 + j                                                       */
 struct BlockDotShape {
-  int first, count, j0, ncols, nv, ld;
+  int first, count, j0, nv, ld;
   int zero_from; /* block (0, 0) writes the zero results of the left vectors zero_from .. ld-1 (none: ld) */
 
-  __device__ bool Valid(int d) const
+  template <int TV, int TW> __device__ bool Valid(int d) const
   {
-    return d / TW < count - (int)blockIdx.x * TV && d % TW < ncols;
+    return d / TW < count - (int)blockIdx.x * TV;
   }
-  __device__ int Slot(int d) const
+  template <int TV, int TW> __device__ int Slot(int d) const
   {
     return (j0 + d % TW) * ld + first + (int)blockIdx.x * TV + d / TW;
   }
-  __device__ bool Zero(int d) const
+  template <int TV, int TW> __device__ bool Zero(int d) const
   {
     return first + (int)blockIdx.x * TV + d / TW - nv > j0 + d % TW;
   }
@@ -63,7 +64,7 @@ struct BlockDotShape {
 /* Partials of the sums of grid row blockIdx.x (BlockDotShape) over chunk blockIdx.y, then mdot's second stage.  The
    grid rows of one chunk are consecutive blocks, so they run at the same time and the columns of W that the first
    reads from DRAM the others find in L2: W is read from memory about once per launch, not once per grid row. */
-__global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constant__ BlockDotTable table, const BlockDotShape shape, const Reduction red)
+template <int TW, int TV = BlockVTile(TW)> __global__ void __launch_bounds__(BLOCK_SIZE, 3) BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constant__ BlockDotTable table, const BlockDotShape shape, const Reduction red)
 {
   __shared__ PetscScalar sums[WARPS][TV * TW];
   __shared__ bool        last;
@@ -76,12 +77,12 @@ __global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constan
 
   if (Stopped(red)) return;
   if (blockIdx.x == 0 && blockIdx.y == 0)
-    for (int z = threadIdx.x; z < (shape.ld - shape.zero_from) * shape.ncols; z += blockDim.x) red.result[(shape.j0 + z % shape.ncols) * shape.ld + shape.zero_from + z / shape.ncols] = 0;
+    for (int z = threadIdx.x; z < (shape.ld - shape.zero_from) * TW; z += blockDim.x) red.result[(shape.j0 + z % TW) * shape.ld + shape.zero_from + z / TW] = 0;
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
     PetscScalar w[TW];
 #pragma unroll
-    for (int j = 0; j < TW; ++j) w[j] = j < shape.ncols ? table.col[j][i] : 0;
+    for (int j = 0; j < TW; ++j) w[j] = table.col[j][i];
 #pragma unroll
     for (int k = 0; k < TV; ++k)
       if (k < nl) {
@@ -94,17 +95,17 @@ __global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constan
   /* first stage: each warp's sums (LaneSum), then the warps' in order, one thread per sum */
 #pragma unroll
   for (int d = 0; d < TV * TW; ++d)
-    if (shape.Valid(d)) {
+    if (shape.template Valid<TV, TW>(d)) {
       const PetscScalar v = LaneSum(acc[d]);
       if (lane == 0) sums[warp][d] = v;
     }
   __syncthreads();
-  if (threadIdx.x < TV * TW && shape.Valid(threadIdx.x)) {
-    const int   d = threadIdx.x, slot = shape.Slot(d);
+  if (threadIdx.x < TV * TW && shape.template Valid<TV, TW>(threadIdx.x)) {
+    const int   d = threadIdx.x, slot = shape.template Slot<TV, TW>(d);
     PetscScalar v = 0;
     for (int q = 0; q < WARPS; ++q) v += sums[q][d];
     if (nblocks == 1)
-      red.result[slot] = shape.Zero(d) ? 0 : v; /* one block: its sums are the results */
+      red.result[slot] = shape.template Zero<TV, TW>(d) ? 0 : v; /* one block: its sums are the results */
     else {
       red.partials[(size_t)slot * nblocks + blockIdx.y] = v;
       __threadfence(); /* the partial is visible before the block's ticket is */
@@ -119,13 +120,13 @@ __global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constan
 
   /* second stage, in the grid row's last block: one warp per sum */
   for (int d = warp; d < TV * TW; d += WARPS) {
-    if (!shape.Valid(d)) continue;
-    const int          slot = shape.Slot(d);
+    if (!shape.template Valid<TV, TW>(d)) continue;
+    const int          slot = shape.template Slot<TV, TW>(d);
     const PetscScalar *part = red.partials + (size_t)slot * nblocks;
     PetscScalar        v    = 0;
     for (unsigned int b = lane; b < nblocks; b += 32) v += __ldcg(part + b);
     v = LaneSum(v);
-    if (lane == 0) red.result[slot] = shape.Zero(d) ? 0 : v;
+    if (lane == 0) red.result[slot] = shape.template Zero<TV, TW>(d) ? 0 : v;
   }
   if (threadIdx.x == 0) red.tickets[group] = 0; /* ready for the next launch */
 }
@@ -136,16 +137,40 @@ __global__ void BlockMDotKernel(PetscInt n, PetscInt chunk, const __grid_constan
 constexpr int BLOCK_AXPY_LEFT = 64, BLOCK_AXPY_COEF = 320;
 struct BlockAXPYTable {
   const PetscScalar *left[BLOCK_AXPY_LEFT];
-  PetscScalar       *col[TW];
+  PetscScalar       *col[TILE_W];
   PetscScalar        coef[BLOCK_AXPY_COEF];
-  PetscScalar        tri[TW * (TW - 1) / 2];
-  PetscScalar        scale[TW];
+  PetscScalar        tri[TILE_W * (TILE_W - 1) / 2];
+  PetscScalar        scale[TILE_W];
 };
 
 static_assert(sizeof(BlockAXPYTable) + 64 <= 4096, "a block_maxpy launch must fit in 4 KB of kernel parameters");
 static_assert(sizeof(BlockDotTable) + sizeof(BlockDotShape) + sizeof(Reduction) + 64 <= 4096, "a block_mdot launch must fit in 4 KB of kernel parameters");
-static_assert(BLOCK_AXPY_COEF >= TW, "a block_maxpy launch takes at least one left vector");
-static_assert((MAX_TABLE + TV - 1) / TV <= MAX_GRID_ROWS, "the grid rows of a block_mdot launch need a ticket each");
+static_assert(BLOCK_AXPY_COEF >= TILE_W, "a block_maxpy launch takes at least one left vector");
+static_assert((MAX_TABLE + BlockVTile(TILE_W) - 1) / BlockVTile(TILE_W) <= MAX_GRID_ROWS, "the grid rows of a block_mdot launch need a ticket each");
+static_assert(TILE_W == 8, "BlockMDotKernelFor() instantiates tiles of 1 to 8 columns");
+
+/* The instantiation of BlockMDotKernel for a tile of ncols (1 .. TILE_W) columns */
+static const void *BlockMDotKernelFor(int ncols)
+{
+  switch (ncols) {
+  case 1:
+    return (const void *)BlockMDotKernel<1>;
+  case 2:
+    return (const void *)BlockMDotKernel<2>;
+  case 3:
+    return (const void *)BlockMDotKernel<3>;
+  case 4:
+    return (const void *)BlockMDotKernel<4>;
+  case 5:
+    return (const void *)BlockMDotKernel<5>;
+  case 6:
+    return (const void *)BlockMDotKernel<6>;
+  case 7:
+    return (const void *)BlockMDotKernel<7>;
+  default:
+    return (const void *)BlockMDotKernel<8>;
+  }
+}
 
 /* One row per thread: the tile's columns minus the terms of the count left vectors; with `last`, minus those of the
    tile's earlier columns, then scaled (each entry takes its terms in the order of maxpy_scale's)                 */
@@ -154,19 +179,19 @@ __global__ void BlockMAXPYKernel(PetscInt n, PetscInt chunk, const __grid_consta
   const ChunkRange range = BlockChunk(n, chunk);
 
   for (PetscInt64 i = range.begin + threadIdx.x; i < range.end; i += blockDim.x) {
-    PetscScalar w[TW];
+    PetscScalar w[TILE_W];
 #pragma unroll
-    for (int j = 0; j < TW; ++j) w[j] = j < ncols ? table.col[j][i] : 0;
-#pragma unroll 4
-    for (int l = 0; l < count; ++l) {
+    for (int j = 0; j < TILE_W; ++j) w[j] = j < ncols ? table.col[j][i] : 0;
+#pragma unroll 8
+    for (int l = 0; l < count; ++l) { /* 8 loads of left vectors in flight per thread */
       const PetscScalar v = table.left[l][i];
 #pragma unroll
-      for (int j = 0; j < TW; ++j)
+      for (int j = 0; j < TILE_W; ++j)
         if (j < ncols) w[j] -= table.coef[l * ncols + j] * v;
     }
     if (last) {
 #pragma unroll
-      for (int j = 0; j < TW; ++j)
+      for (int j = 0; j < TILE_W; ++j)
         if (j < ncols) {
 #pragma unroll
           for (int k = 0; k < j; ++k) w[j] -= table.tri[j * (j - 1) / 2 + k] * w[k];
@@ -174,7 +199,7 @@ __global__ void BlockMAXPYKernel(PetscInt n, PetscInt chunk, const __grid_consta
         }
     }
 #pragma unroll
-    for (int j = 0; j < TW; ++j)
+    for (int j = 0; j < TILE_W; ++j)
       if (j < ncols) table.col[j][i] = w[j];
   }
 }
@@ -205,9 +230,10 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
 
   PetscFunctionBegin;
   PetscCall(CheckBlockArgs(n, nv, V, nw, W));
-  if (n > 0) PetscCall(WaveBlocks((const void *)BlockMDotKernel, &wave));
+  if (n > 0) PetscCall(WaveBlocks(BlockMDotKernelFor((int)PetscMin(nw, (PetscInt)TILE_W)), &wave));
   {
-    const PetscInt rows = (PetscInt)((PetscMin(nv + PetscMin(nw, (PetscInt)TW), (PetscInt)MAX_TABLE) + TV - 1) / TV); /* grid rows of the first launch */
+    const PetscInt tv   = BlockVTile((int)PetscMin(nw, (PetscInt)TILE_W));
+    const PetscInt rows = (PetscMin(nv + PetscMin(nw, (PetscInt)TILE_W), (PetscInt)MAX_TABLE) + tv - 1) / tv; /* grid rows of the first launch */
     part                = PartitionRange(n, PetscMax(FUSED_MDOT_BLOCKS, wave / rows));
   }
   PetscCheck(part.nblocks <= 65535, PETSC_COMM_SELF, PETSC_ERR_PLIB, "%" PetscInt_FMT " chunks exceed the grid's second dimension", (PetscInt)part.nblocks);
@@ -215,19 +241,19 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
   if (part.nblocks) {
     PetscCall(GetStream(&stream));
     PetscCall(GetReduction((int)nd, part.nblocks, &red));
-    for (PetscInt j0 = 0; j0 < nw; j0 += TW) {
-      const int     ncols = (int)PetscMin((PetscInt)TW, nw - j0);
+    for (PetscInt j0 = 0; j0 < nw; j0 += TILE_W) {
+      const int     ncols = (int)PetscMin((PetscInt)TILE_W, nw - j0);
       const int     nleft = (int)(nv + j0 + ncols); /* the left vectors with nonzero results in the tile */
       BlockDotTable table = {};
 
       for (int j = 0; j < ncols; ++j) table.col[j] = W[j0 + j];
       for (int first = 0; first < nleft; first += MAX_TABLE) {
-        const BlockDotShape shape = {first, PetscMin(MAX_TABLE, nleft - first), (int)j0, ncols, (int)nv, (int)ld, first ? (int)ld : nleft};
-        const dim3          grid((shape.count + TV - 1) / TV, part.nblocks);
+        const BlockDotShape shape = {first, PetscMin(MAX_TABLE, nleft - first), (int)j0, (int)nv, (int)ld, first ? (int)ld : nleft};
+        const dim3          grid((shape.count + BlockVTile(ncols) - 1) / BlockVTile(ncols), part.nblocks);
+        void               *args[] = {(void *)&n, (void *)&part.chunk, (void *)&table, (void *)&shape, (void *)&red};
 
         for (int l = 0; l < shape.count; ++l) table.left[l] = first + l < nv ? V[first + l] : W[first + l - nv];
-        BlockMDotKernel<<<grid, BLOCK_SIZE, 0, stream>>>(n, part.chunk, table, shape, red);
-        FusedKSPCheckLaunch();
+        FusedKSPCallCUDA(cudaLaunchKernel(BlockMDotKernelFor(ncols), grid, dim3(BLOCK_SIZE), args, 0, stream));
         counters.launches++;
       }
     }
@@ -252,8 +278,8 @@ PetscErrorCode BlockMAXPY(PetscInt n, PetscInt nv, const PetscScalar *const *V, 
   PetscCheck(coef && scale, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The block multi-axpy needs its coefficients and scales");
   if (!part.nblocks) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(GetStream(&stream));
-  for (PetscInt j0 = 0; j0 < nw; j0 += TW) {
-    const int      ncols = (int)PetscMin((PetscInt)TW, nw - j0);
+  for (PetscInt j0 = 0; j0 < nw; j0 += TILE_W) {
+    const int      ncols = (int)PetscMin((PetscInt)TILE_W, nw - j0);
     const PetscInt nleft = nv + j0; /* V and the columns of the earlier tiles */
     const PetscInt per   = PetscMin((PetscInt)BLOCK_AXPY_LEFT, (PetscInt)(BLOCK_AXPY_COEF / ncols));
     BlockAXPYTable table = {};
