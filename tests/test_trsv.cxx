@@ -9,15 +9,19 @@
    of a 5-point Laplacian (i-1 and i-m, m = sqrt(n)), few levels (rows depend on rows at least n/8 before
    them: at most 8 levels) and wide (9..24 entries a row).  Host backend (always): the level schedule is a
    permutation of the rows by level, every dependency of a row lies in an earlier level, and the host solution
-   has a residual below 1e-12 relative; the approximate JACOBI solve with 0, 1, 2 and 5 sweeps equals this
-   test's own evaluation of the Neumann series to 1e-13, and with levels - 1 sweeps (up to 64 levels) solves
-   exactly (residual below 1e-12).  CUDA backend (skipped visibly without a GPU): for every algorithm (SYNCFREE,
-   LEVELS, JACOBI with 0, 1, 2, 5 sweeps) the result, written over a NaN-filled output, matches the host
-   backend's to 1e-12 relative to its largest entry, for two consecutive solves with different right-hand sides
-   and vectors (the sync-free flags are not reset between them; the graph of the levels reads its vectors
-   anew), with one kernel launch per solve (SYNCFREE), one per level (LEVELS: plus one when the levels are
-   replayed as a graph, which they must be from 2 to 1000 levels) or one per sweep (JACOBI).  Ends with
-   "test_trsv: PASS".
+   has a residual below 1e-12 relative, and CUSPARSE there is the same exact solve, bit for bit; the approximate
+   JACOBI solve with 0, 1, 2 and 5 sweeps equals this test's own evaluation of the Neumann series to 1e-13, and
+   with levels - 1 sweeps (up to 64 levels) solves exactly (residual below 1e-12).  CUDA backend (skipped
+   visibly without a GPU): for every algorithm (SYNCFREE, LEVELS, CUSPARSE, JACOBI with 0, 1, 2, 5 sweeps) the
+   result, written over a NaN-filled output, matches the host backend's to 1e-12 relative to its largest entry,
+   for two consecutive solves with different right-hand sides and vectors (the sync-free flags are not reset
+   between them; the graph of the levels and cuSPARSE read their vectors anew), with one kernel launch per solve
+   (SYNCFREE; CUSPARSE: one cusparseSpSV_solve), one per level (LEVELS: plus one when the levels are replayed as
+   a graph, which they must be from 2 to 1000 levels) or one per sweep (JACOBI); then a third solve after the
+   factor's values change in place (negated off-diagonal entries, halved inverted diagonal; CUSPARSE's analysis
+   made again, as Backend::trsv_analysis asks) matches the host's solve of the new factor.  The two forms of
+   TriangularView (unit lower; upper with its diagonal inverted) are those of every factor of fusedfactor.cxx,
+   whose transposed factors are built in them too.  Ends with "test_trsv: PASS".
 
    On the GPU machine:   make build/bin/test_trsv && build/bin/test_trsv
 */
@@ -261,6 +265,7 @@ PetscErrorCode CheckDevice(Tester &t, const Backend *dev, const Factor &f, const
   const Variant variants[] = {
     {TrsvAlgorithm::SYNCFREE, 0, "syncfree"  },
     {TrsvAlgorithm::LEVELS,   0, "levels"    },
+    {TrsvAlgorithm::CUSPARSE, 0, "cusparse"  },
     {TrsvAlgorithm::JACOBI,   0, "jacobi(0)" },
     {TrsvAlgorithm::JACOBI,   1, "jacobi(1)" },
     {TrsvAlgorithm::JACOBI,   2, "jacobi(2)" },
@@ -320,10 +325,40 @@ PetscErrorCode CheckDevice(Tester &t, const Backend *dev, const Factor &f, const
       PetscCall(t.Check(err <= 1e-12, solve ? "device solve 2 vs host" : "device solve 1 vs host", n, pname, f.upper, aname, err));
       if (n) {
         if (var.alg == TrsvAlgorithm::JACOBI) expect = PetscMax(var.sweeps, 1);
-        else if (var.alg == TrsvAlgorithm::SYNCFREE) expect = 1;
+        else if (var.alg == TrsvAlgorithm::SYNCFREE || var.alg == TrsvAlgorithm::CUSPARSE) expect = 1;
         else expect = nlevels + (nlevels > 1 && (nlevels <= 1000 || launches == nlevels + 1) ? 1 : 0); /* a graph must replay 2..1000 levels */
       }
       PetscCall(t.Check(launches == expect, "kernel launches", n, pname, f.upper, aname, (PetscReal)launches));
+    }
+    { /* new values in the same arrays: the solve follows them (CUSPARSE after its analysis is made again) */
+      Factor          g  = f;
+      TriangularView  gv = HostView(g);
+      Array           ref(n);
+      PetscReal       err = 0, scale;
+
+      for (PetscScalar &a : g.vals) a = -a;
+      for (PetscScalar &d : g.invdiag) d *= 0.5;
+      gv.algorithm = var.alg;
+      gv.sweeps    = var.sweeps;
+      PetscCall(HostBackend()->trsv_analysis(&gv, nlevels, levelptr.data(), rows.data()));
+      PetscCall(HostBackend()->trsv_csr(&gv, b.data(), ref.data()));
+      PetscCall(HostBackend()->trsv_free(&gv));
+      PetscCall(dev->copy_to_backend(dvals, g.vals.data(), g.vals.size() * sizeof(PetscScalar)));
+      if (f.upper) PetscCall(dev->copy_to_backend(dinv, g.invdiag.data(), n * sizeof(PetscScalar)));
+      if (var.alg == TrsvAlgorithm::CUSPARSE) {
+        PetscCall(dev->trsv_free(&v));
+        PetscCall(dev->trsv_analysis(&v, nlevels, levelptr.data(), rows.data()));
+      }
+      std::fill(out.begin(), out.end(), NaN);
+      PetscCall(dev->copy_to_backend(dx, out.data(), n * sizeof(PetscScalar)));
+      PetscCall(dev->copy_to_backend(db, b.data(), n * sizeof(PetscScalar)));
+      PetscCall(dev->trsv_csr(&v, db, dx));
+      PetscCall(dev->copy_to_host(out.data(), dx, n * sizeof(PetscScalar)));
+      scale = PetscMax(MaxAbs(ref), 1e-300);
+      for (PetscInt i = 0; i < n; ++i) err = std::isfinite(out[i]) ? PetscMax(err, std::fabs(out[i] - ref[i]) / scale) : PETSC_INFINITY;
+      PetscCall(t.Check(err <= 1e-12, "device solve after new values vs host", n, pname, f.upper, aname, err));
+      PetscCall(dev->copy_to_backend(dvals, f.vals.data(), f.vals.size() * sizeof(PetscScalar)));
+      if (f.upper) PetscCall(dev->copy_to_backend(dinv, f.invdiag.data(), n * sizeof(PetscScalar)));
     }
     PetscCall(dev->trsv_free(&v));
     PetscCall(t.Check(v.schedule == nullptr, "trsv_free resets the schedule", n, pname, f.upper, aname, 0));
@@ -362,6 +397,16 @@ PetscErrorCode RunAll(Tester &t, const Backend *dev)
         PetscCall(host->trsv_csr(&hv, b2.data(), x2.data()));
         PetscCall(host->trsv_free(&hv));
         PetscCall(t.Check(Residual(f, x, b) <= 1e-12 && Residual(f, x2, b2) <= 1e-12, "host residual", n, PatternNames[p], upper, "", Residual(f, x, b)));
+        {
+          TriangularView cv = HostView(f);
+          Array          xc(n, std::numeric_limits<PetscScalar>::quiet_NaN());
+
+          cv.algorithm = TrsvAlgorithm::CUSPARSE;
+          PetscCall(host->trsv_analysis(&cv, nlevels, levelptr.data(), rows.data()));
+          PetscCall(host->trsv_csr(&cv, b.data(), xc.data()));
+          PetscCall(host->trsv_free(&cv));
+          PetscCall(t.Check(xc == x, "host cusparse is the exact solve", n, PatternNames[p], upper, "cusparse", 0));
+        }
         PetscCall(CheckHostJacobi(t, f, PatternNames[p], nlevels, b));
 #if defined(FUSEDKSP_HAVE_CUDA)
         if (dev) PetscCall(CheckDevice(t, dev, f, PatternNames[p], nlevels, levelptr, rows, b, b2));

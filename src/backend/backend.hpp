@@ -222,8 +222,9 @@ struct SGMRESChunkArgs {
    strictly triangular) it returns x_s of x_0 = D^{-1} b, x_{m+1} = D^{-1} (b - D N x_m), i.e. the first
    sweeps + 1 terms of the Neumann series of T^{-1}, which is exact once sweeps >= the levels - 1 (N is
    nilpotent).  For ICC(0) (U = diag(U) L^T) the two approximate solves are transposes of each other up to
-   the diagonal, so the preconditioner stays symmetric.                                                  */
-enum class TrsvAlgorithm { SYNCFREE, LEVELS, JACOBI };
+   the diagonal, so the preconditioner stays symmetric.  CUSPARSE solves exactly with cuSPARSE's SpSV on
+   the CUDA backend; the other backends solve it as LEVELS.                                              */
+enum class TrsvAlgorithm { SYNCFREE, LEVELS, JACOBI, CUSPARSE };
 struct TriangularView {
   PetscInt           n         = 0;
   PetscBool          upper     = PETSC_FALSE;
@@ -498,13 +499,16 @@ struct Backend {
      builds what T->algorithm needs before the first solve and sets T->schedule: the level schedule of
      TriangularLevels() (host arrays nlevels, levelptr, rows; the backend keeps what it needs) for
      LEVELS, the row-ready flags for SYNCFREE, a work vector for JACOBI; it may allocate and copy, and is
-     called again (after trsv_free) for a new pattern.  trsv_csr solves T x = b (b, x distinct, backend
-     memory; JACOBI: approximately, see TriangularView) on the backend's stream, without waiting for the
-     device: CUDA SYNCFREE is ONE kernel (one warp per row, rows handed out in solve order by an atomic
-     ticket, a row waits for the ready flags of the rows it depends on), CUDA LEVELS one kernel per level
-     replayed as one CUDA graph (made by the analysis), JACOBI one kernel per sweep.  Not recordable in a
-     graph (a solve's generation number is a kernel argument).  The host backend solves row by row in
-     solve order for SYNCFREE and LEVELS (the reference) and sweeps for JACOBI.  trsv_free releases
+     called again (after trsv_free) for a new pattern.  CUDA CUSPARSE needs no level schedule (nlevels 0,
+     NULL arrays will do) and its analysis (a copy of T with its diagonal, cuSPARSE's analysis of it) reads
+     T's values: it is made again (trsv_free, trsv_analysis) after they change; the other algorithms' read
+     the pattern only.  trsv_csr solves T x = b (b, x distinct, backend memory; JACOBI: approximately, see
+     TriangularView) on the backend's stream, without waiting for the device: CUDA SYNCFREE is ONE kernel
+     (one warp per row, rows handed out in solve order by an atomic ticket, a row waits for the ready flags
+     of the rows it depends on), CUDA LEVELS one kernel per level replayed as one CUDA graph (made by the
+     analysis), JACOBI one kernel per sweep, CUSPARSE one cusparseSpSV_solve.  Not recordable in a graph (a
+     solve's generation number is a kernel argument).  The host backend solves row by row in solve order
+     for SYNCFREE, LEVELS and CUSPARSE (the reference) and sweeps for JACOBI.  trsv_free releases
      T->schedule and sets it to NULL.                                                                    */
   PetscErrorCode (*trsv_analysis)(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows);
   PetscErrorCode (*trsv_csr)(const TriangularView *T, const PetscScalar *b, PetscScalar *x);

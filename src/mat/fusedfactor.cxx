@@ -28,14 +28,15 @@ namespace fusedksp
 {
 
 /* -pc_factor_fused_trsv */
-enum class TrsvChoice { SYNCFREE, LEVELS, JACOBI, AUTO };
-static const char *const TrsvChoices[] = {"syncfree", "levels", "jacobi", "auto", "TrsvChoice", "TRSV_", nullptr};
+enum class TrsvChoice { SYNCFREE, LEVELS, JACOBI, AUTO, CUSPARSE };
+static const char *const TrsvChoices[] = {"syncfree", "levels", "jacobi", "auto", "cusparse", "TrsvChoice", "TRSV_", nullptr};
 
 /* The default is LEVELS (exact, as PETSc's factors).  AUTO decides per matrix, at the first numeric phase of a pattern:
    JACOBI when theta = max over the rows of both factors of the absolute row sum of D^{-1} N (TriangularView: the
    infinity norm of the Jacobi iteration matrix, which bounds the error of s sweeps by theta^(s+1)) is at most
    tuning.trsv_jacobi_max_theta (-fused_tune_trsv_jacobi_max_theta), else LEVELS.  SYNCFREE is never chosen: it passes its tests but did not finish an
-   ICC(0)-preconditioned CG solve of 262144 rows on an H100.                                                       */
+   ICC(0)-preconditioned CG solve of 262144 rows on an H100.  CUSPARSE (cuSPARSE's SpSV) is the CUDA backend's; the
+   other backends solve by LEVELS for it.                                                                            */
 /* One triangular factor: host arrays (the reference, and the solves on non-fused vectors) and the
    backend's copy (the same arrays on the host backend) */
 struct Triangle {
@@ -186,17 +187,32 @@ static PetscErrorCode HostFactorSymbolic(Mat F, Mat A, IS row, IS col, const Mat
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The algorithm -pc_factor_fused_trsv asks for (auto: levels until the first numeric phase, see above) */
-static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice)
+/* The algorithm -pc_factor_fused_trsv asks for (auto: levels until the first numeric phase, see above; cusparse:
+   levels but on the cuda backend) */
+static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice, PetscBool cuda)
 {
   switch (choice) {
   case TrsvChoice::SYNCFREE:
     return TrsvAlgorithm::SYNCFREE;
   case TrsvChoice::JACOBI:
     return TrsvAlgorithm::JACOBI;
+  case TrsvChoice::CUSPARSE:
+    return cuda ? TrsvAlgorithm::CUSPARSE : TrsvAlgorithm::LEVELS;
   default:
     return TrsvAlgorithm::LEVELS;
   }
+}
+
+/* CUSPARSE's analysis (Backend::trsv_analysis) reads the factor's values: it is made for the values of each numeric
+   phase, after them (not by the symbolic phase, before any); the other algorithms' is kept */
+static PetscErrorCode AnalyzeValues(const Backend *be, TriangularView *T)
+{
+  PetscFunctionBegin;
+  if (T->algorithm == TrsvAlgorithm::CUSPARSE) {
+    PetscCall(be->trsv_free(T));
+    PetscCall(be->trsv_analysis(T, 0, nullptr, nullptr));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Symbolic phase of ILU(0) and ICC(0): split A's pattern into L and U, level schedules, backend copies */
@@ -219,7 +235,8 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "FusedKSP factorization options", "Mat");
   PetscCall(PetscOptionsEnum("-pc_factor_fused_trsv",
                              "Triangular solve algorithm of the fused ILU(0)/ICC(0): levels (exact, one kernel per level, replayed as a CUDA graph), jacobi (approximate: -pc_factor_fused_trsv_sweeps Jacobi sweeps, one kernel each), syncfree (exact, "
-                             "one kernel; experimental), auto (per matrix at the first factorization: jacobi when the factors are diagonally dominant enough, else levels)",
+                             "one kernel; experimental), auto (per matrix at the first factorization: jacobi when the factors are diagonally dominant enough, else levels), cusparse (exact, cuSPARSE's SpSV; the cuda backend, "
+                             "else levels)",
                              "MATSOLVERFUSED", TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
   PetscCall(PetscOptionsRangeInt("-pc_factor_fused_trsv_sweeps", "Sweeps of -pc_factor_fused_trsv jacobi (0: the diagonal of the factors alone)", "MATSOLVERFUSED", sweeps, &sweeps, NULL, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
@@ -259,13 +276,19 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   f->L.nlevels = nlevels[0];
   f->U.nlevels = nlevels[1];
   {
-    const TrsvAlgorithm alg = ChooseAlgorithm(choice);
+    PetscBool     cuda;
+    TrsvAlgorithm alg;
 
+    PetscCall(PetscStrcmp(f->be->name, "cuda", &cuda));
+    alg = ChooseAlgorithm(choice, cuda);
+    if (choice == TrsvChoice::CUSPARSE && !cuda) PetscCall(PetscInfo(F, "-pc_factor_fused_trsv cusparse: the %s backend solves by levels (cuSPARSE is the cuda backend's)\n", f->be->name));
     PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, sweeps, &f->L));
     PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, sweeps, &f->U));
+    if (alg != TrsvAlgorithm::CUSPARSE) { /* else AnalyzeValues() at each numeric phase */
+      PetscCall(f->be->trsv_analysis(&f->L.dev, nlevels[0], levelptr[0], rows[0]));
+      PetscCall(f->be->trsv_analysis(&f->U.dev, nlevels[1], levelptr[1], rows[1]));
+    }
   }
-  PetscCall(f->be->trsv_analysis(&f->L.dev, nlevels[0], levelptr[0], rows[0]));
-  PetscCall(f->be->trsv_analysis(&f->U.dev, nlevels[1], levelptr[1], rows[1]));
   if (f->be->ilu0_numeric) { /* the numeric phase on the backend, in L's level schedule */
     PetscInt *rowptr, *colidx, *diag;
 
@@ -424,6 +447,8 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
     if (failrow < 0) {
       f->host_stale = PETSC_TRUE;
       f->on_backend = PETSC_TRUE;
+      PetscCall(AnalyzeValues(f->be, &f->L.dev));
+      PetscCall(AnalyzeValues(f->be, &f->U.dev));
       if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F, theta));
       f->numeric++;
       PetscCall(PetscLogFlops(f->flops + n));
@@ -525,6 +550,8 @@ static PetscErrorCode FactorNumeric(Mat F, Mat A, const MatFactorInfo *info)
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.vals, f->U.vals, f->U.rowptr[n] * sizeof(PetscScalar)));
       PetscCall(f->be->copy_to_backend((void *)f->U.dev.invdiag, f->U.invdiag, n * sizeof(PetscScalar)));
     }
+    PetscCall(AnalyzeValues(f->be, &f->L.dev));
+    PetscCall(AnalyzeValues(f->be, &f->U.dev));
     if (f->choice == TrsvChoice::AUTO && !f->numeric) PetscCall(AutoChoose(F, -1));
     f->numeric++; /* the transposed factors, if any, are refreshed at the next MatSolveTranspose() */
   }
@@ -621,8 +648,10 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
     f->Ut.nlevels = nlevels[1];
     PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, f->sweeps, &f->Lt));
     PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, f->sweeps, &f->Ut));
-    PetscCall(f->be->trsv_analysis(&f->Lt.dev, nlevels[0], levelptr[0], rows[0]));
-    PetscCall(f->be->trsv_analysis(&f->Ut.dev, nlevels[1], levelptr[1], rows[1]));
+    if (alg != TrsvAlgorithm::CUSPARSE) { /* else AnalyzeValues() below */
+      PetscCall(f->be->trsv_analysis(&f->Lt.dev, nlevels[0], levelptr[0], rows[0]));
+      PetscCall(f->be->trsv_analysis(&f->Ut.dev, nlevels[1], levelptr[1], rows[1]));
+    }
     PetscCall(PetscFree4(levelptr[0], rows[0], levelptr[1], rows[1]));
   }
   if (f->be != HostBackend()) {
@@ -630,6 +659,8 @@ static PetscErrorCode TransposeFactors(FusedFactor *f)
     PetscCall(f->be->copy_to_backend((void *)f->Ut.dev.vals, f->Ut.vals, f->Ut.rowptr[n] * sizeof(PetscScalar)));
     PetscCall(f->be->copy_to_backend((void *)f->Ut.dev.invdiag, f->Ut.invdiag, n * sizeof(PetscScalar)));
   }
+  PetscCall(AnalyzeValues(f->be, &f->Lt.dev));
+  PetscCall(AnalyzeValues(f->be, &f->Ut.dev));
   PetscCall(PetscLogFlops(f->L.rowptr[n] + f->U.rowptr[n]));
   f->transposed = f->numeric;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -811,6 +842,7 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   if (!isascii || !f->be) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(BackendDescription(f->be, PETSC_FALSE, where, sizeof(where)));
   if (f->choice == TrsvChoice::AUTO && f->theta >= 0) PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ": theta %.3g, %s", (double)f->theta, f->L.dev.algorithm == TrsvAlgorithm::JACOBI ? "jacobi" : "levels"));
+  if (f->choice == TrsvChoice::CUSPARSE && f->L.dev.algorithm != TrsvAlgorithm::CUSPARSE) PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ": levels, cuSPARSE is the cuda backend's"));
   if (f->L.dev.algorithm == TrsvAlgorithm::JACOBI) {
     size_t len;
 
@@ -823,6 +855,7 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   else
     PetscCall(PetscViewerASCIIPrintf(viewer, "FusedKSP %s: factorization on the %s, triangular solves on the %s (%s)\n", F->factortype == MAT_FACTOR_ICC ? "ICC(0)" : "ILU(0)", f->on_backend ? "device" : "host", where,
                                      f->L.dev.algorithm == TrsvAlgorithm::JACOBI                         ? "approximate: Jacobi sweeps, one kernel each"
+                                     : f->L.dev.algorithm == TrsvAlgorithm::CUSPARSE                     ? "cuSPARSE SpSV, one call each"
                                      : f->be->host_memory || f->L.dev.algorithm == TrsvAlgorithm::LEVELS ? "level scheduling, one kernel per level"
                                                                                                          : "sync-free, one kernel, one warp per row"));
   if (f->Lt.rowptr)
@@ -863,9 +896,10 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
 
   Options Database Keys:
 + -pc_factor_mat_solver_type fused       - this solver (the default for `MATSEQAIJFUSED`); `petsc` gives PETSc's host ILU/ICC
-. -pc_factor_fused_trsv <levels,jacobi,syncfree,auto> - the algorithm of the triangular solves (default levels; auto: jacobi for
+. -pc_factor_fused_trsv <levels,jacobi,syncfree,auto,cusparse> - the algorithm of the triangular solves (default levels; auto: jacobi for
                                            factors whose Jacobi iteration matrices have infinity norm <= 0.75, else levels;
-                                           syncfree is experimental: it did not finish at 262144 rows on an H100)
+                                           syncfree is experimental: it did not finish at 262144 rows on an H100;
+                                           cusparse: cuSPARSE's SpSV on the cuda backend, levels on the others)
 - -pc_factor_fused_trsv_sweeps <2>      - the sweeps of the approximate solves of `jacobi`
 
   Level: beginner
@@ -885,7 +919,10 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   approximate inverse of each factor: s sweeps of Jacobi's iteration from the diagonal's solve, the first s + 1 terms of
   the Neumann series (exact once s reaches the number of levels less one), s kernels of the cost of a product with the
   factor each. It changes the preconditioner (a weaker one, usually some more iterations, each much cheaper), and keeps it
-  symmetric for ICC(0); see tutorials/results/RESULTS.md for measurements.
+  symmetric for ICC(0); see tutorials/results/RESULTS.md for measurements. `cusparse` solves exactly with cuSPARSE's SpSV
+  (the solver of PETSc's `MATAIJCUSPARSE` ILU/ICC), one call per solve, on copies of the factors with their diagonal (memory
+  of a second copy of each factor; its analysis is made again at each numeric factorization); on a backend other than
+  cuda it is `levels`, and -ksp_view says so.
 
   Level 0 with the natural ordering and no drop tolerance runs on the device; other requests (`-pc_factor_levels`,
   `-pc_factor_mat_ordering_type`, a drop tolerance) get PETSc's own factorization and host solves. `-pc_factor_shift_type` and `-pc_factor_zeropivot` follow

@@ -5,16 +5,7 @@
    C's values in place (GAMG's re-setup with new matrix values, PCMG's Galerkin reuse).  The handle runs on the
    backend's stream, so a product is ordered with the fused kernels around it.
 */
-#include "backend/cuda/cuda_common.cuh"
-#include <cusparse.h>
-
-/* Turns a cusparseStatus_t into a PETSc error (PETSC_ERR_MEM for a failed allocation) */
-#define FusedKSPCallCUSPARSE(...)                                                                                                                                                                                                                        \
-  do {                                                                                                                                                                                                                                                   \
-    const cusparseStatus_t fusedksp_cusparse_err_ = (__VA_ARGS__);                                                                                                                                                                                       \
-    PetscCheck(fusedksp_cusparse_err_ == CUSPARSE_STATUS_SUCCESS, PETSC_COMM_SELF, fusedksp_cusparse_err_ == CUSPARSE_STATUS_ALLOC_FAILED ? PETSC_ERR_MEM : PETSC_ERR_LIB, "cuSPARSE error %d (%s): %s", (int)fusedksp_cusparse_err_,                    \
-               cusparseGetErrorName(fusedksp_cusparse_err_), cusparseGetErrorString(fusedksp_cusparse_err_));                                                                                                                                            \
-  } while (0)
+#include "backend/cuda/cuda_cusparse.cuh"
 
 namespace fusedksp
 {
@@ -31,9 +22,10 @@ PetscErrorCode HandleFinalize(void)
   handle = nullptr;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+} // namespace
 
-/* The cuSPARSE handle (created at first use, destroyed at PetscFinalize()), on the backend's stream */
-PetscErrorCode GetHandle(cusparseHandle_t *h)
+/* GetCusparseHandle - see cuda_cusparse.cuh */
+PetscErrorCode GetCusparseHandle(cusparseHandle_t *h)
 {
   cudaStream_t stream;
 
@@ -48,6 +40,8 @@ PetscErrorCode GetHandle(cusparseHandle_t *h)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+namespace
+{
 /* What cuSPARSE keeps between the phases of one product */
 struct SpGEMMPlan {
   cusparseConstSpMatDescr_t a = nullptr, b = nullptr;
@@ -100,10 +94,10 @@ PetscErrorCode SpGEMMSymbolic(SpGEMMView *G)
     G->nnz      = 0;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(GetHandle(&h));
-  FusedKSPCallCUSPARSE(cusparseCreateConstCsr(&plan->a, A.nrows, A.ncols, A.nnz, A.rowptr, A.colidx, A.vals, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  FusedKSPCallCUSPARSE(cusparseCreateConstCsr(&plan->b, B.nrows, B.ncols, B.nnz, B.rowptr, B.colidx, B.vals, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
-  FusedKSPCallCUSPARSE(cusparseCreateCsr(&plan->c, A.nrows, B.ncols, 0, G->rowptr, nullptr, nullptr, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_64F));
+  PetscCall(GetCusparseHandle(&h));
+  FusedKSPCallCUSPARSE(cusparseCreateConstCsr(&plan->a, A.nrows, A.ncols, A.nnz, A.rowptr, A.colidx, A.vals, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_BASE_ZERO, CUDA_PETSCSCALAR));
+  FusedKSPCallCUSPARSE(cusparseCreateConstCsr(&plan->b, B.nrows, B.ncols, B.nnz, B.rowptr, B.colidx, B.vals, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_BASE_ZERO, CUDA_PETSCSCALAR));
+  FusedKSPCallCUSPARSE(cusparseCreateCsr(&plan->c, A.nrows, B.ncols, 0, G->rowptr, nullptr, nullptr, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_BASE_ZERO, CUDA_PETSCSCALAR));
   FusedKSPCallCUSPARSE(cusparseSpGEMM_createDescr(&plan->desc));
   FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_workEstimation(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[0], nullptr));
   PetscCall(Allocate(size[0], &plan->buffers[0]));
@@ -137,8 +131,8 @@ PetscErrorCode SpGEMMNumeric(SpGEMMView *G)
   PetscFunctionBegin;
   PetscCheck(plan, PETSC_COMM_SELF, PETSC_ERR_ORDER, "spgemm_numeric before spgemm_symbolic");
   if (plan->empty) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(GetHandle(&h));
-  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_compute(h, OP_N, OP_N, &alpha, plan->a, plan->b, &beta, plan->c, CUDA_R_64F, ALG, plan->desc));
+  PetscCall(GetCusparseHandle(&h));
+  FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_compute(h, OP_N, OP_N, &alpha, plan->a, plan->b, &beta, plan->c, CUDA_PETSCSCALAR, ALG, plan->desc));
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

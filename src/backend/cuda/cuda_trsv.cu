@@ -1,5 +1,5 @@
 /*
-   CUDA backend: sparse triangular solves (Backend::trsv_csr), two exact algorithms and an approximate one.
+   CUDA backend: sparse triangular solves (Backend::trsv_csr), three exact algorithms and an approximate one.
 
    SYNCFREE (Liu, Li, Hou, Vinter, "A synchronization-free algorithm for parallel sparse triangular
    solves", Euro-Par 2016): ONE kernel, one warp per row.  A warp takes a ticket from a counter with
@@ -20,8 +20,15 @@
    of the graph read b and x from a device slot that one small kernel sets before each replay.
 
    JACOBI: each sweep is one kernel, 4 lanes per row (up to 8 entries a row on average) or a warp.
+
+   CUSPARSE: cuSPARSE's SpSV (generic API, CSR, CUSPARSE_SPSV_ALG_DEFAULT), one cusparseSpSV_solve per solve on the
+   stream of the call.  SpSV takes the diagonal of a triangular matrix from its entries, so the analysis makes a copy
+   of the factor with the diagonal inserted in column order: last in a lower row (1, declared unit: not read), first
+   in an upper row (1 / invdiag, declared non-unit); the unit lower and inverted-diagonal upper forms of TriangularView
+   are the only ones (the transposed factors of fusedfactor.cxx have them too).  cuSPARSE's analysis reads the
+   values, so the caller makes it again after they change (see Backend::trsv_analysis).
 */
-#include "backend/cuda/cuda_common.cuh"
+#include "backend/cuda/cuda_cusparse.cuh"
 
 namespace fusedksp
 {
@@ -43,11 +50,25 @@ struct TrsvSchedule {
   unsigned long long *ticket     = nullptr; /* device: tickets taken since the analysis                */
   unsigned int        generation = 0;       /* of the last solve                                        */
   unsigned long long  taken      = 0;       /* tickets taken by the launches so far                     */
-  PetscErrorCode      Release()
+  /* CUSPARSE */
+  PetscInt            *rowptr = nullptr, *colidx = nullptr; /* device: the factor with its diagonal (n + nnz entries) */
+  PetscScalar         *vals = nullptr;
+  cusparseSpMatDescr_t mat  = nullptr;             /* of rowptr, colidx, vals */
+  cusparseDnVecDescr_t vb = nullptr, vx = nullptr; /* b and x, pointed at those of each solve (b is only read) */
+  cusparseSpSVDescr_t  spsv   = nullptr;
+  void                *buffer = nullptr; /* cuSPARSE's, as long as spsv */
+  PetscErrorCode       Release()
   {
     PetscFunctionBegin;
     PetscCall(LevelScheduleDestroy(&levels));
-    PetscCall(FreeBuffers({flags, ticket, work, io}));
+    if (spsv) { /* a solve queued on either stream may still use cuSPARSE's objects */
+      PetscCall(SynchronizeStreams());
+      FusedKSPCallCUSPARSE(cusparseSpSV_destroyDescr(spsv));
+    }
+    if (mat) FusedKSPCallCUSPARSE(cusparseDestroySpMat(mat));
+    if (vb) FusedKSPCallCUSPARSE(cusparseDestroyDnVec(vb));
+    if (vx) FusedKSPCallCUSPARSE(cusparseDestroyDnVec(vx));
+    PetscCall(FreeBuffers({flags, ticket, work, io, rowptr, colidx, vals, buffer}));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 };
@@ -145,6 +166,28 @@ __global__ void __launch_bounds__(BLOCK_SIZE) TrsvJacobiKernel(PetscInt n, bool 
   if (active && lane == 0) out[(PetscInt)i] = upper ? (b[i] - s) * invdiag[i] : b[i] - s;
 }
 
+/* CUSPARSE: the factor with its diagonal (drowptr, dcolidx, dvals) from T's CSR without it, one thread per row (thread n
+   writes drowptr[n]): row i moves i places (i + 1 for the entries right of an upper row's diagonal), its diagonal goes
+   after the entries of a lower row (1) and before those of an upper row (1 / invdiag[i])                              */
+__global__ void __launch_bounds__(BLOCK_SIZE) TrsvWithDiagonalKernel(PetscInt n, bool upper, const PetscInt *__restrict__ rowptr, const PetscInt *__restrict__ colidx, const PetscScalar *__restrict__ vals, const PetscScalar *__restrict__ invdiag,
+                                                                     PetscInt *__restrict__ drowptr, PetscInt *__restrict__ dcolidx, PetscScalar *__restrict__ dvals)
+{
+  const PetscInt64 t = blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x;
+
+  if (t > n) return;
+  const PetscInt i = (PetscInt)t;
+  drowptr[i]       = rowptr[i] + i;
+  if (i == n) return;
+  const PetscInt shift = upper ? i + 1 : i, diag = upper ? rowptr[i] + i : rowptr[i + 1] + i;
+
+  for (PetscInt k = rowptr[i]; k < rowptr[i + 1]; ++k) {
+    dcolidx[k + shift] = colidx[k];
+    dvals[k + shift]   = vals[k];
+  }
+  dcolidx[diag] = i;
+  dvals[diag]   = upper ? 1 / invdiag[i] : 1;
+}
+
 /* Thread blocks of a launch with one warp for each of `rows` rows */
 static unsigned int WarpBlocks(PetscInt rows)
 {
@@ -190,10 +233,57 @@ PetscErrorCode LevelScheduleDestroy(LevelSchedule *s)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+constexpr cusparseOperation_t SPSV_OP  = CUSPARSE_OPERATION_NON_TRANSPOSE;
+constexpr cusparseSpSVAlg_t   SPSV_ALG = CUSPARSE_SPSV_ALG_DEFAULT;
+
+/* CUSPARSE's analysis of a factor of n >= 1 rows into sc: the copy with the diagonal, cuSPARSE's descriptors, its
+   buffer and cusparseSpSV_analysis() (on vectors of its own, freed after it: each solve points vb and vx at its b and x) */
+static PetscErrorCode SpSVAnalysis(const TriangularView *T, TrsvSchedule *sc)
+{
+  const Backend           *be   = CUDABackend();
+  const PetscInt           n    = T->n;
+  const PetscScalar        one  = 1;
+  const cusparseFillMode_t fill = T->upper ? CUSPARSE_FILL_MODE_UPPER : CUSPARSE_FILL_MODE_LOWER;
+  const cusparseDiagType_t diag = T->upper ? CUSPARSE_DIAG_TYPE_NON_UNIT : CUSPARSE_DIAG_TYPE_UNIT;
+  PetscInt                 nnz;
+  PetscScalar             *vectors;
+  size_t                   bytes;
+  cusparseHandle_t         h;
+  cudaStream_t             stream;
+
+  PetscFunctionBegin;
+  PetscCheck(!T->upper || T->invdiag, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "An upper triangular factor needs its inverted diagonal");
+  PetscCall(be->copy_to_host(&nnz, T->rowptr + n, sizeof(PetscInt)));
+  PetscCheck(nnz <= PETSC_INT_MAX - n, PETSC_COMM_SELF, PETSC_ERR_SUP, "The factor has %" PetscInt_FMT " entries off the diagonal: with its %" PetscInt_FMT " diagonal entries, more than %" PetscInt_FMT, nnz, n, PETSC_INT_MAX);
+  nnz += n;
+  PetscCall(be->malloc_bytes((n + 1) * sizeof(PetscInt), (void **)&sc->rowptr));
+  PetscCall(be->malloc_bytes(nnz * sizeof(PetscInt), (void **)&sc->colidx));
+  PetscCall(be->malloc_bytes(nnz * sizeof(PetscScalar), (void **)&sc->vals));
+  PetscCall(GetStream(&stream));
+  TrsvWithDiagonalKernel<<<(unsigned int)(((PetscInt64)n + BLOCK_SIZE) / BLOCK_SIZE), BLOCK_SIZE, 0, stream>>>(n, T->upper, T->rowptr, T->colidx, T->vals, T->invdiag, sc->rowptr, sc->colidx, sc->vals);
+  FusedKSPCheckLaunch();
+  counters.launches++;
+  FusedKSPCallCUSPARSE(cusparseCreateCsr(&sc->mat, n, n, nnz, sc->rowptr, sc->colidx, sc->vals, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_BASE_ZERO, CUDA_PETSCSCALAR));
+  FusedKSPCallCUSPARSE(cusparseSpMatSetAttribute(sc->mat, CUSPARSE_SPMAT_FILL_MODE, (void *)&fill, sizeof(fill)));
+  FusedKSPCallCUSPARSE(cusparseSpMatSetAttribute(sc->mat, CUSPARSE_SPMAT_DIAG_TYPE, (void *)&diag, sizeof(diag)));
+  PetscCall(be->malloc_bytes(2 * n * sizeof(PetscScalar), (void **)&vectors));
+  FusedKSPCallCUSPARSE(cusparseCreateDnVec(&sc->vb, n, vectors, CUDA_PETSCSCALAR));
+  FusedKSPCallCUSPARSE(cusparseCreateDnVec(&sc->vx, n, vectors + n, CUDA_PETSCSCALAR));
+  FusedKSPCallCUSPARSE(cusparseSpSV_createDescr(&sc->spsv));
+  PetscCall(GetCusparseHandle(&h));
+  FusedKSPCallCUSPARSE(cusparseSpSV_bufferSize(h, SPSV_OP, &one, sc->mat, sc->vb, sc->vx, CUDA_PETSCSCALAR, SPSV_ALG, sc->spsv, &bytes));
+  PetscCall(be->malloc_bytes(PetscMax(bytes, (size_t)1), &sc->buffer)); /* an address even when cuSPARSE needs no bytes */
+  FusedKSPCallCUSPARSE(cusparseSpSV_analysis(h, SPSV_OP, &one, sc->mat, sc->vb, sc->vx, CUDA_PETSCSCALAR, SPSV_ALG, sc->spsv, sc->buffer));
+  FusedKSPCallCUDA(cudaStreamSynchronize(stream)); /* the analysis is done with its vectors */
+  PetscCall(be->free_bytes(vectors));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /*
    TrsvAnalysis - Backend::trsv_analysis on the device: LEVELS copies the rows of the level schedule to
    the device, keeps levelptr on the host and records the graph of the level kernels; SYNCFREE allocates
-   the ready flags (zero: no solve has finished a row) and the ticket counter; JACOBI the work vector.
+   the ready flags (zero: no solve has finished a row) and the ticket counter; JACOBI the work vector;
+   CUSPARSE the factor with its diagonal and cuSPARSE's analysis of it (SpSVAnalysis(); nothing for n = 0).
 */
 PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)
 {
@@ -218,6 +308,8 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
     PetscCall(be->malloc_bytes(PetscMax(T->n, 1) * sizeof(PetscScalar), (void **)&sc->work));
     if (T->n) PetscCall(be->copy_to_host(&nnz, T->rowptr + T->n, sizeof(PetscInt)));
     sc->lanes = nnz <= 8 * (PetscInt64)T->n ? 4 : 32;
+  } else if (T->algorithm == TrsvAlgorithm::CUSPARSE) {
+    if (T->n) PetscCall(SpSVAnalysis(T, sc));
   } else {
     PetscCall(be->malloc_bytes(T->n * sizeof(unsigned int), (void **)&sc->flags));
     PetscCall(be->malloc_bytes(sizeof(unsigned long long), (void **)&sc->ticket));
@@ -230,7 +322,7 @@ PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt 
 /*
    TrsvCSR - Backend::trsv_csr on the device: SYNCFREE one kernel (and a reset of the flags once every
    2^32 - 1 solves, when the generation wraps), LEVELS one graph replay (or one kernel per level), JACOBI
-   one kernel per sweep; nothing waits
+   one kernel per sweep, CUSPARSE one cusparseSpSV_solve (counted as one launch); nothing waits
 */
 PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScalar *x)
 {
@@ -265,6 +357,15 @@ PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScala
       FusedKSPCheckLaunch();
       counters.launches++;
     }
+  } else if (T->algorithm == TrsvAlgorithm::CUSPARSE) {
+    const PetscScalar one = 1;
+    cusparseHandle_t  h;
+
+    PetscCall(GetCusparseHandle(&h));                                /* on `stream` */
+    FusedKSPCallCUSPARSE(cusparseDnVecSetValues(sc->vb, (void *)b)); /* SpSV only reads it; cuSPARSE has no setter for constant vectors */
+    FusedKSPCallCUSPARSE(cusparseDnVecSetValues(sc->vx, x));
+    FusedKSPCallCUSPARSE(cusparseSpSV_solve(h, SPSV_OP, &one, sc->mat, sc->vb, sc->vx, CUDA_PETSCSCALAR, SPSV_ALG, sc->spsv));
+    counters.launches++;
   } else {
     const unsigned int blocks = WarpBlocks(T->n);
 

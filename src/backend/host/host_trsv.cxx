@@ -34,8 +34,8 @@ static void JacobiSweep(const TriangularView *T, const PetscScalar *b, const Pet
   }
 }
 
-/* See Backend::trsv_csr: rows in solve order, each row's sum in the order of its entries; JACOBI: the sweeps, each
-   row's sum in the order of its entries, the last sweep into x */
+/* See Backend::trsv_csr: rows in solve order, each row's sum in the order of its entries (SYNCFREE, LEVELS and
+   CUSPARSE alike); JACOBI: the sweeps, each row's sum in the order of its entries, the last sweep into x */
 PetscErrorCode TrsvCSR(const TriangularView *T, const PetscScalar *b, PetscScalar *x)
 {
   const PetscInt n = T->n;

@@ -15,9 +15,9 @@ struct Schedule {
   PetscScalar *work     = nullptr; /* JACOBI: n */
 };
 
-/* See Backend::trsv_analysis: SYNCFREE and LEVELS both solve by levels here (a row waiting on other rows'
-   flags, as the sync-free form does, needs threads that make progress independently, which the
-   host execution spaces do not promise) */
+/* See Backend::trsv_analysis: SYNCFREE, LEVELS and CUSPARSE all solve by levels here (a row waiting on other
+   rows' flags, as the sync-free form does, needs threads that make progress independently, which the host
+   execution spaces do not promise; cuSPARSE is the CUDA backend's) */
 PetscErrorCode TrsvAnalysis(TriangularView *T, PetscInt nlevels, const PetscInt *levelptr, const PetscInt *rows)
 {
   Schedule *s;
