@@ -31,10 +31,11 @@ namespace fusedksp
 enum class TrsvChoice { SYNCFREE, LEVELS, JACOBI, AUTO, CUSPARSE };
 static const char *const TrsvChoices[] = {"syncfree", "levels", "jacobi", "auto", "cusparse", "TrsvChoice", "TRSV_", nullptr};
 
-/* The default is LEVELS (exact, as PETSc's factors).  AUTO decides per matrix, at the first numeric phase of a pattern:
-   JACOBI when theta = max over the rows of both factors of the absolute row sum of D^{-1} N (TriangularView: the
-   infinity norm of the Jacobi iteration matrix, which bounds the error of s sweeps by theta^(s+1)) is at most
-   tuning.trsv_jacobi_max_theta (-fused_tune_trsv_jacobi_max_theta), else LEVELS.  SYNCFREE is never chosen: it passes its tests but did not finish an
+/* The default is CUSPARSE (exact, as PETSc's factors): cuSPARSE's SpSV on the cuda backend (faster than LEVELS, whose
+   kernel per level leaves the GPU mostly idle on 3D problems: tutorials/results/RESULTS.md), LEVELS on the others.  AUTO decides per matrix, at the first numeric phase of a pattern: JACOBI when
+   theta = max over the rows of both factors of the absolute row sum of D^{-1} N (TriangularView: the infinity norm of
+   the Jacobi iteration matrix, which bounds the error of s sweeps by theta^(s+1)) is at most
+   tuning.trsv_jacobi_max_theta (-fused_tune_trsv_jacobi_max_theta), else the default's exact solves.  SYNCFREE is never chosen: it passes its tests but did not finish an
    ICC(0)-preconditioned CG solve of 262144 rows on an H100.  CUSPARSE (cuSPARSE's SpSV) is the CUDA backend's; the
    other backends solve by LEVELS for it.                                                                            */
 /* One triangular factor: host arrays (the reference, and the solves on non-fused vectors) and the
@@ -48,7 +49,7 @@ struct Triangle {
 
 struct FusedFactor {
   const Backend *be     = nullptr; /* the backend of the symbolic phase */
-  TrsvChoice     choice = TrsvChoice::LEVELS;
+  TrsvChoice     choice = TrsvChoice::CUSPARSE;
   PetscInt       sweeps = 2;  /* -pc_factor_fused_trsv_sweeps */
   PetscReal      theta  = -1; /* AUTO: the measure of its decision (see tuning.trsv_jacobi_max_theta); -1: not made */
   PetscInt       n      = 0;
@@ -187,8 +188,8 @@ static PetscErrorCode HostFactorSymbolic(Mat F, Mat A, IS row, IS col, const Mat
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The algorithm -pc_factor_fused_trsv asks for (auto: levels until the first numeric phase, see above; cusparse:
-   levels but on the cuda backend) */
+/* The algorithm -pc_factor_fused_trsv asks for (auto: the exact solves of cusparse until the first numeric phase, see
+   above; cusparse: levels but on the cuda backend) */
 static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice, PetscBool cuda)
 {
   switch (choice) {
@@ -197,6 +198,7 @@ static TrsvAlgorithm ChooseAlgorithm(TrsvChoice choice, PetscBool cuda)
   case TrsvChoice::JACOBI:
     return TrsvAlgorithm::JACOBI;
   case TrsvChoice::CUSPARSE:
+  case TrsvChoice::AUTO:
     return cuda ? TrsvAlgorithm::CUSPARSE : TrsvAlgorithm::LEVELS;
   default:
     return TrsvAlgorithm::LEVELS;
@@ -234,9 +236,9 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
   PetscCheck(identity, PETSC_COMM_SELF, PETSC_ERR_SUP, "MatSolverType %s: %s with the natural ordering only (-pc_factor_mat_ordering_type natural), or use -pc_factor_mat_solver_type petsc", MATSOLVERFUSED, name);
   PetscOptionsBegin(PetscObjectComm((PetscObject)F), ((PetscObject)F)->prefix, "FusedKSP factorization options", "Mat");
   PetscCall(PetscOptionsEnum("-pc_factor_fused_trsv",
-                             "Triangular solve algorithm of the fused ILU(0)/ICC(0): levels (exact, one kernel per level, replayed as a CUDA graph), jacobi (approximate: -pc_factor_fused_trsv_sweeps Jacobi sweeps, one kernel each), syncfree (exact, "
-                             "one kernel; experimental), auto (per matrix at the first factorization: jacobi when the factors are diagonally dominant enough, else levels), cusparse (exact, cuSPARSE's SpSV; the cuda backend, "
-                             "else levels)",
+                             "Triangular solve algorithm of the fused ILU(0)/ICC(0): cusparse (default; exact, cuSPARSE's SpSV on the cuda backend, else levels), levels (exact, one kernel per level, replayed as a CUDA graph), jacobi (approximate: "
+                             "-pc_factor_fused_trsv_sweeps Jacobi sweeps, one kernel each), syncfree (exact, "
+                             "one kernel; experimental), auto (per matrix at the first factorization: jacobi when the factors are diagonally dominant enough, else the default's exact solves)",
                              "MATSOLVERFUSED", TrsvChoices, (PetscEnum)choice, (PetscEnum *)&choice, NULL));
   PetscCall(PetscOptionsRangeInt("-pc_factor_fused_trsv_sweeps", "Sweeps of -pc_factor_fused_trsv jacobi (0: the diagonal of the factors alone)", "MATSOLVERFUSED", sweeps, &sweeps, NULL, 0, PETSC_INT_MAX));
   PetscOptionsEnd();
@@ -281,7 +283,7 @@ static PetscErrorCode FactorSymbolic(Mat F, Mat A, IS perm)
 
     PetscCall(PetscStrcmp(f->be->name, "cuda", &cuda));
     alg = ChooseAlgorithm(choice, cuda);
-    if (choice == TrsvChoice::CUSPARSE && !cuda) PetscCall(PetscInfo(F, "-pc_factor_fused_trsv cusparse: the %s backend solves by levels (cuSPARSE is the cuda backend's)\n", f->be->name));
+    if (choice == TrsvChoice::CUSPARSE && !cuda) PetscCall(PetscInfo(F, "-pc_factor_fused_trsv cusparse (the default): the %s backend solves by levels (cuSPARSE is the cuda backend's)\n", f->be->name));
     PetscCall(TriangleViews(f->be, n, PETSC_FALSE, alg, sweeps, &f->L));
     PetscCall(TriangleViews(f->be, n, PETSC_TRUE, alg, sweeps, &f->U));
     if (alg != TrsvAlgorithm::CUSPARSE) { /* else AnalyzeValues() at each numeric phase */
@@ -379,7 +381,7 @@ static PetscReal JacobiNorm(PetscInt n, const Triangle *t)
 }
 
 /* -pc_factor_fused_trsv auto, at the first numeric phase of a pattern: JACOBI when theta <= tuning.trsv_jacobi_max_theta (the
-   triangles' schedules are made again for it), else the LEVELS of the symbolic phase; theta as the backend's numeric
+   triangles' schedules are made again for it), else the exact solves of the symbolic phase (CUSPARSE or LEVELS); theta as the backend's numeric
    phase measured it, or < 0: measured here on the host factors */
 static PetscErrorCode AutoChoose(Mat F, PetscReal theta)
 {
@@ -387,8 +389,8 @@ static PetscErrorCode AutoChoose(Mat F, PetscReal theta)
 
   PetscFunctionBegin;
   f->theta = theta >= 0 ? theta : PetscMax(JacobiNorm(f->n, &f->L), JacobiNorm(f->n, &f->U)); /* < 0: not measured by the backend */
-  PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= tuning.trsv_jacobi_max_theta ? "Jacobi sweeps" : "level scheduling"));
-  if (!(f->theta <= tuning.trsv_jacobi_max_theta)) PetscFunctionReturn(PETSC_SUCCESS); /* NaN factors too: levels */
+  PetscCall(PetscInfo(F, "-pc_factor_fused_trsv auto: theta %g (largest absolute row sum of the Jacobi iteration matrices of L and U), %s\n", (double)f->theta, f->theta <= tuning.trsv_jacobi_max_theta ? "Jacobi sweeps" : "exact solves"));
+  if (!(f->theta <= tuning.trsv_jacobi_max_theta)) PetscFunctionReturn(PETSC_SUCCESS); /* NaN factors too: exact solves */
   for (Triangle *t : {&f->L, &f->U}) {
     PetscCall(f->be->trsv_free(&t->dev));
     PetscCall(HostBackend()->trsv_free(&t->host));
@@ -841,7 +843,8 @@ static PetscErrorCode MatView_FusedFactor(Mat F, PetscViewer viewer)
   }
   if (!isascii || !f->be) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(BackendDescription(f->be, PETSC_FALSE, where, sizeof(where)));
-  if (f->choice == TrsvChoice::AUTO && f->theta >= 0) PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ": theta %.3g, %s", (double)f->theta, f->L.dev.algorithm == TrsvAlgorithm::JACOBI ? "jacobi" : "levels"));
+  if (f->choice == TrsvChoice::AUTO && f->theta >= 0)
+    PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ": theta %.3g, %s", (double)f->theta, f->L.dev.algorithm == TrsvAlgorithm::JACOBI ? "jacobi" : f->L.dev.algorithm == TrsvAlgorithm::CUSPARSE ? "cusparse" : "levels"));
   if (f->choice == TrsvChoice::CUSPARSE && f->L.dev.algorithm != TrsvAlgorithm::CUSPARSE) PetscCall(PetscSNPrintf(sweeps, sizeof(sweeps), ": levels, cuSPARSE is the cuda backend's"));
   if (f->L.dev.algorithm == TrsvAlgorithm::JACOBI) {
     size_t len;
@@ -896,10 +899,11 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
 
   Options Database Keys:
 + -pc_factor_mat_solver_type fused       - this solver (the default for `MATSEQAIJFUSED`); `petsc` gives PETSc's host ILU/ICC
-. -pc_factor_fused_trsv <levels,jacobi,syncfree,auto,cusparse> - the algorithm of the triangular solves (default levels; auto: jacobi for
-                                           factors whose Jacobi iteration matrices have infinity norm <= 0.75, else levels;
-                                           syncfree is experimental: it did not finish at 262144 rows on an H100;
-                                           cusparse: cuSPARSE's SpSV on the cuda backend, levels on the others)
+. -pc_factor_fused_trsv <cusparse,levels,jacobi,syncfree,auto> - the algorithm of the triangular solves (default cusparse:
+                                           cuSPARSE's SpSV on the cuda backend, levels on the others; auto: jacobi for
+                                           factors whose Jacobi iteration matrices have infinity norm <= 0.75, else the
+                                           default's exact solves; syncfree is experimental: it did not finish at 262144
+                                           rows on an H100)
 - -pc_factor_fused_trsv_sweeps <2>      - the sweeps of the approximate solves of `jacobi`
 
   Level: beginner
@@ -919,7 +923,7 @@ static PetscErrorCode MatFactorGetSolverType_FusedFactor(Mat, MatSolverType *typ
   approximate inverse of each factor: s sweeps of Jacobi's iteration from the diagonal's solve, the first s + 1 terms of
   the Neumann series (exact once s reaches the number of levels less one), s kernels of the cost of a product with the
   factor each. It changes the preconditioner (a weaker one, usually some more iterations, each much cheaper), and keeps it
-  symmetric for ICC(0); see tutorials/results/RESULTS.md for measurements. `cusparse` solves exactly with cuSPARSE's SpSV
+  symmetric for ICC(0); see tutorials/results/RESULTS.md for measurements. `cusparse` (the default) solves exactly with cuSPARSE's SpSV
   (the solver of PETSc's `MATAIJCUSPARSE` ILU/ICC), one call per solve, on copies of the factors with their diagonal (memory
   of a second copy of each factor; its analysis is made again at each numeric factorization); on a backend other than
   cuda it is `levels`, and -ksp_view says so.
