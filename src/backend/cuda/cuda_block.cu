@@ -152,24 +152,9 @@ static_assert(TILE_W == 8, "BlockMDotKernelFor() instantiates tiles of 1 to 8 co
 /* The instantiation of BlockMDotKernel for a tile of ncols (1 .. TILE_W) columns */
 static const void *BlockMDotKernelFor(int ncols)
 {
-  switch (ncols) {
-  case 1:
-    return (const void *)BlockMDotKernel<1>;
-  case 2:
-    return (const void *)BlockMDotKernel<2>;
-  case 3:
-    return (const void *)BlockMDotKernel<3>;
-  case 4:
-    return (const void *)BlockMDotKernel<4>;
-  case 5:
-    return (const void *)BlockMDotKernel<5>;
-  case 6:
-    return (const void *)BlockMDotKernel<6>;
-  case 7:
-    return (const void *)BlockMDotKernel<7>;
-  default:
-    return (const void *)BlockMDotKernel<8>;
-  }
+  static const void *const kernels[TILE_W] = {(const void *)BlockMDotKernel<1>, (const void *)BlockMDotKernel<2>, (const void *)BlockMDotKernel<3>, (const void *)BlockMDotKernel<4>,
+                                              (const void *)BlockMDotKernel<5>, (const void *)BlockMDotKernel<6>, (const void *)BlockMDotKernel<7>, (const void *)BlockMDotKernel<8>};
+  return kernels[ncols - 1];
 }
 
 /* One row per thread: the tile's columns minus the terms of the count left vectors; with `last`, minus those of the
