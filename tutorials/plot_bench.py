@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots the CSV of tutorials/bench.c: time per iteration versus number of unknowns, log-log.
 
-One panel per problem, one line per solver and type set (fused types solid, PETSc's native CUDA
+One panel per problem (and preconditioner, when the CSV has several), one line per solver and type set (fused types solid, PETSc's native CUDA
 types dotted), and the device floor of the run (two empty kernels + one small device->host copy +
 synchronization, the CSV row with solver "floor") as a dashed horizontal line.  Seed 000, Fig. 4.
 With --solve-time (runs of bench -rtol): the solve time of each row instead, one panel per problem
@@ -47,8 +47,10 @@ def plot(runs, floors, title, output, solve_time=False, dpi=120):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    several_pcs = len({r.get("pc") or "none" for r in runs}) > 1
+
     def panel(r):
-        return f"{r['problem']}, PC {r.get('pc') or 'none'}" if solve_time else r["problem"]
+        return f"{r['problem']}, PC {r.get('pc') or 'none'}" if solve_time or several_pcs else r["problem"]
 
     def value(r):
         return float(r["solve_s"]) * 1e3 if solve_time else float(r["us_per_it_median"])
