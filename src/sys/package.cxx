@@ -171,12 +171,26 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+#if defined(FUSEDKSP_HAVE_CUDA)
+/* Whether the active backend runs on the GPU CUDASelectDevice() bound: the cuda backend, or kokkos built for CUDA */
+static bool ActiveOnCUDADevice()
+{
+  const Backend *be = ActiveBackend();
+
+  if (CUDABackend() && be == CUDABackend()) return true;
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  if (be == KokkosBackend() && !be->host_memory) return true;
+#endif
+  return false;
+}
+#endif
+
 PetscErrorCode DeviceSharingWarning(char text[], size_t len)
 {
   PetscFunctionBegin;
   text[0] = 0;
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (ActiveBackend() == CUDABackend()) {
+  if (ActiveOnCUDADevice()) {
     CUDADeviceInfo info;
 
     PetscCall(CUDAGetDeviceInfo(&info));
@@ -348,12 +362,7 @@ PetscErrorCode FusedKSPGetDevice(PetscInt *id)
   PetscCheck(id, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The output argument id must be non-NULL");
   *id = -1;
 #if defined(FUSEDKSP_HAVE_CUDA)
-  const fusedksp::Backend *be     = fusedksp::ActiveBackend();
-  PetscBool                on_gpu = be == fusedksp::CUDABackend() ? PETSC_TRUE : PETSC_FALSE;
-#if defined(FUSEDKSP_HAVE_KOKKOS)
-  if (be == fusedksp::KokkosBackend() && !be->host_memory) on_gpu = PETSC_TRUE; /* Kokkos built for CUDA */
-#endif
-  if (on_gpu) {
+  if (fusedksp::ActiveOnCUDADevice()) {
     fusedksp::CUDADeviceInfo info;
 
     PetscCall(fusedksp::CUDAGetDeviceInfo(&info));
@@ -396,6 +405,7 @@ PetscErrorCode FusedKSPSynchronize(void)
 
   Output Parameter:
 . name - the device's name (`cudaDeviceProp::name`), or "none" when the fused operations do not run on a CUDA device
+         (the cuda backend, or the kokkos backend built for CUDA)
 
   Level: intermediate
 
@@ -407,7 +417,7 @@ PetscErrorCode FusedKSPGetDeviceName(char name[], size_t len)
   PetscCheck(name && len > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The output argument name must be non-NULL with a positive length");
   PetscCall(PetscStrncpy(name, "none", len));
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (fusedksp::CUDABackend() && fusedksp::ActiveBackend() == fusedksp::CUDABackend()) {
+  if (fusedksp::ActiveOnCUDADevice()) {
     fusedksp::CUDADeviceInfo info;
 
     PetscCall(fusedksp::CUDAGetDeviceInfo(&info));
