@@ -15,7 +15,8 @@
 # unless PETSC_DIR is set.  FK_BUILD= and FK_LIBDIR= place a second build (e.g. for the GPU machine).
 # CUDA backend: built when nvcc is found (NVCC=, CUDA_ARCH=90 by default; NVCC= to disable).
 # Kokkos backend: built when KOKKOS_DIR names an installed Kokkos (config/kokkos writes it to config/local.mk;
-# KOKKOS_DIR= to disable).
+# KOKKOS_DIR= to disable): with g++ -fopenmp for a host build of Kokkos, with Kokkos's nvcc_wrapper for a CUDA build
+# (FUSEDKSP_KOKKOS_CUDA=1 config/kokkos; needs nvcc).
 
 FUSEDKSP_CONFIG ?= config/local.mk
 -include $(FUSEDKSP_CONFIG)
@@ -50,6 +51,17 @@ FK_LIBDIR  ?= lib
 FK_LIB     := $(FK_LIBDIR)/libfusedksp.so
 KOKKOS_DIR ?=
 FK_KOKKOSLIBDIR := $(if $(KOKKOS_DIR),$(firstword $(wildcard $(KOKKOS_DIR)/lib $(KOKKOS_DIR)/lib64)))
+# a CUDA build of Kokkos: its sources compile with its nvcc_wrapper and the CUDA flags its CMake targets require
+FK_KOKKOSCUDA := $(if $(KOKKOS_DIR),$(shell grep -s '^\#define KOKKOS_ENABLE_CUDA *$$' $(KOKKOS_DIR)/include/KokkosCore_config.h))
+FK_KOKKOSCUDAFLAGS := $(if $(FK_KOKKOSCUDA),$(subst ;, ,$(shell sed -n 's/.*INTERFACE_COMPILE_OPTIONS.*COMPILE_LANGUAGE:CXX>:\(-[^>]*\)>.*/\1/p' $(FK_KOKKOSLIBDIR)/cmake/Kokkos/KokkosTargets.cmake)))
+ifneq ($(FK_KOKKOSCUDA),)
+ifeq ($(strip $(NVCC)),)
+$(error KOKKOS_DIR=$(KOKKOS_DIR) is a CUDA build of Kokkos: the kokkos backend then needs nvcc (NVCC=, or nvcc in PATH))
+endif
+ifeq ($(FK_KOKKOSCUDAFLAGS),)
+$(error KOKKOS_DIR=$(KOKKOS_DIR) is a CUDA build of Kokkos, but its CUDA flags were not found in $(FK_KOKKOSLIBDIR)/cmake/Kokkos/KokkosTargets.cmake)
+endif
+endif
 FK_KOKKOSSRC := $(if $(KOKKOS_DIR),$(sort $(wildcard src/backend/kokkos/*.cxx)))
 FK_CXXSRC  := $(sort $(filter-out src/backend/kokkos/%,$(wildcard src/*/*.cxx src/*/*/*.cxx)) $(FK_KOKKOSSRC))
 FK_CSRC    := $(wildcard plugins/*.c)
@@ -60,10 +72,13 @@ FK_INC     := -Iinclude -Isrc -Itutorials $(PETSC_CC_INCLUDES)
 FK_MPIINC  := $(filter -I%,$(shell $(CC) -show 2> /dev/null || $(CC) --showme:compile 2> /dev/null))
 comma      := ,
 FK_CUDALIB := $(if $(NVCC),-L$(CUDA_HOME)/lib64 -Wl$(comma)-rpath$(comma)$(CUDA_HOME)/lib64 -lcusparse -lcudart)
-FK_KOKKOSLIB := $(if $(KOKKOS_DIR),-L$(FK_KOKKOSLIBDIR) -Wl$(comma)-rpath$(comma)$(FK_KOKKOSLIBDIR) -lkokkoscore -fopenmp -ldl)
-FK_KOKKOSFLAGS := -O3 -fopenmp -isystem $(KOKKOS_DIR)/include
+FK_KOKKOSLIB := $(if $(KOKKOS_DIR),-L$(FK_KOKKOSLIBDIR) -Wl$(comma)-rpath$(comma)$(FK_KOKKOSLIBDIR) -lkokkoscore $(if $(FK_KOKKOSCUDA),,-fopenmp) -ldl)
+FK_KOKKOSCXX := $(if $(FK_KOKKOSCUDA),CUDA_ROOT=$(CUDA_HOME) $(KOKKOS_DIR)/bin/nvcc_wrapper,$(CXX))
+FK_KOKKOSFLAGS := -O3 $(if $(FK_KOKKOSCUDA),$(FK_KOKKOSCUDAFLAGS) $(FK_MPIINC),-fopenmp) -isystem $(KOKKOS_DIR)/include
 FK_RPATH   := -Wl,-rpath,$(abspath $(FK_LIBDIR)) -Wl,-rpath,$(PETSC_DIR)/$(PETSC_ARCH)/lib
 FK_CFLAGS  := -O2 -g -fPIC -Wall -Wno-unknown-pragmas $(FK_DEFS) $(FK_INC)
+# nvcc takes one -O: the kokkos objects' -O3 only
+FK_KOKKOSCFLAGS := $(if $(FK_KOKKOSCUDA),$(filter-out -O2,$(FK_CFLAGS)),$(FK_CFLAGS))
 FK_NVFLAGS := -O3 -lineinfo -std=c++17 -Xcompiler -fPIC,-Wall -gencode arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
               -gencode arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) $(FK_DEFS) $(FK_INC) $(FK_MPIINC)
 
@@ -78,17 +93,18 @@ lib: $(FK_LIB)
 tutorials: $(FK_TUTORIALS)
 tests: $(FK_TESTS)
 
-# The C and C++ objects depend on the backends built (FK_DEFS): a stamp that changes with them rebuilds the objects
-# when a build without nvcc follows one with it, or the other way round
+# The C and C++ objects depend on the backends built (FK_DEFS, and whether Kokkos is a CUDA build): a stamp that
+# changes with them rebuilds the objects when a build without nvcc follows one with it, or the other way round
 FK_DEFS_STAMP := $(FK_BUILD)/.defs
-$(shell mkdir -p $(FK_BUILD) && (echo '$(FK_DEFS)' | cmp -s - $(FK_DEFS_STAMP) || echo '$(FK_DEFS)' > $(FK_DEFS_STAMP)))
+FK_STAMPED := $(FK_DEFS)$(if $(FK_KOKKOSCUDA), kokkos-cuda)
+$(shell mkdir -p $(FK_BUILD) && (echo '$(FK_STAMPED)' | cmp -s - $(FK_DEFS_STAMP) || echo '$(FK_STAMPED)' > $(FK_DEFS_STAMP)))
 
 $(FK_BUILD)/%.cxx.o: %.cxx $(wildcard include/*.h src/*/*.h src/*/*.hpp src/*/*/*.hpp) $(FK_DEFS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CXX) -std=c++17 $(FK_CFLAGS) -c $< -o $@
 $(FK_BUILD)/src/backend/kokkos/%.cxx.o: src/backend/kokkos/%.cxx $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp) $(FK_DEFS_STAMP)
 	@mkdir -p $(dir $@)
-	$(CXX) -std=c++17 $(FK_CFLAGS) $(FK_KOKKOSFLAGS) -c $< -o $@
+	$(FK_KOKKOSCXX) -std=c++17 $(FK_KOKKOSCFLAGS) $(FK_KOKKOSFLAGS) -c $< -o $@
 $(FK_BUILD)/%.c.o: %.c $(wildcard include/*.h tutorials/*.h tests/*.h) $(FK_DEFS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(FK_CFLAGS) -c $< -o $@
@@ -136,7 +152,7 @@ info:
 	@echo "MPI         = $$($(CC) -show 2> /dev/null | head -c 200 || true) (mpiexec: $(FK_MPIEXEC))"
 	@echo "CC / CXX    = $(CC) / $(CXX)"
 	@echo "CUDA        = $(if $(NVCC),built: $(NVCC) (sm_$(CUDA_ARCH) + PTX),not built (no nvcc): host backend only)"
-	@echo "Kokkos      = $(if $(KOKKOS_DIR),built: $(KOKKOS_DIR),not built (no KOKKOS_DIR; config/kokkos builds one))"
+	@echo "Kokkos      = $(if $(KOKKOS_DIR),built: $(KOKKOS_DIR) ($(if $(FK_KOKKOSCUDA),CUDA: $(FK_KOKKOSCUDAFLAGS),host threads)),not built (no KOKKOS_DIR; config/kokkos builds one))"
 
 format:
 	clang-format -i $(FK_CXXSRC) $(FK_CSRC) $(FK_CUSRC) $(wildcard include/*.h src/*/*.hpp src/*/*/*.hpp src/backend/cuda/*.cuh tutorials/*.c tutorials/*.h tests/*.c tests/*.h)

@@ -1875,7 +1875,7 @@ int main(int argc, char **argv)
 #endif
   } else {
 #if defined(FUSEDKSP_HAVE_KOKKOS)
-    PetscCall(KokkosBackendInitialize(threads));
+    PetscCall(KokkosBackendInitialize(threads, -1));
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "test_backend: kokkos backend, %s, %" PetscInt_FMT " threads\n", KokkosBackendSpaceName(), KokkosBackendThreads()));
     t.dev           = KokkosBackend();
     t.sizes         = KOKKOS_SIZES;

@@ -106,8 +106,8 @@ int main(int argc, char **argv)
   PetscCall(PetscStrcmp(backend, "host", &host));
   PetscCall(PetscStrcmp(backend, "kokkos", &kokkos));
   PetscCall(FusedKSPGetDevice(&device));
-  if (host || kokkos)
-    PetscCall(Check(device == -1 ? PETSC_TRUE : PETSC_FALSE, "%s backend: FusedKSPGetDevice() gives -1 (got %" PetscInt_FMT ")", backend, device));
+  if (host || kokkos) /* kokkos built for CUDA: a device, which its views name (below) */
+    PetscCall(Check(device == -1 || (kokkos && device >= 0) ? PETSC_TRUE : PETSC_FALSE, "%s backend: FusedKSPGetDevice() gives -1 (got %" PetscInt_FMT ")", backend, device));
   else if (requested_set && requested >= 0)
     PetscCall(Check(device == requested ? PETSC_TRUE : PETSC_FALSE, "%s backend: FusedKSPGetDevice() gives -fused_device_id %" PetscInt_FMT " (got %" PetscInt_FMT ")", backend, requested, device));
   else
@@ -151,7 +151,11 @@ int main(int argc, char **argv)
     PetscCall(Check(Occurrences(kview, "FusedKSP backend: no GPU found: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -ksp_view says 'no GPU found: kokkos, ...'"));
     PetscCall(Check(Occurrences(vview, "FusedKSP vector, backend: no GPU found: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "automatic choice, no GPU: -vec_view says 'no GPU found: kokkos, ...'"));
   } else if (kokkos) {
+    char line[64];
+
     PetscCall(Check(Occurrences(kview, "FusedKSP backend: kokkos, ") == 1 ? PETSC_TRUE : PETSC_FALSE, "-fused_backend kokkos: -ksp_view says so"));
+    PetscCall(PetscSNPrintf(line, sizeof(line), "FusedKSP backend: kokkos, Cuda, device %" PetscInt_FMT " (", device));
+    PetscCall(Check((device >= 0) == (Occurrences(kview, line) == 1) ? PETSC_TRUE : PETSC_FALSE, "kokkos backend: -ksp_view names device %" PetscInt_FMT " exactly when FusedKSPGetDevice() gives it", device));
   } else {
     char     line[64];
     PetscInt device0 = device; /* the views are printed by rank 0: they name its device */

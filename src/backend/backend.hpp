@@ -608,10 +608,11 @@ const Backend *HostBackend();
 const Backend *HostMirroredBackend();
 #if defined(FUSEDKSP_HAVE_KOKKOS)
 const Backend *KokkosBackend();
-/* Starts Kokkos with `threads` threads (0: its default), once; finalized at PetscFinalize() (kokkos_memory.cxx) */
-PetscErrorCode KokkosBackendInitialize(PetscInt threads);
+/* Starts Kokkos with `threads` threads (0: its default) and, built for a GPU, on device `device` (-1: Kokkos's choice),
+   once; finalized at PetscFinalize() (kokkos_memory.cxx) */
+PetscErrorCode KokkosBackendInitialize(PetscInt threads, PetscInt device);
 PetscInt       KokkosBackendThreads(void);
-const char    *KokkosBackendSpaceName(void); /* the Kokkos execution space, e.g. "OpenMP" */
+const char    *KokkosBackendSpaceName(void); /* the Kokkos execution space, e.g. "OpenMP", "Cuda" */
 PetscBool      KokkosBackendCanStart(void);  /* false once Kokkos was finalized (it cannot start again) */
 #endif
 #if defined(FUSEDKSP_HAVE_CUDA)

@@ -165,6 +165,9 @@ PetscErrorCode KSPFusedChunkInterval(KSP ksp, Chunker *c, const char *unsupporte
   } else if (ActiveBackend()->host_memory) {
     c->k   = 1;
     c->why = "default on a backend in host memory (host, kokkos on CPU threads): no round trip to save";
+  } else if (!std::strcmp(ActiveBackend()->name, "kokkos")) {
+    c->k   = 1;
+    c->why = "default on the kokkos backend on a GPU: its chunks compute their coefficients on the host, a round trip per operation";
   } else if (c->pcapply) {
     c->k   = 1;
     c->why = "default with a general PC: its PCApply() runs in every iteration of a chunk, those past the end of the solve too";

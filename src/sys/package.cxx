@@ -34,9 +34,9 @@ const BlasKernels *BackendBlas(const Backend *backend)
 }
 
 /* Chooses the backend: -fused_backend host|cuda|kokkos; the default is cuda when every rank has a usable GPU,
-   else kokkos when the library has it (the faster one on CPU cores: tutorials/results/RESULTS.md), else host.
-   On cuda, binds each rank to a GPU (-fused_device_id, default: node-local rank modulo the node's GPUs); on
-   kokkos, starts Kokkos (-fused_kokkos_threads).                                                     */
+   else kokkos when the library has it on CPU threads (the faster one on CPU cores: tutorials/results/RESULTS.md),
+   else host.  On cuda, binds each rank to a GPU (-fused_device_id, default: node-local rank modulo the node's GPUs);
+   on kokkos, starts Kokkos (-fused_kokkos_threads; built for CUDA, on the GPU bound as for cuda).     */
 static PetscErrorCode SelectBackend()
 {
   enum { HOST = 0, CUDA = 1, KOKKOS = 2 };
@@ -54,7 +54,7 @@ static PetscErrorCode SelectBackend()
   PetscCallMPI(MPI_Allreduce(&usable, &usable_everywhere, 1, MPI_INT, MPI_LAND, PETSC_COMM_WORLD));
   if (!usable_everywhere) cuda = nullptr;
 #if defined(FUSEDKSP_HAVE_KOKKOS)
-  choice = cuda ? CUDA : KOKKOS;
+  choice = cuda ? CUDA : (KokkosBackend()->host_memory ? KOKKOS : HOST);
 #else
   choice = cuda ? CUDA : HOST;
 #endif
@@ -76,7 +76,20 @@ static PetscErrorCode SelectBackend()
 #endif
   if (choice == KOKKOS) {
 #if defined(FUSEDKSP_HAVE_KOKKOS)
-    if (threads == 0 && !getenv("OMP_NUM_THREADS")) {
+    const PetscBool on_host = KokkosBackend()->host_memory;
+    PetscInt        gpu     = -1;
+
+#if defined(FUSEDKSP_HAVE_CUDA)
+    if (!on_host) { /* Kokkos built for CUDA: every rank on the GPU the cuda backend would bind it to */
+      CUDADeviceInfo info;
+
+      PetscCheck(usable_everywhere, PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend kokkos: Kokkos is built for CUDA, and %s", usable ? "another MPI rank finds no usable CUDA device" : "no usable CUDA device was found");
+      PetscCall(CUDASelectDevice(PETSC_COMM_WORLD, device));
+      PetscCall(CUDAGetDeviceInfo(&info));
+      gpu = info.id;
+    }
+#endif
+    if (on_host && threads == 0 && !getenv("OMP_NUM_THREADS")) {
       MPI_Comm    node;
       PetscMPIInt ranks;
       const long  cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -86,10 +99,10 @@ static PetscErrorCode SelectBackend()
       PetscCallMPI(MPI_Comm_free(&node));
       threads = PetscMax(1, (PetscInt)(cores / ranks));
     }
-    PetscCall(KokkosBackendInitialize(threads));
+    PetscCall(KokkosBackendInitialize(threads, gpu));
     active_backend = KokkosBackend();
     kokkos_default = set ? PETSC_FALSE : PETSC_TRUE;
-    if (device_set) PetscCall(PetscInfo(NULL, "-fused_device_id %" PetscInt_FMT " ignored: the fused operations run on the kokkos backend (host threads)\n", device));
+    if (device_set && on_host) PetscCall(PetscInfo(NULL, "-fused_device_id %" PetscInt_FMT " ignored: the fused operations run on the kokkos backend (host threads)\n", device));
     PetscFunctionReturn(PETSC_SUCCESS);
 #else
     SETERRQ(PETSC_COMM_WORLD, PETSC_ERR_SUP_SYS, "-fused_backend kokkos: this libfusedksp was built without the Kokkos backend (no KOKKOS_DIR at build time; config/kokkos builds Kokkos and sets it)");
@@ -125,6 +138,15 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
   PetscFunctionBegin;
 #if defined(FUSEDKSP_HAVE_KOKKOS)
   if (backend == KokkosBackend()) {
+#if defined(FUSEDKSP_HAVE_CUDA)
+    if (!backend->host_memory) { /* Kokkos built for CUDA, on the device SelectBackend() bound */
+      CUDADeviceInfo info;
+
+      PetscCall(CUDAGetDeviceInfo(&info));
+      PetscCall(PetscSNPrintf(text, len, "kokkos, %s, device %d (%s)", KokkosBackendSpaceName(), info.id, info.name));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+#endif
     PetscCall(PetscSNPrintf(text, len, "%skokkos, %s, %" PetscInt_FMT " thread%s", why && kokkos_default ? "no GPU found: " : "", KokkosBackendSpaceName(), KokkosBackendThreads(), KokkosBackendThreads() == 1 ? "" : "s"));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -149,12 +171,26 @@ PetscErrorCode BackendDescription(const Backend *backend, PetscBool why, char te
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+#if defined(FUSEDKSP_HAVE_CUDA)
+/* Whether the active backend runs on the GPU CUDASelectDevice() bound: the cuda backend, or kokkos built for CUDA */
+static bool ActiveOnCUDADevice()
+{
+  const Backend *be = ActiveBackend();
+
+  if (CUDABackend() && be == CUDABackend()) return true;
+#if defined(FUSEDKSP_HAVE_KOKKOS)
+  if (be == KokkosBackend() && !be->host_memory) return true;
+#endif
+  return false;
+}
+#endif
+
 PetscErrorCode DeviceSharingWarning(char text[], size_t len)
 {
   PetscFunctionBegin;
   text[0] = 0;
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (ActiveBackend() == CUDABackend()) {
+  if (ActiveOnCUDADevice()) {
     CUDADeviceInfo info;
 
     PetscCall(CUDAGetDeviceInfo(&info));
@@ -309,7 +345,8 @@ PetscErrorCode FusedKSPGetBackendName(const char *name[])
   Not Collective
 
   Output Parameter:
-. id - the CUDA device id (as the CUDA runtime of this process numbers devices), or -1 on the host backend
+. id - the CUDA device id (as the CUDA runtime of this process numbers devices), or -1 on the host backend and on the
+       kokkos backend on CPU threads
 
   Level: intermediate
 
@@ -325,7 +362,7 @@ PetscErrorCode FusedKSPGetDevice(PetscInt *id)
   PetscCheck(id, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The output argument id must be non-NULL");
   *id = -1;
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (fusedksp::ActiveBackend() == fusedksp::CUDABackend()) {
+  if (fusedksp::ActiveOnCUDADevice()) {
     fusedksp::CUDADeviceInfo info;
 
     PetscCall(fusedksp::CUDAGetDeviceInfo(&info));
@@ -368,6 +405,7 @@ PetscErrorCode FusedKSPSynchronize(void)
 
   Output Parameter:
 . name - the device's name (`cudaDeviceProp::name`), or "none" when the fused operations do not run on a CUDA device
+         (the cuda backend, or the kokkos backend built for CUDA)
 
   Level: intermediate
 
@@ -379,7 +417,7 @@ PetscErrorCode FusedKSPGetDeviceName(char name[], size_t len)
   PetscCheck(name && len > 0, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "The output argument name must be non-NULL with a positive length");
   PetscCall(PetscStrncpy(name, "none", len));
 #if defined(FUSEDKSP_HAVE_CUDA)
-  if (fusedksp::CUDABackend() && fusedksp::ActiveBackend() == fusedksp::CUDABackend()) {
+  if (fusedksp::ActiveOnCUDADevice()) {
     fusedksp::CUDADeviceInfo info;
 
     PetscCall(fusedksp::CUDAGetDeviceInfo(&info));

@@ -7,17 +7,20 @@ namespace fusedksp
 namespace kokkos
 {
 
-/* See Backend::blockdiag_mult: one work item per block */
+/* One work item per block of a layout (a function of its own: nvcc allows no device lambda inside a generic lambda) */
+template <class Blocks> static void BlockDiagMultBlocks(const Blocks blocks, PetscInt nblocks, bool tr, const PetscScalar *vals, const PetscScalar *x, PetscScalar *y)
+{
+  ForEach(
+      "fusedksp::blockdiag_mult", nblocks, KOKKOS_LAMBDA(const PetscInt k) { BlockDiagMultBlock(blocks, k, tr, vals, x, y); });
+}
+
+/* See Backend::blockdiag_mult */
 PetscErrorCode BlockDiagMult(const BlockDiagView *D, PetscBool transpose, const PetscScalar *x, PetscScalar *y)
 {
-  const PetscScalar *vals = D->vals;
-  const bool         tr   = transpose ? true : false;
-
   PetscFunctionBegin;
   PetscCall(BlockDiagViewCheck(D));
   WithBlockPolicy(D, [&](const auto blocks) {
-    ForEach(
-        "fusedksp::blockdiag_mult", D->nblocks, KOKKOS_LAMBDA(const PetscInt k) { BlockDiagMultBlock(blocks, k, tr, vals, x, y); });
+    BlockDiagMultBlocks(blocks, D->nblocks, transpose ? true : false, D->vals, x, y);
     return 0;
   });
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -230,10 +230,11 @@ static PetscErrorCode Finalize(void)
 
 /*
    KokkosBackendInitialize - starts Kokkos (unless the application already did) with `threads` threads of its
-   host execution space (0: the Kokkos default, OMP_NUM_THREADS or all cores), once per PetscInitialize();
-   Kokkos is finalized in PetscFinalize() when this library started it.
+   host execution space (0: the Kokkos default, OMP_NUM_THREADS or all cores) and, when it runs on a GPU, on
+   device `device` (-1: Kokkos's choice), once per PetscInitialize(); Kokkos is finalized in PetscFinalize() when
+   this library started it.
 */
-PetscErrorCode KokkosBackendInitialize(PetscInt threads)
+PetscErrorCode KokkosBackendInitialize(PetscInt threads, PetscInt device)
 {
   PetscFunctionBegin;
   if (kokkos::buffers) PetscFunctionReturn(PETSC_SUCCESS);
@@ -242,6 +243,7 @@ PetscErrorCode KokkosBackendInitialize(PetscInt threads)
     Kokkos::InitializationSettings settings;
 
     if (threads > 0) settings.set_num_threads((int)threads);
+    if (!kokkos::host_memory && device >= 0) settings.set_device_id((int)device);
     settings.set_disable_warnings(true);
     Kokkos::initialize(settings);
     kokkos::finalize_kokkos = PETSC_TRUE;

@@ -180,15 +180,12 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
   const PetscInt    *rowptr = B->rowptr, *colidx = B->colidx;
   const PetscScalar *vals = B->vals;
   DotSpecs           sp;
-  PetscScalar        change[FUSED_MAX_DOTS];
+  PetscScalar        change[FUSED_MAX_DOTS], *slot = target.slot, sums[FUSED_MAX_DOTS];
 
   PetscFunctionBegin;
   PetscCall(CopySpecs(ndots, specs, &sp));
   if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
-  if (target.slot) { /* the changes are added to the target */
-    dots   = target.slot;
-    target = {};
-  }
+  target = {};
   if (!ndots) {
     ForEach(
         "fusedksp::spmv_offdiag", B->nrows, KOKKOS_LAMBDA(const PetscInt k) {
@@ -205,7 +202,12 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
         out[i] = old + (wl ? wl[i] * sum : sum);
         for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in, out[i]) - DotTerm(sp.spec[d], i, in, old);
       }));
-  for (int d = 0; d < ndots; ++d) dots[d] += change[d];
+  if (slot) { /* the changes are added to the target, in the backend's memory */
+    PetscCall(CopyArgsToHost(sums, slot, ndots * sizeof(PetscScalar)));
+    for (int d = 0; d < ndots; ++d) sums[d] += change[d];
+    PetscCall(CopyArgsToBackend(slot, sums, ndots * sizeof(PetscScalar)));
+  } else
+    for (int d = 0; d < ndots; ++d) dots[d] += change[d];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
