@@ -30,9 +30,9 @@ static PetscErrorCode MallocBytes(size_t bytes, void **ptr)
   PetscCheck(!AllocationFails(), PETSC_COMM_SELF, PETSC_ERR_MEM, "Kokkos backend: allocation of %zu bytes failed (-fused_debug_fail_alloc)", bytes);
   if constexpr (host_memory)
     PetscCall(PetscMalloc(bytes, ptr));
-  else {
+  else if (bytes) { /* no bytes: NULL, as PetscMalloc() and the cuda backend give */
     try {
-      *ptr = Kokkos::kokkos_malloc<MemSpace>("fusedksp", bytes ? bytes : 1);
+      *ptr = Kokkos::kokkos_malloc<MemSpace>("fusedksp", bytes);
     } catch (const std::exception &e) {
       SETERRQ(PETSC_COMM_SELF, PETSC_ERR_MEM, "Kokkos backend: allocation of %zu bytes in %s failed: %s", bytes, MemSpace::name(), e.what());
     }
