@@ -72,7 +72,7 @@ FUSED_HD inline RecurrenceStatus BiCGCoefficients(const PetscScalar *v, PetscSca
 FUSED_HD inline RecurrenceStatus BCGSAlpha(PetscScalar rrstar, PetscScalar Aprstar, PetscScalar *alpha)
 {
   if (NotFinite(rrstar) || NotFinite(Aprstar)) return RecurrenceStatus::NANORINF;
-  if (Aprstar == 0) return RecurrenceStatus::BREAKDOWN;
+  if (rrstar == 0 || Aprstar == 0) return RecurrenceStatus::BREAKDOWN;
   *alpha = rrstar / Aprstar;
   return RecurrenceStatus::OK;
 }
@@ -257,7 +257,6 @@ FUSED_HD inline bool BCGSChunkAlpha(const ChunkControl &c, PetscInt j, const Pet
     if (BCGSOmegaBeta(prev[BCGS_ASS], prev[BCGS_ASAS], prev[BCGS_ASR], prev[BCGS_APR], prev[BCGS_SS], &omega, &beta, &rnorm2) == RecurrenceStatus::OK && ChunkNormSqStops(c, j - 1, rnorm2)) return false;
   } else if (c.start && ChunkNormSqStops(c, 0, prev[BCGS_RR]))
     return false;
-  if (prev[BCGS_RRSTAR] == 0) return false;
   return BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], alpha) == RecurrenceStatus::OK;
 }
 

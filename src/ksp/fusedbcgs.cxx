@@ -28,7 +28,12 @@
    of the operator or the preconditioner (a MATSHELL without MatMultTranspose, a PC without
    PCApplyTranspose) alpha is reduced on its own: two reductions per iteration.
 
-   Breakdown (<Ap,r*> = 0, <r,r*> = 0 or omega = 0 with s != 0) stops with KSP_DIVERGED_BREAKDOWN.
+   Breakdown (<Ap,r*> = 0, <r,r*> = 0 or omega = 0 with s != 0): r* has become orthogonal to the
+   residuals (a Lanczos breakdown: on hard problems, e.g. 1138_bus, <r,r*> computes to exactly 0 with
+   ||r|| ||r*|| of order 1 while the residual is far from the tolerance, in classical BiCGStab too).
+   The solve restarts from the true residual with r* = p = r (a new shadow space) as long as each
+   restart starts from a smaller true residual than the one before; otherwise it stops with
+   KSP_DIVERGED_BREAKDOWN.
    As for fusedcg, a converged recurrence residual is confirmed with the true residual, and replaced
    (restarting with p = r) when the true one does not meet the tolerance.
 */
@@ -44,6 +49,7 @@ struct KSP_FusedBCGS {
   PCMode        mode = PCMode::NONE;
   SolveCounters counters;
   PetscBool     one_reduction        = PETSC_FALSE;         /* last solve: alpha from the rhat recurrences */
+  PetscReal     restart_norm         = 0;                   /* the true residual of the last breakdown restart (0: none yet) */
   PetscBool3    one_reduction_option = PETSC_BOOL3_UNKNOWN; /* -ksp_fusedbcgs_one_reduction; default: on with > 1 process */
   Chunker       chunk;
 };
@@ -167,6 +173,18 @@ PetscErrorCode BCGSChunkBody(void *ctx)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* KSPFusedStatusStops() for the BiCGStab coefficients of iteration it, and with -info the values that
+   stopped them (which of <r,r*>, <Ap,r*>, <s,s>, <As,s>, <As,As> vanished or is not finite)         */
+PetscErrorCode BCGSStatusStops(KSP ksp, PetscInt it, RecurrenceStatus status, PetscScalar rrstar, PetscScalar Apr, PetscScalar ss, PetscScalar Ass, PetscScalar AsAs, PetscBool *stops)
+{
+  PetscFunctionBegin;
+  *stops = KSPFusedStatusStops(ksp, status);
+  if (*stops)
+    PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": %s with <r,r*> %g, <Ap,r*> %g, <s,s> %g, <As,s> %g, <As,As> %g\n", it, KSPConvergedReasons[ksp->reason], (double)PetscRealPart(rrstar), (double)PetscRealPart(Apr), (double)PetscRealPart(ss),
+                        (double)PetscRealPart(Ass), (double)PetscRealPart(AsAs)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* After a converged test: the true residual; when it fails, r and p restart from it and start[] gets
    the new <r,r*>, <r,r> (*restarted = PETSC_TRUE, ksp->reason reset)                              */
 PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, PetscReal rnorm, int nr, const OpDot *spec_r, PetscScalar *start, PetscBool *restarted)
@@ -186,6 +204,42 @@ PetscErrorCode BCGSCheckTrueResidual(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, Pe
     PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, start));
     PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), start, nr, &bc->counters));
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After a breakdown (ksp->reason KSP_DIVERGED_BREAKDOWN): the restart from the true residual with r* = p = r
+   (and rhat = Op^T r*) when it is smaller than at the last restart; start[] gets <r,r*>, <r,r> (, <r,rhat>),
+   ksp->reason is reset and the restart counted as a residual replacement (*restarted = PETSC_TRUE)          */
+PetscErrorCode BCGSBreakdownRestart(KSP ksp, KSP_FusedBCGS *bc, PetscInt it, int nr, const OpDot *spec_r, Vec rhat, PetscScalar *start, PetscBool *restarted)
+{
+  Vec      *V = ksp->work;
+  Mat       A;
+  PetscReal truenorm;
+
+  PetscFunctionBegin;
+  *restarted = PETSC_FALSE;
+  if (ksp->reason != KSP_DIVERGED_BREAKDOWN) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  PetscCall(BCGSResidual(ksp, bc, A, V[VEC_R], V[VEC_T]));
+  PetscCall(VecNorm(V[VEC_R], NORM_2, &truenorm));
+  if (bc->restart_norm > 0 && !(truenorm < bc->restart_norm)) {
+    PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": breakdown again with the true residual %g not below the last restart's %g: stopping\n", it, (double)truenorm, (double)bc->restart_norm));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": breakdown; restarting from the true residual %g with r* = r\n", it, (double)truenorm));
+  bc->restart_norm = truenorm;
+  PetscCall(VecCopy(V[VEC_R], V[VEC_RSTAR]));
+  PetscCall(VecCopy(V[VEC_R], V[VEC_P]));
+  if (rhat) {
+    PetscBool ok;
+    PetscCall(BCGSShadowTranspose(ksp, bc, A, V[VEC_RSTAR], rhat, V[VEC_T], &ok));
+    PetscCheck(ok, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The transpose the solve started with is gone");
+  }
+  PetscCall(OpsDots(nullptr, V[VEC_R], nr, spec_r, start));
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), start, nr, &bc->counters));
+  bc->counters.replacements++;
+  ksp->reason = KSP_CONVERGED_ITERATING;
+  *restarted  = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -242,16 +296,15 @@ PetscErrorCode BCGSReplayIteration(void *ctx, PetscInt j, PetscInt it, PetscInt 
   KSP          ksp = r->ksp;
   PetscScalar  alpha, omega, beta;
   PetscReal    rnorm2 = 0;
+  PetscBool    stops;
 
   PetscFunctionBegin;
   *stop = PETSC_TRUE;
-  if (prev[BCGS_RRSTAR] == 0.0) {
-    ksp->reason = KSP_DIVERGED_BREAKDOWN;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  if (KSPFusedStatusStops(ksp, BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha))) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(BCGSStatusStops(ksp, it, BCGSAlpha(prev[BCGS_RRSTAR], cur[BCGS_APR], &alpha), prev[BCGS_RRSTAR], cur[BCGS_APR], 0, 0, 0, &stops));
+  if (stops) PetscFunctionReturn(PETSC_SUCCESS);
   if (j > performed && ChunkHostControl(&r->bc->chunk)->stage == 0) PetscFunctionReturn(PETSC_SUCCESS); /* the kernels stopped before s: go on from here */
-  if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], &omega, &beta, &rnorm2))) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(BCGSStatusStops(ksp, it, BCGSOmegaBeta(cur[BCGS_ASS], cur[BCGS_ASAS], cur[BCGS_ASR], cur[BCGS_APR], cur[BCGS_SS], &omega, &beta, &rnorm2), prev[BCGS_RRSTAR], cur[BCGS_APR], cur[BCGS_SS], cur[BCGS_ASS], cur[BCGS_ASAS], &stops));
+  if (stops) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCheck(j <= performed, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The kernels stopped iteration %" PetscInt_FMT " at its update, the host found no reason", it);
   *rnorm = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
   *stop  = PETSC_FALSE;
@@ -292,7 +345,16 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
   c->nograph            = nullptr;
   entering[BCGS_RRSTAR] = pend[0];
   entering[BCGS_RR]     = pend[1];
-  PetscCall(KSPFusedChunkSolve(ksp, c, start, ops, &chunked, entering));
+  for (PetscInt it = 0;;) {
+    PetscBool restarted;
+    PetscCall(KSPFusedChunkSolve(ksp, c, it, start, ops, &chunked, entering));
+    PetscCall(BCGSBreakdownRestart(ksp, bc, ksp->its, 2, spec_r, nullptr, pend, &restarted));
+    if (!restarted) break;
+    it                    = ksp->its;
+    start                 = PETSC_FALSE;
+    entering[BCGS_RRSTAR] = pend[0];
+    entering[BCGS_RR]     = pend[1];
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -305,7 +367,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   const OpDot     self = {DotKind::DOT_SELF, nullptr}, input = {DotKind::DOT_INPUT, nullptr};
   PetscScalar     pend[3], red[10], alpha = 0, omega = 0, beta = 0, rrstar = 0, sigma = 0, rhat_r = 0;
   PetscReal       rnorm, rnorm2 = 0;
-  PetscBool       pending = PETSC_FALSE, one;
+  PetscBool       pending = PETSC_FALSE, one, stops;
   Vec             pt = nullptr, st = nullptr, wr = nullptr;
   MPI_Comm        comm = PetscObjectComm((PetscObject)ksp);
 
@@ -314,6 +376,7 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bc->mode, &bc->w));
   const PetscBool defer = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
   bc->counters          = SolveCounters();
+  bc->restart_norm      = 0;
   ksp->reason           = KSP_CONVERGED_ITERATING;
   if (right && bc->mode != PCMode::NONE) {
     pt = V[VEC_PT];
@@ -365,78 +428,84 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
     PetscFunctionReturn(PETSC_SUCCESS);
   }
 
-  for (PetscInt it = 1; !ksp->reason; ++it) {
-    PetscInt n;
-    if (it > ksp->max_it) {
-      ksp->reason = KSP_DIVERGED_ITS;
-      break;
-    }
-    /* (1) Ap = Op p with <Ap, r*> (and <Ap, rhat>), in a batch with the previous update's dot products */
-    if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(defer));
-    if (one) {
-      /* alpha from the recurrences closed by the previous reduction: no reduction before s */
-      if (rrstar == 0.0 || KSPFusedStatusStops(ksp, BCGSAlpha(rrstar, sigma, &alpha))) {
-        if (!ksp->reason) ksp->reason = KSP_DIVERGED_BREAKDOWN;
+  /* the iterations until the solve stops, and again from a restart after a breakdown (BCGSBreakdownRestart()) */
+  PetscInt it = 1;
+  for (PetscBool restarted = PETSC_TRUE; restarted;) {
+    for (; !ksp->reason; ++it) {
+      PetscInt n;
+      if (it > ksp->max_it) {
+        ksp->reason = KSP_DIVERGED_ITS;
         break;
       }
-      PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], nap, spec_ap, red));
-    } else {
-      PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], nap, spec_ap, red));
+      /* (1) Ap = Op p with <Ap, r*> (and <Ap, rhat>), in a batch with the previous update's dot products */
+      if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(defer));
+      if (one) {
+        /* alpha from the recurrences closed by the previous reduction: no reduction before s */
+        PetscCall(BCGSStatusStops(ksp, it, BCGSAlpha(rrstar, sigma, &alpha), rrstar, sigma, 0, 0, 0, &stops));
+        if (stops) break;
+        PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], nap, spec_ap, red));
+      } else {
+        PetscCall(BCGSOperator(ksp, bc, A, V[VEC_P], V[VEC_AP], pt ? pt : V[VEC_T], V[VEC_T2], nap, spec_ap, red));
+        PetscCall(OpsBatchEnd());
+        n = 1;
+        if (pending) {
+          red[n++] = pend[0];
+          red[n++] = pend[1];
+        }
+        PetscCall(OpsAllreduce(comm, red, n, &bc->counters));
+        if (pending) rrstar = red[1];
+        pending = PETSC_FALSE;
+        PetscCall(BCGSStatusStops(ksp, it, BCGSAlpha(rrstar, red[0], &alpha), rrstar, red[0], 0, 0, 0, &stops));
+        if (stops) break;
+        PetscCall(OpsBatchBegin(defer));
+      }
+      /* (2) s = r - alpha Ap, <s,s>;  (3) As = Op s, <As,s>, <As,As>, <As,r*> (, <As,rhat>) */
+      PetscScalar *r2 = one ? red + 2 : red + 1;
+      PetscCall(OpsWAXPYDot(-alpha, V[VEC_R], V[VEC_AP], V[VEC_S], r2));
+      PetscCall(BCGSOperator(ksp, bc, A, V[VEC_S], V[VEC_AS], st ? st : V[VEC_T], V[VEC_T2], nas, spec_as, r2 + 1));
       PetscCall(OpsBatchEnd());
-      n = 1;
-      if (pending) {
-        red[n++] = pend[0];
-        red[n++] = pend[1];
+      n = one ? 7 : 5;
+      if (one && pending) {
+        for (int k = 0; k < 3; ++k) red[n++] = pend[k];
       }
-      PetscCall(OpsAllreduce(comm, red, n, &bc->counters));
-      if (pending) rrstar = red[1];
-      pending = PETSC_FALSE;
-      if (rrstar == 0.0) {
-        ksp->reason = KSP_DIVERGED_BREAKDOWN;
-        break;
+      PetscCall(OpsAllreduce(comm, one ? red : red + 1, one ? n : 4, &bc->counters));
+      const PetscScalar Apr = red[0], ss = r2[0], Ass = r2[1], AsAs = r2[2], Asr = r2[3];
+      PetscCall(BCGSStatusStops(ksp, it, BCGSOmegaBeta(Ass, AsAs, Asr, Apr, ss, &omega, &beta, &rnorm2), rrstar, Apr, ss, Ass, AsAs, &stops));
+      if (stops) break;
+      if (one) {
+        /* <r_i, r*> and <r_i, rhat> exactly (from the update) when available, then one step of
+           r_{i+1} = s - omega As, p_{i+1} = r_{i+1} + beta (p - omega Ap) for the next alpha */
+        const PetscScalar rrs = pending ? red[7] : rrstar, rh = pending ? red[9] : rhat_r;
+        rrstar  = rrs - alpha * Apr - omega * Asr;
+        rhat_r  = rh - alpha * red[1] - omega * r2[4];
+        sigma   = rhat_r + beta * (Apr - omega * red[1]);
+        pending = PETSC_FALSE;
       }
-      if (KSPFusedStatusStops(ksp, BCGSAlpha(rrstar, red[0], &alpha))) break;
+      /* (4) x, r, p updates with <r,r*>, <r,r> (, <r,rhat>): pending in a batch that the next iteration completes */
       PetscCall(OpsBatchBegin(defer));
-    }
-    /* (2) s = r - alpha Ap, <s,s>;  (3) As = Op s, <As,s>, <As,As>, <As,r*> (, <As,rhat>) */
-    PetscScalar *r2 = one ? red + 2 : red + 1;
-    PetscCall(OpsWAXPYDot(-alpha, V[VEC_R], V[VEC_AP], V[VEC_S], r2));
-    PetscCall(BCGSOperator(ksp, bc, A, V[VEC_S], V[VEC_AS], st ? st : V[VEC_T], V[VEC_T2], nas, spec_as, r2 + 1));
-    PetscCall(OpsBatchEnd());
-    n = one ? 7 : 5;
-    if (one && pending) {
-      for (int k = 0; k < 3; ++k) red[n++] = pend[k];
-    }
-    PetscCall(OpsAllreduce(comm, one ? red : red + 1, one ? n : 4, &bc->counters));
-    const PetscScalar Apr = red[0], ss = r2[0], Ass = r2[1], AsAs = r2[2], Asr = r2[3];
-    if (KSPFusedStatusStops(ksp, BCGSOmegaBeta(Ass, AsAs, Asr, Apr, ss, &omega, &beta, &rnorm2))) break;
-    if (one) {
-      /* <r_i, r*> and <r_i, rhat> exactly (from the update) when available, then one step of
-         r_{i+1} = s - omega As, p_{i+1} = r_{i+1} + beta (p - omega Ap) for the next alpha */
-      const PetscScalar rrs = pending ? red[7] : rrstar, rh = pending ? red[9] : rhat_r;
-      rrstar  = rrs - alpha * Apr - omega * Asr;
-      rhat_r  = rh - alpha * red[1] - omega * r2[4];
-      sigma   = rhat_r + beta * (Apr - omega * red[1]);
-      pending = PETSC_FALSE;
-    }
-    /* (4) x, r, p updates with <r,r*>, <r,r> (, <r,rhat>): pending in a batch that the next iteration completes */
-    PetscCall(OpsBatchBegin(defer));
-    PetscCall(OpsBCGSUpdate(alpha, omega, beta, wr, pt, st, X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], rhat, pend));
-    pending = PETSC_TRUE;
-    rnorm   = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
-    PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
-    if (ksp->reason > 0) {
-      PetscBool restarted;
-      PetscCall(OpsBatchEnd());
-      PetscCall(BCGSCheckTrueResidual(ksp, bc, it, rnorm, nr, spec_r, pend, &restarted));
-      if (restarted) {
-        rrstar = pend[0];
-        sigma = rhat_r = one ? pend[2] : 0;
-        pending        = PETSC_FALSE;
+      PetscCall(OpsBCGSUpdate(alpha, omega, beta, wr, pt, st, X, V[VEC_R], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_RSTAR], rhat, pend));
+      pending = PETSC_TRUE;
+      rnorm   = ksp->normtype == KSP_NORM_NONE ? 0.0 : PetscSqrtReal(rnorm2);
+      PetscCall(KSPFusedMonitorAndTest(ksp, it, rnorm));
+      if (ksp->reason > 0) {
+        PetscBool restarted;
+        PetscCall(OpsBatchEnd());
+        PetscCall(BCGSCheckTrueResidual(ksp, bc, it, rnorm, nr, spec_r, pend, &restarted));
+        if (restarted) {
+          rrstar = pend[0];
+          sigma = rhat_r = one ? pend[2] : 0;
+          pending        = PETSC_FALSE;
+        }
       }
+    }
+    if (OpsBatchIsOpen()) PetscCall(OpsBatchEnd());
+    PetscCall(BCGSBreakdownRestart(ksp, bc, it, nr, spec_r, rhat, pend, &restarted));
+    if (restarted) {
+      rrstar = pend[0];
+      sigma = rhat_r = one ? pend[2] : 0;
+      pending        = PETSC_FALSE;
     }
   }
-  if (OpsBatchIsOpen()) PetscCall(OpsBatchEnd());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -379,10 +379,10 @@ PetscErrorCode KSPFusedChunkReplay(KSP ksp, Chunker *c, PetscInt k, PetscInt per
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering)
+PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscInt it, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering)
 {
   PetscFunctionBegin;
-  for (PetscInt it = 0; !ksp->reason;) {
+  while (!ksp->reason) {
     const PetscInt k = PetscMin(c->k, ksp->max_it - it);
     PetscInt       performed;
     PetscBool      stopped;

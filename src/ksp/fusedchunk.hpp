@@ -151,10 +151,10 @@ struct ChunkReplayOps {
    next chunk enters with: the last one the kernels performed, or the restart's                         */
 PetscErrorCode KSPFusedChunkReplay(KSP ksp, Chunker *c, PetscInt k, PetscInt performed, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering, PetscInt *it, PetscBool *stopped);
 
-/* The iterations of a solve, k at a time (never past max_it: KSP_DIVERGED_ITS there), each chunk run by
-   ops.run and replayed by KSPFusedChunkReplay(), until a chunk stops the solve; entering: the slot the
-   first chunk enters with, or with `start` none (the first chunk computes the start)                */
-PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering);
+/* The iterations of a solve from KSP iteration it, k at a time (never past max_it: KSP_DIVERGED_ITS there),
+   each chunk run by ops.run and replayed by KSPFusedChunkReplay(), until a chunk stops the solve; entering:
+   the slot the first chunk enters with, or with `start` none (the first chunk computes the start)          */
+PetscErrorCode KSPFusedChunkSolve(KSP ksp, Chunker *c, PetscInt it, PetscBool start, const ChunkReplayOps &ops, void *ctx, PetscScalar *entering);
 
 /* The views' line on chunks */
 PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer);
