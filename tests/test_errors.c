@@ -5,7 +5,8 @@ static char help[] = "Bad input gives a clear PETSc error or a divergence reason
   size        a right-hand side of the wrong length, a non-square operator: a PETSc error (caught)\n\
   plainvec    the fused matrix with plain PETSc vectors: converges with a small true residual, or a PETSc error\n\
   skew        BiCGStab (prefix skew_, default fusedbcgs; fusedbicg too) on a skew-symmetric matrix (r0^T A r0 = 0):\n\
-              KSP_DIVERGED_BREAKDOWN, or converged with a true residual that confirms it\n\
+              KSP_DIVERGED_BREAKDOWN, or converged with a true residual that confirms it; fusedbcgs restarts once\n\
+              with r* = r (counted as a residual replacement), breaks down again from the same residual and stops\n\
   transposes  fusedbicg (prefix transpose_) on a MATSHELL without MatMultTranspose(), with a PCSHELL without\n\
               PCApplyTranspose(): a PETSC_ERR_SUP error naming what is missing\n\
   recovery    each fused solver (also nested in another through PCKSP): a PCSHELL that fails once, a user MATSHELL\n\
@@ -388,6 +389,11 @@ static PetscErrorCode TestSkew(PetscReal rtol)
     PetscCall(Check((PetscBool)(rel <= 10.0 * rtol), "skew-symmetric, %s: %s after %" PetscInt_FMT " iterations, true residual %.3e <= 10 rtol", type, KSPConvergedReasons[reason], its, (double)rel));
   else
     PetscCall(Check((PetscBool)(reason == KSP_DIVERGED_BREAKDOWN), "skew-symmetric, %s: %s after %" PetscInt_FMT " iterations (true residual %.3e)", type, KSPConvergedReasons[reason], its, (double)rel));
+  if (!strcmp(type, KSPFUSEDBCGS)) {
+    PetscInt restarts;
+    PetscCall(KSPFusedGetResidualReplacementCount(ksp, &restarts));
+    PetscCall(Check((PetscBool)(restarts == 1), "skew-symmetric, %s: one restart after the breakdown, none after the second (from the same residual): %" PetscInt_FMT, type, restarts));
+  }
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&x));
   PetscCall(ProblemDestroy(&p));
