@@ -132,10 +132,11 @@ template <int ND, class Join, class Body> KOKKOS_INLINE_FUNCTION void TeamPartia
       Kokkos::TeamThreadRange(team, start, end), [&](const PetscInt i, Parts<ND> &acc) { body(i, acc.v); }, PartsReducer<ND, Join>(sums));
 }
 
-/* A team policy of `league` teams of `want` threads, fewer where the kernel cannot launch that many */
+/* A team policy of `league` teams of `want` threads, fewer where the kernel cannot launch that many (the most a
+   kernel launches depends on its code and the device only: asked once per kernel) */
 template <class Kernel> TeamPolicy TeamSize(PetscInt league, int want, const Kernel &kernel)
 {
-  const int most = TeamPolicy(league, 1).team_size_max(kernel, Kokkos::ParallelForTag());
+  static const int most = TeamPolicy(1, 1).team_size_max(kernel, Kokkos::ParallelForTag());
   return TeamPolicy(league, want < most ? want : most);
 }
 
