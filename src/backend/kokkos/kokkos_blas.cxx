@@ -166,6 +166,14 @@ KOKKOS_INLINE_FUNCTION PetscScalar MaxNaN(PetscScalar m, PetscScalar a)
   return (a > m || a != a || m != m) ? (m != m ? m : a) : m;
 }
 
+/* MaxNaN() as the join of a reduction's partials */
+struct MaxNaNJoin {
+  KOKKOS_INLINE_FUNCTION static PetscScalar Join(PetscScalar a, PetscScalar b)
+  {
+    return MaxNaN(a, b);
+  }
+};
+
 /* See BlasKernels::norminf: the largest entry of each chunk, then of the chunks; a NaN entry wins */
 static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
@@ -174,7 +182,7 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
   PetscScalar        m = 0;
 
   PetscFunctionBegin;
-  PetscCall(ChunkPartials<1>(
+  PetscCall(ChunkPartials<1, MaxNaNJoin>(
       "fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); }, &nchunks, &part));
   for (PetscInt c = 0; c < nchunks; ++c) m = MaxNaN(m, part[c]);
   *val = PetscRealPart(m);

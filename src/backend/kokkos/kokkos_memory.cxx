@@ -1,6 +1,7 @@
 /* Kokkos backend: initialization, memory, reduce targets and the Backend table */
 #include "backend/kokkos/kokkos_reduce.hpp"
 #include <cstring>
+#include <type_traits>
 
 namespace fusedksp
 {
@@ -10,12 +11,20 @@ namespace kokkos
 BackendCounters counters;
 ReduceTarget    target;
 
+/* Where the host reads the partial sums: the backend's memory itself on the host; pinned host memory with a
+   device (the copy of each reduction goes straight to it, without a staging copy) */
+#if defined(KOKKOS_HAS_SHARED_HOST_PINNED_SPACE)
+using PartialsHostSpace = std::conditional_t<host_memory, MemSpace, Kokkos::SharedHostPinnedSpace>;
+#else
+using PartialsHostSpace = Kokkos::HostSpace;
+#endif
+
 /* The buffers kept between calls; released before Kokkos::finalize() */
 struct Buffers {
-  Kokkos::View<PetscScalar *, MemSpace>             partials;
-  Kokkos::View<PetscScalar *, MemSpace>::HostMirror partials_host;
-  Kokkos::View<char *, MemSpace>                    pointers; /* an array of pointers, as bytes */
-  Kokkos::View<PetscScalar *, MemSpace>             coefficients;
+  Kokkos::View<PetscScalar *, MemSpace>          partials;
+  Kokkos::View<PetscScalar *, PartialsHostSpace> partials_host;
+  Kokkos::View<char *, MemSpace>                 pointers; /* an array of pointers, as bytes */
+  Kokkos::View<PetscScalar *, MemSpace>          coefficients;
 };
 static Buffers  *buffers         = nullptr;
 static PetscBool finalize_kokkos = PETSC_FALSE; /* this library initialized Kokkos */
@@ -55,17 +64,29 @@ using HostBytes  = Kokkos::View<char *, Kokkos::HostSpace, Kokkos::MemoryTraits<
 using CBytes     = Kokkos::View<const char *, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 using CHostBytes = Kokkos::View<const char *, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
+/* A copy that completes before it returns: with a device, ordered after the kernels queued so far on the
+   execution space's stream and waited for there (no fence of the whole device) */
+template <class Dst, class Src> static void CopyFenced(const Dst &dst, const Src &src)
+{
+  if constexpr (host_memory)
+    Kokkos::deep_copy(dst, src);
+  else {
+    Kokkos::deep_copy(ExecSpace(), dst, src);
+    ExecSpace().fence("fusedksp copy");
+  }
+}
+
 PetscErrorCode CopyArgsToBackend(void *dst, const void *src, size_t bytes)
 {
   PetscFunctionBegin;
-  if (bytes) Kokkos::deep_copy(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
+  if (bytes) CopyFenced(Bytes((char *)dst, bytes), CHostBytes((const char *)src, bytes));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode CopyArgsToHost(void *dst, const void *src, size_t bytes)
 {
   PetscFunctionBegin;
-  if (bytes) Kokkos::deep_copy(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
+  if (bytes) CopyFenced(HostBytes((char *)dst, bytes), CBytes((const char *)src, bytes));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -89,13 +110,22 @@ PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscIn
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The host's view of the partials dev: dev itself in host memory, else a buffer of its size */
+template <class Host> static Kokkos::View<PetscScalar *, Host> HostPartials(const Kokkos::View<PetscScalar *, MemSpace> &dev)
+{
+  if constexpr (std::is_same_v<Host, MemSpace>)
+    return dev;
+  else
+    return Kokkos::View<PetscScalar *, Host>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp partials (host)"), dev.extent(0));
+}
+
 PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host)
 {
   PetscFunctionBegin;
   PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
   if ((PetscInt)buffers->partials.extent(0) < count) {
     buffers->partials      = Kokkos::View<PetscScalar *, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp partials"), count);
-    buffers->partials_host = Kokkos::create_mirror_view(buffers->partials);
+    buffers->partials_host = HostPartials<PartialsHostSpace>(buffers->partials);
   }
   *dev  = buffers->partials.data();
   *host = buffers->partials_host.data();

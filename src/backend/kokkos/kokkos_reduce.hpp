@@ -2,11 +2,16 @@
    Kokkos backend: the execution space, the two-stage reductions of the contract, and the declarations of
    the backend's functions.
 
-   Every kernel is a Kokkos::parallel_for on the default execution space (OpenMP in the CPU build) over raw
-   pointers in its memory space.  A reduction is cut into the ReduceChunks() chunks of the contract: one
-   work item per chunk accumulates its partial sums (in index order, or in SIMD lanes for the dot products
-   of the sparse products and the multi-dot), and the second stage adds the partials in chunk order.  The
-   results agree with the host reference backend to rounding and do not depend on the number of threads.
+   Every kernel is a Kokkos::parallel_for on the default execution space (OpenMP in the CPU build, CUDA in a
+   GPU build) over raw pointers in its memory space.  A reduction is cut into the ReduceChunks() chunks of the
+   contract, and each kernel that reduces is written once per entry (and, where the CPU needs it, as a loop over
+   a chunk around the same per-entry expressions); the execution space picks the shape of the first stage:
+   on CPU threads one work item per chunk accumulates its partial sums (in index order, or in SIMD lanes for
+   the dot products of the sparse products and the multi-dot), a chunk's vectors staying in the cache of one
+   core; on a GPU one team of threads per chunk, consecutive threads reading consecutive entries (coalesced),
+   each thread accumulating its sums, then the team's reduction of them (in a fixed order for a given team
+   size).  The second stage adds the partials in chunk order on the host.  The results agree with the host
+   reference backend to rounding and do not depend on the number of threads.
 */
 #pragma once
 
@@ -51,11 +56,98 @@ PetscErrorCode StoreResults(int nd, const PetscScalar *all, PetscScalar *dots);
 /* Room for `count` partial sums in the backend's memory, and its host mirror, kept between calls */
 PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host);
 
-/* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks: chunk(start, end,
-   part) does the work of the entries [start, end) and adds their terms to part[0..nd) in index order;
-   *host_partials then holds nchunks rows of nd partials (host memory).  nd <= ND (the array each work
-   item accumulates in).                                                                             */
-template <int ND, class Chunk> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, PetscInt *nchunks, const PetscScalar **host_partials)
+/* Whether a chunk of a reduction runs as a team of threads (a GPU: the memory space is not the host's) or as one
+   work item (CPU threads).  FUSEDKSP_KOKKOS_TEAMS gives a host build the GPU shape, to test it on a CPU. */
+#if defined(FUSEDKSP_KOKKOS_TEAMS)
+constexpr bool team_chunks = true;
+#else
+constexpr bool team_chunks = !host_memory;
+#endif
+
+using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
+using TeamMember = TeamPolicy::member_type;
+
+/* Threads of the team of a chunk: FUSED_MIN_CHUNK, the fewest entries of a chunk when there are several
+   (ReduceChunks()), so every thread has an entry and a warp reads 32 consecutive ones; few enough registers
+   per thread that every kernel launches (at most the kernel's team_size_max, see TeamSize())        */
+constexpr int CHUNK_TEAM = (int)FUSED_MIN_CHUNK;
+/* Threads of the team of a multi-dot's chunk: its chunks are at most FUSED_MDOT_BLOCKS (one team per chunk
+   and group of dots), so larger teams keep enough loads in flight on a GPU                          */
+constexpr int MDOT_TEAM = 512;
+
+/* The partial sums of the ND reductions of one thread, and the joins that combine two of them */
+template <int ND> struct Parts {
+  PetscScalar v[ND];
+};
+struct SumJoin {
+  KOKKOS_INLINE_FUNCTION static PetscScalar Join(PetscScalar a, PetscScalar b)
+  {
+    return a + b;
+  }
+};
+
+/* The Kokkos reducer of Parts<ND> (each entry joined by Join, from 0): the team reduction of a chunk */
+template <int ND, class Join> struct PartsReducer {
+  using reducer          = PartsReducer;
+  using value_type       = Parts<ND>;
+  using result_view_type = Kokkos::View<value_type, MemSpace, Kokkos::MemoryUnmanaged>;
+
+  value_type &value;
+
+  KOKKOS_INLINE_FUNCTION      PartsReducer(value_type &v) : value(v) {}
+  KOKKOS_INLINE_FUNCTION void join(value_type &dst, const value_type &src) const
+  {
+    for (int d = 0; d < ND; ++d) dst.v[d] = Join::Join(dst.v[d], src.v[d]);
+  }
+  KOKKOS_INLINE_FUNCTION void init(value_type &v) const
+  {
+    for (int d = 0; d < ND; ++d) v.v[d] = 0;
+  }
+  KOKKOS_INLINE_FUNCTION value_type &reference() const
+  {
+    return value;
+  }
+  KOKKOS_INLINE_FUNCTION result_view_type view() const
+  {
+    return result_view_type(&value);
+  }
+  KOKKOS_INLINE_FUNCTION bool references_scalar() const
+  {
+    return true;
+  }
+};
+
+/* The entries [start, end) of chunk c of chunk length `chunk` */
+KOKKOS_INLINE_FUNCTION void ChunkBounds(PetscInt c, PetscInt chunk, PetscInt n, PetscInt *start, PetscInt *end)
+{
+  *start = c * chunk;
+  *end   = *start + chunk < n ? *start + chunk : n;
+}
+
+/* The team's threads stride over [start, end) (consecutive threads, consecutive entries), body(i, part) adding the
+   terms of entry i to the thread's ND partials; then the team's reduction of them into sums (every thread) */
+template <int ND, class Join, class Body> KOKKOS_INLINE_FUNCTION void TeamPartials(const TeamMember &team, PetscInt start, PetscInt end, const Body &body, Parts<ND> &sums)
+{
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(team, start, end), [&](const PetscInt i, Parts<ND> &acc) { body(i, acc.v); }, PartsReducer<ND, Join>(sums));
+}
+
+/* A team policy of `league` teams of `want` threads, fewer where the kernel cannot launch that many (the most a
+   kernel launches depends on its code and the device only: asked once per kernel) */
+template <class Kernel> TeamPolicy TeamSize(PetscInt league, int want, const Kernel &kernel)
+{
+  static const int most = TeamPolicy(1, 1).team_size_max(kernel, Kokkos::ParallelForTag());
+  return TeamPolicy(league, want < most ? want : most);
+}
+
+/* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks, nd <= ND sums joined by
+   Join (SumJoin: added) from 0.  On the host one work item per chunk runs chunk(start, end, part), the work of the
+   entries [start, end) adding their terms to part[0..nd) (in index order, or in SIMD lanes); on a GPU one team per
+   chunk runs entry(i, part) for each entry i of the chunk (the same work, one entry at a time), its threads
+   striding over the chunk, and then reduces their partials.  *host_partials then holds nchunks rows of nd partials
+   (host memory).                                                                                               */
+template <int ND, class Join = SumJoin, class Chunk, class Entry>
+PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
 {
   PetscScalar *dev, *host;
 
@@ -65,31 +157,111 @@ template <int ND, class Chunk> PetscErrorCode ChunkRangePartials(const char *lab
   if (!*nchunks) PetscFunctionReturn(PETSC_SUCCESS);
   const PetscInt chunk = (n + *nchunks - 1) / *nchunks;
   PetscCall(Partials(*nchunks * nd, &dev, &host));
-  Kokkos::parallel_for(
-      label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
-        PetscScalar    part[ND] = {};
-        const PetscInt start = c * chunk, end = start + chunk < n ? start + chunk : n;
-        const Chunk    local = chunkbody; /* a copy whose captures the stores of the loops cannot alias: kept in registers */
-        if (start < end) local(start, end, part);
-        for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
+  if constexpr (team_chunks) {
+    const auto kernel = KOKKOS_LAMBDA(const TeamMember &team)
+    {
+      const PetscInt c = team.league_rank();
+      PetscInt       start, end;
+      Parts<ND>      sums;
+      ChunkBounds(c, chunk, n, &start, &end);
+      TeamPartials<ND, Join>(team, start, end, entry, sums);
+      Kokkos::single(Kokkos::PerTeam(team), [&]() {
+        for (int d = 0; d < nd; ++d) dev[c * nd + d] = sums.v[d];
       });
+    };
+    Kokkos::parallel_for(label, TeamSize(*nchunks, CHUNK_TEAM, kernel), kernel);
+  } else
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+          PetscScalar part[ND] = {};
+          PetscInt    start, end;
+          const Chunk local = chunkbody; /* a copy whose captures the stores of the loops cannot alias: kept in registers */
+          ChunkBounds(c, chunk, n, &start, &end);
+          if (start < end) local(start, end, part);
+          for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
+        });
   PetscCall(PartialsToHost(host, dev, *nchunks * nd));
   *host_partials = host;
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* ChunkRangePartials() with body(i, part) doing entry i and adding its terms */
-template <int ND, class Body> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, PetscInt *nchunks, const PetscScalar **host_partials)
+/* ChunkRangePartials() with body(i, part) doing entry i and adding its terms (the host's chunk: the entries in order) */
+template <int ND, class Join = SumJoin, class Body> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, PetscInt *nchunks, const PetscScalar **host_partials)
 {
   PetscFunctionBegin;
-  PetscCall(ChunkRangePartials<ND>(
+  PetscCall(ChunkRangePartials<ND, Join>(
       label, n, maxblocks, nd,
       KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) {
         for (PetscInt i = start; i < end; ++i) body(i, part);
       },
-      nchunks, host_partials));
+      body, nchunks, host_partials));
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The sums of a multi-dot that one team of a chunk reduces on a GPU (registers for every group) */
+constexpr int GROUP_DOTS = 4;
+
+/* The per-chunk partials of nd sums of any number (a multi-dot) in ReduceChunks(n, maxblocks) chunks.  On the host
+   one work item per chunk runs chunk(start, end, part), which writes the chunk's nd partials to part[0..nd); on a
+   GPU one team per chunk and group of GROUP_DOTS sums runs entry(i, first, part) for each entry i of the chunk,
+   adding the terms of the sums first, first + 1, ... (those below nd, at most GROUP_DOTS) to part[0..), then
+   reduces them.  *host_partials then holds nchunks rows of nd partials (host memory).                        */
+template <class Chunk, class Entry> PetscErrorCode ChunkGroupPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
+{
+  PetscScalar *dev, *host;
+
+  PetscFunctionBegin;
+  *nchunks       = n > 0 && nd > 0 ? ReduceChunks(n, maxblocks) : 0;
+  *host_partials = nullptr;
+  if (!*nchunks) PetscFunctionReturn(PETSC_SUCCESS);
+  const PetscInt chunk = (n + *nchunks - 1) / *nchunks;
+  PetscCall(Partials(*nchunks * nd, &dev, &host));
+  if constexpr (team_chunks) {
+    const PetscInt groups = (nd + GROUP_DOTS - 1) / GROUP_DOTS;
+    const auto     kernel = KOKKOS_LAMBDA(const TeamMember &team)
+    {
+      const PetscInt    c = team.league_rank() / groups, first = (team.league_rank() % groups) * GROUP_DOTS;
+      PetscInt          start, end;
+      Parts<GROUP_DOTS> sums;
+      ChunkBounds(c, chunk, n, &start, &end);
+      TeamPartials<GROUP_DOTS, SumJoin>(
+          team, start, end, [&](const PetscInt i, PetscScalar *part) { entry(i, first, part); }, sums);
+      Kokkos::single(Kokkos::PerTeam(team), [&]() {
+        for (int k = 0; k < GROUP_DOTS && first + k < nd; ++k) dev[c * nd + first + k] = sums.v[k];
+      });
+    };
+    Kokkos::parallel_for(label, TeamSize(*nchunks * groups, MDOT_TEAM, kernel), kernel);
+  } else
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+          PetscInt start, end;
+          ChunkBounds(c, chunk, n, &start, &end);
+          chunkbody(start, end, dev + c * nd);
+        });
+  PetscCall(PartialsToHost(host, dev, *nchunks * nd));
+  *host_partials = host;
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A pointwise kernel in the chunks of a reduction: on the host one work item per chunk runs chunk(start, end) (the
+   entries [start, end), whose vectors then stay in its cache); on a GPU entry(i) runs for each entry */
+template <class Chunk, class Entry> void ChunkForEach(const char *label, PetscInt n, PetscInt maxblocks, const Chunk &chunkbody, const Entry &entry)
+{
+  if (n <= 0) return;
+  if constexpr (team_chunks)
+    Kokkos::parallel_for(label, Kokkos::RangePolicy<ExecSpace>(0, n), entry);
+  else {
+    const PetscInt nchunks = ReduceChunks(n, maxblocks), chunk = (n + nchunks - 1) / nchunks;
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+          PetscInt start, end;
+          ChunkBounds(c, chunk, n, &start, &end);
+          chunkbody(start, end);
+        });
+  }
+  counters.launches++;
 }
 
 /* The partials in chunk order into dots[0..nd) (the second stage) */

@@ -60,8 +60,16 @@ KOKKOS_INLINE_FUNCTION PetscScalar ChunkDot(const DotSpec &s, PetscInt start, Pe
   return 0;
 }
 
-/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count: each chunk computes its rows of
-   out, then the dot products over them while they are in cache, one loop per dot */
+/* out[i] = wl[i] row(i), and the value */
+template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowOut(const Row &row, const PetscScalar *wl, PetscScalar *out, PetscInt i)
+{
+  const PetscScalar sum = row(i);
+  return out[i]         = wl ? wl[i] * sum : sum;
+}
+
+/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count: on the host each chunk computes its rows
+   of out, then the dot products over them while they are in cache, one loop per dot; on a GPU each row adds its
+   dot terms at once */
 template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *all)
 {
   PetscInt           nchunks;
@@ -71,11 +79,12 @@ template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, 
   PetscCall(ChunkRangePartials<ND>(
       label, nrows, FUSED_REDUCE_BLOCKS, ND,
       KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
-        for (PetscInt i = start; i < end; ++i) {
-          const PetscScalar sum = row(i);
-          out[i]                = wl ? wl[i] * sum : sum;
-        }
+        for (PetscInt i = start; i < end; ++i) RowOut(row, wl, out, i);
         for (int d = 0; d < ND; ++d) p[d] = ChunkDot(sp.spec[d], start, end, in, out);
+      },
+      KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) {
+        const PetscScalar oi = RowOut(row, wl, out, i);
+        for (int d = 0; d < ND; ++d) p[d] += DotTerm(sp.spec[d], i, in, oi);
       },
       &nchunks, &part));
   SumPartials(nchunks, ND, part, all);
@@ -95,10 +104,7 @@ template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt 
   switch (ndots) {
   case 0:
     ForEach(
-        label, nrows, KOKKOS_LAMBDA(const PetscInt i) {
-          const PetscScalar sum = row(i);
-          out[i]                = wl ? wl[i] * sum : sum;
-        });
+        label, nrows, KOKKOS_LAMBDA(const PetscInt i) { RowOut(row, wl, out, i); });
     break;
   case 1:
     PetscCall(RowsDotsN<1>(label, nrows, row, wl, in, out, sp, all));
