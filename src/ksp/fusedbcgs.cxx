@@ -565,6 +565,9 @@ const KSPFusedOps FusedBCGSOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSo
    to 41% after 30 iterations) without either being systematically worse.  On one GPU with chunks
    (`KSPFusedSetCheckInterval()`), `PCNONE` or `PCJACOBI` and a zero initial guess, the start of the solve
    (r = r* = p = M^{-1} b on the left) runs inside the first chunk: no host round trip precedes it.
+   Where `KSPBCGS` stops with `KSP_DIVERGED_BREAKDOWN` (<r,r*> or <Ap,r*> vanishing), this solver restarts
+   from the true residual with r* = r, as long as each restart begins from a smaller true residual than the
+   last one; `KSPFusedGetResidualReplacementCount()` counts the restarts, -info says where they happened.
 
 .seealso: `KSPFUSEDCG`, `KSPFUSEDSGMRES`, `KSPBCGS`, `KSPPIPEBCGS`
 M*/
