@@ -140,6 +140,30 @@ template <class Kernel> TeamPolicy TeamSize(PetscInt league, int want, const Ker
   return TeamPolicy(league, want < most ? want : most);
 }
 
+/* The first stage of a reduction, around its kernel: ChunkFrameBegin() gives *nchunks = ReduceChunks(n, maxblocks) chunks
+   of width *chunk (none unless runs) and room for their nd partials (*dev, *host; false: nothing to run);
+   ChunkFrameEnd() brings the partials to the host (*host_partials) and counts the launch                       */
+inline PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks, int nd, bool runs, PetscInt *nchunks, PetscInt *chunk, PetscScalar **dev, PetscScalar **host, const PetscScalar **host_partials, bool *run)
+{
+  PetscFunctionBegin;
+  *nchunks       = runs ? ReduceChunks(n, maxblocks) : 0;
+  *host_partials = nullptr;
+  *run           = *nchunks > 0;
+  if (!*run) PetscFunctionReturn(PETSC_SUCCESS);
+  *chunk = (n + *nchunks - 1) / *nchunks;
+  PetscCall(Partials(*nchunks * nd, dev, host));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+inline PetscErrorCode ChunkFrameEnd(PetscScalar *host, const PetscScalar *dev, PetscInt count, const PetscScalar **host_partials)
+{
+  PetscFunctionBegin;
+  PetscCall(PartialsToHost(host, dev, count));
+  *host_partials = host;
+  counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks, nd <= ND sums joined by
    Join (SumJoin: added) from 0.  On the host one work item per chunk runs chunk(start, end, part), the work of the
    entries [start, end) adding their terms to part[0..nd) (in index order, or in SIMD lanes); on a GPU one team per
@@ -150,13 +174,12 @@ template <int ND, class Join = SumJoin, class Chunk, class Entry>
 PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
 {
   PetscScalar *dev, *host;
+  PetscInt     chunk;
+  bool         run;
 
   PetscFunctionBegin;
-  *nchunks       = n > 0 ? ReduceChunks(n, maxblocks) : 0;
-  *host_partials = nullptr;
-  if (!*nchunks) PetscFunctionReturn(PETSC_SUCCESS);
-  const PetscInt chunk = (n + *nchunks - 1) / *nchunks;
-  PetscCall(Partials(*nchunks * nd, &dev, &host));
+  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0, nchunks, &chunk, &dev, &host, host_partials, &run));
+  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
   if constexpr (team_chunks) {
     const auto kernel = KOKKOS_LAMBDA(const TeamMember &team)
     {
@@ -180,9 +203,7 @@ PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblo
           if (start < end) local(start, end, part);
           for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
         });
-  PetscCall(PartialsToHost(host, dev, *nchunks * nd));
-  *host_partials = host;
-  counters.launches++;
+  PetscCall(ChunkFrameEnd(host, dev, *nchunks * nd, host_partials));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -210,13 +231,12 @@ constexpr int GROUP_DOTS = 4;
 template <class Chunk, class Entry> PetscErrorCode ChunkGroupPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
 {
   PetscScalar *dev, *host;
+  PetscInt     chunk;
+  bool         run;
 
   PetscFunctionBegin;
-  *nchunks       = n > 0 && nd > 0 ? ReduceChunks(n, maxblocks) : 0;
-  *host_partials = nullptr;
-  if (!*nchunks) PetscFunctionReturn(PETSC_SUCCESS);
-  const PetscInt chunk = (n + *nchunks - 1) / *nchunks;
-  PetscCall(Partials(*nchunks * nd, &dev, &host));
+  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0 && nd > 0, nchunks, &chunk, &dev, &host, host_partials, &run));
+  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
   if constexpr (team_chunks) {
     const PetscInt groups = (nd + GROUP_DOTS - 1) / GROUP_DOTS;
     const auto     kernel = KOKKOS_LAMBDA(const TeamMember &team)
@@ -239,9 +259,7 @@ template <class Chunk, class Entry> PetscErrorCode ChunkGroupPartials(const char
           ChunkBounds(c, chunk, n, &start, &end);
           chunkbody(start, end, dev + c * nd);
         });
-  PetscCall(PartialsToHost(host, dev, *nchunks * nd));
-  *host_partials = host;
-  counters.launches++;
+  PetscCall(ChunkFrameEnd(host, dev, *nchunks * nd, host_partials));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
