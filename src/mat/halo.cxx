@@ -166,4 +166,32 @@ PetscErrorCode HaloEnd(const Backend *be, Halo *hp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode HaloReverseBegin(const Backend *be, Halo *hp)
+{
+  Halo &h = *hp;
+
+  PetscFunctionBegin;
+  if (h.reverse.empty()) PetscFunctionReturn(PETSC_SUCCESS);
+  if (h.recv_idx) PetscCall(be->gather(h.nrecv, h.recv_idx, nullptr, h.halo, h.recv_buf));
+  if (!h.direct) PetscCall(be->copy_to_host_async(h.host_recv, h.recv_idx ? h.recv_buf : h.halo, sizeof(PetscScalar) * h.nrecv));
+  PetscCall(be->fence_record());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode HaloReverseEnd(const Backend *be, Halo *hp, PetscScalar *y)
+{
+  Halo &h = *hp;
+
+  PetscFunctionBegin;
+  if (h.reverse.empty()) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscLogEventBegin(events.halo_mpi, 0, 0, 0, 0));
+  PetscCall(be->fence_wait());
+  PetscCallMPI(MPI_Startall((PetscMPIInt)h.reverse.size(), h.reverse.data()));
+  PetscCallMPI(MPI_Waitall((PetscMPIInt)h.reverse.size(), h.reverse.data(), MPI_STATUSES_IGNORE));
+  PetscCall(PetscLogEventEnd(events.halo_mpi, 0, 0, 0, 0));
+  if (!h.direct) PetscCall(be->copy_to_backend_async(h.send_buf, h.host_send, sizeof(PetscScalar) * h.nsend));
+  PetscCall(be->scatter(h.nsend, h.send_idx, h.send_buf, PETSC_TRUE, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace fusedksp

@@ -49,4 +49,9 @@ PetscErrorCode HaloBuild(PetscObject obj, const Backend *be, PetscBool direct, P
 PetscErrorCode HaloBegin(const Backend *be, Halo *h, const PetscScalar *wr, const PetscScalar *x);
 /* Waits for the pack only, exchanges, queues the unpack into h->halo */
 PetscErrorCode HaloEnd(const Backend *be, Halo *h);
+/* The exchange reversed, for transposed products and prolongations: HaloReverseBegin() queues the copy of the
+   values in h->halo (written by the caller) to the host, marked by a fence; HaloReverseEnd() waits for it, sends each
+   halo slot's value to the rank that owns its entry, and adds what this rank receives into y (y[entry] += value) */
+PetscErrorCode HaloReverseBegin(const Backend *be, Halo *h);
+PetscErrorCode HaloReverseEnd(const Backend *be, Halo *h, PetscScalar *y);
 } // namespace fusedksp

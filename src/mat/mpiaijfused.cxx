@@ -274,23 +274,13 @@ PetscErrorCode MultTransposeDevice(Mat A, MatMPIFusedData *d, const PetscScalar 
   if (!h.reverse.empty()) {
     PetscCall(PetscLogEventBegin(events.halo_pack, 0, 0, 0, 0));
     PetscCall(MirrorProduct(be, &d->offdiag_t, nullptr, nullptr, x, h.halo, 0, nullptr, nullptr));
-    if (h.recv_idx) PetscCall(be->gather(h.nrecv, h.recv_idx, nullptr, h.halo, h.recv_buf));
-    if (!h.direct) PetscCall(be->copy_to_host_async(h.host_recv, h.recv_idx ? h.recv_buf : h.halo, sizeof(PetscScalar) * h.nrecv));
-    PetscCall(be->fence_record());
+    PetscCall(HaloReverseBegin(be, &h));
     PetscCall(PetscLogEventEnd(events.halo_pack, 0, 0, 0, 0));
   }
   PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
   PetscCall(MirrorProduct(be, &d->diag_t, nullptr, nullptr, x, y, 0, nullptr, nullptr));
   PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
-  if (!h.reverse.empty()) {
-    PetscCall(PetscLogEventBegin(events.halo_mpi, 0, 0, 0, 0));
-    PetscCall(be->fence_wait());
-    PetscCallMPI(MPI_Startall((PetscMPIInt)h.reverse.size(), h.reverse.data()));
-    PetscCallMPI(MPI_Waitall((PetscMPIInt)h.reverse.size(), h.reverse.data(), MPI_STATUSES_IGNORE));
-    PetscCall(PetscLogEventEnd(events.halo_mpi, 0, 0, 0, 0));
-    if (!h.direct) PetscCall(be->copy_to_backend_async(h.send_buf, h.host_send, sizeof(PetscScalar) * h.nsend));
-    PetscCall(be->scatter(h.nsend, h.send_idx, h.send_buf, PETSC_TRUE, y));
-  }
+  PetscCall(HaloReverseEnd(be, &h, y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

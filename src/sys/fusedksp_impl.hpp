@@ -49,6 +49,10 @@ PetscErrorCode PCRegisterBlockDiagFused(void);
    of fused vectors, as its PCApply() does (src/pc/bjacobi.cxx) */
 PetscErrorCode PCRegisterBJacobiFused(void);
 
+/* Registers PCASM again: PETSc's PC whose restriction and prolongation with one subdomain per process run on the
+   backend for fused vectors (src/pc/asm.cxx) */
+PetscErrorCode PCRegisterASMFused(void);
+
 } // namespace fusedksp
 
 PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP);

@@ -234,7 +234,8 @@ static PetscErrorCode RegisterEvent(const char name[], PetscClassId classid, Pet
   FusedKSPInitializePackage - Registers the FusedKSP types with PETSc: KSP `fusedcg`, `fusedbcgs`,
   `fusedsgmres`, `fusedcagmres`, `fusedbicg`; Vec `fused`, `seqfused`, `mpifused`; Mat `aijfused`, `seqaijfused`, `mpiaijfused`;
   the `MatSolverType` `fused` (`MATSOLVERFUSED`: ILU(0)/ICC(0) of `seqaijfused`, its default); PETSc's `PCPBJACOBI` and `PCVPBJACOBI`
-  again, applying their blocks on the backend when the matrix is `aijfused` (see `PCPBJACOBI_FUSED`); the logging events of the fused
+  again, applying their blocks on the backend when the matrix is `aijfused` (see `PCPBJACOBI_FUSED`); PETSc's `PCBJACOBI` and `PCASM`
+  again, whose transfers and single-block solves run on the backend with fused vectors; the logging events of the fused
   kernels; and selects the backend.
 
   Collective on `PETSC_COMM_WORLD`
@@ -293,6 +294,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(MatSolverTypeRegister(MATSOLVERFUSED, MATSEQAIJFUSED, MAT_FACTOR_ICC, MatGetFactor_SeqAIJFused_Fused));
   PetscCall(fusedksp::PCRegisterBlockDiagFused());
   PetscCall(fusedksp::PCRegisterBJacobiFused());
+  PetscCall(fusedksp::PCRegisterASMFused());
   PetscCall(PetscClassIdRegister("FusedKSP", &classid));
   PetscCall(RegisterEvent("FusedCGUpdate", classid, &fusedksp::events.cg_update));
   PetscCall(RegisterEvent("FusedSpMVDots", classid, &fusedksp::events.spmv_dots));
