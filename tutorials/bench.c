@@ -35,6 +35,12 @@ Options:\n\
                               and jacobi; with another PC, e.g. gamg, compare the us/it columns only); with\n\
                               -pc_factor_fused_trsv T the pc column reads ilu/trsv-T (the fused factor's triangular solves)\n\
   -bench_<option>             options of the problem generators (tutorials/problems.h), e.g. -bench_rhs random, -bench_pe 100\n\
+  -rule_tol <1>               the rule: no fused solver slower than its classical counterpart (fusedcg: cg, fusedbcgs: bcgs,\n\
+                              fusedsgmres and fusedcagmres: gmres, fusedbicg: bicg) on the same types, at any size and\n\
+                              process count.  After the rows of each problem, size and type set that ran both, one\n\
+                              'rule:' line per fused row compares the median solve times: broken when the fused solve\n\
+                              takes more than -rule_tol times the classical one; the last line counts the pairs and the broken ones\n\
+  -rule_check                 end with an error when the rule is broken (a benchmark run as a test)\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
 setup ms = KSPSetUp() + PCSetUp() of the row (once, fenced), solve ms = the median solve;\n\
 CSV reductions_per_it, exchanges_per_it: global reductions and halo exchanges (MPI_Startall) per iteration of the timed solves,\n\
@@ -156,7 +162,10 @@ typedef struct {
   PetscLogDouble start;                               /* time the run started */
   char           date[32], gpu[128];
   FILE          *csv;
-  char           pc[64]; /* -pc_type of every row */
+  char           pc[64];      /* -pc_type of every row */
+  PetscReal      rule_tol;    /* the rule: a fused solve takes at most rule_tol times its classical counterpart's */
+  PetscInt       rule_pairs;  /* pairs compared */
+  PetscInt       rule_broken; /* ... and those where the fused solver was slower */
 } Bench;
 
 /* Waits for the work queued on a type set's stream: a synchronization of that stream (sync), or y = F x
@@ -374,7 +383,45 @@ static PetscErrorCode TimedSolve(KSP ksp, Vec b, Vec x, PetscScalar x0, Fence *f
 }
 
 /* One row: solver s on (A, b, x) of type set t; *slow is set when fewer than BENCH_MIN_FIT solves fit in -row_time */
-static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo *s, TypeSet t, Mat A, Vec b, Vec x, Fence *fence, PetscInt64 nnz, PetscBool *slow)
+/* The classical solver a fused one is compared with by the rule (NULL: not a fused solver) */
+static const char *ClassicalCounterpart(const SolverInfo *s)
+{
+  static const char *const pairs[][2] = {{KSPFUSEDCG, KSPCG}, {KSPFUSEDBCGS, KSPBCGS}, {KSPFUSEDSGMRES, KSPGMRES}, {KSPFUSEDCAGMRES, KSPGMRES}, {KSPFUSEDBICG, KSPBICG}};
+
+  for (size_t k = 0; k < PETSC_STATIC_ARRAY_LENGTH(pairs); k++)
+    if (!strcmp(s->type, pairs[k][0])) return pairs[k][1];
+  return NULL;
+}
+
+/* The rule for the rows of one problem, size and type set: every fused row whose classical counterpart ran too
+   (solve[k] < 0: row k did not run) */
+static PetscErrorCode CheckRule(Bench *bench, const char *problem, PetscInt N, TypeSet t, const PetscInt solvers[], PetscInt nsolvers, const PetscLogDouble solve[])
+{
+  PetscMPIInt size;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
+  for (PetscInt k = 0; k < nsolvers; k++) {
+    const SolverInfo *s         = &Solvers[solvers[k]];
+    const char       *classical = ClassicalCounterpart(s);
+
+    if (!classical || solve[k] < 0) continue;
+    for (PetscInt c = 0; c < nsolvers; c++) {
+      PetscBool broken;
+
+      if (solve[c] < 0 || strcmp(Solvers[solvers[c]].name, classical)) continue;
+      broken = solve[k] > bench->rule_tol * solve[c] ? PETSC_TRUE : PETSC_FALSE;
+      bench->rule_pairs++;
+      if (broken) bench->rule_broken++;
+      PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    rule: %s %.2fx %s on the %s types, %s N = %" PetscInt_FMT ", %d process%s: %s\n", s->name, (double)(solve[c] / solve[k]), classical, TypeSetNames[t], problem, N, size, size > 1 ? "es" : "",
+                            broken ? "BROKEN (the fused solver is slower)" : "ok"));
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One row: set up, warm up, time; *solve_out = the median solve time (s) */
+static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo *s, TypeSet t, Mat A, Vec b, Vec x, Fence *fence, PetscInt64 nnz, PetscBool *slow, PetscLogDouble *solve_out)
 {
   KSP                ksp;
   PC                 pc;
@@ -468,6 +515,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   fflush(PETSC_STDOUT);
   PetscCall(PetscFree(times));
   PetscCall(KSPDestroy(&ksp));
+  *solve_out = solve;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -509,7 +557,7 @@ static PetscErrorCode RunProblem(Bench *bench, const char *name, PetscInt n, con
   MatInfo        info;
   PetscInt       N;
   PetscInt64     nnz;
-  PetscLogDouble t0, t1;
+  PetscLogDouble t0, t1, solve[BENCH_MAX_LIST];
   char           nstr[32];
 
   PetscFunctionBeginUser;
@@ -538,14 +586,16 @@ static PetscErrorCode RunProblem(Bench *bench, const char *name, PetscInt n, con
     for (PetscInt k = 0; k < nsolvers; k++) {
       const SolverInfo *s = &Solvers[solvers[k]];
 
+      solve[k] = -1;
       if (s->cgfamily && !prob.symmetric) continue;
       if (s->fused && types[t] == TYPES_PETSC) continue;
       if (slow[k][types[t]]) {
         PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s  skipped: too slow at a smaller size (-row_time)\n", name, N, (double)nnz / N, s->name, TypeSetNames[types[t]]));
         continue;
       }
-      PetscCall(RunRow(bench, name, s, types[t], A, b, x, &fences[types[t]], nnz, &slow[k][types[t]]));
+      PetscCall(RunRow(bench, name, s, types[t], A, b, x, &fences[types[t]], nnz, &slow[k][types[t]], &solve[k]));
     }
+    PetscCall(CheckRule(bench, name, N, types[t], solvers, nsolvers, solve));
     PetscCall(VecDestroy(&x));
     PetscCall(VecDestroy(&b));
     PetscCall(MatDestroy(&A));
@@ -572,7 +622,7 @@ int main(int argc, char **argv)
   PetscBool      set_problems, set_sizes, set_solvers, set_types, help_only, native, slow[BENCH_MAX_LIST][TYPES_COUNT];
   TypeSet        types[TYPES_COUNT];
   Fence          fences[TYPES_COUNT];
-  PetscBool      fence_product = PETSC_FALSE;
+  PetscBool      fence_product = PETSC_FALSE, rule_check = PETSC_FALSE;
   const char    *backend, *native_why;
   char           solves[64];
   char           csvname[PETSC_MAX_PATH_LEN] = "bench.csv";
@@ -589,6 +639,7 @@ int main(int argc, char **argv)
   bench.reps       = 10;
   bench.floor_reps = 200;
   bench.row_time   = 5.0;
+  bench.rule_tol   = 1.0;
   PetscCall(PetscTime(&bench.start));
   PetscOptionsBegin(PETSC_COMM_WORLD, NULL, "FusedKSP benchmark (tutorials/bench.c)", "KSP");
   PetscCall(PetscOptionsStringArray("-problems", "Problems (tutorials/problems.h)", "bench", problems, &nproblems, &set_problems));
@@ -617,6 +668,8 @@ int main(int argc, char **argv)
     bench.x0 = guess == 1 ? 1.0 : 0.0;
   }
   PetscCall(PetscOptionsString("-csv", "CSV file written", "bench", csvname, csvname, sizeof(csvname), NULL));
+  PetscCall(PetscOptionsReal("-rule_tol", "The rule: a fused solve takes at most this many times its classical counterpart's on the same types", "bench", bench.rule_tol, &bench.rule_tol, NULL));
+  PetscCall(PetscOptionsBool("-rule_check", "End with an error when the rule is broken", "bench", rule_check, &rule_check, NULL));
   PetscOptionsEnd();
   PetscCall(PetscStrncpy(bench.pc, PCNONE, sizeof(bench.pc)));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-pc_type", bench.pc, sizeof(bench.pc), NULL));
@@ -725,12 +778,17 @@ int main(int argc, char **argv)
   }
 
   PetscCall(PetscTime(&end));
+  if (bench.rule_pairs)
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# rule (no fused solver slower than its classical counterpart on the same types, tolerance %g): %" PetscInt_FMT " pairs, %" PetscInt_FMT " broken\n", (double)bench.rule_tol, bench.rule_pairs,
+                          bench.rule_broken));
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# done in %.0f s; CSV: %s\n", end - bench.start, csvname));
   PetscCall(PetscFClose(PETSC_COMM_WORLD, bench.csv));
   for (PetscInt k = 0; k < ntypes_run; k++) PetscCall(FenceDestroy(&fences[types[k]]));
   PetscCall(FreeList(nproblems, problems));
   PetscCall(FreeList(nsolvers, solver_names));
   PetscCall(FreeList(ntypes, type_names));
+  PetscCheck(!rule_check || !bench.rule_broken, PETSC_COMM_WORLD, PETSC_ERR_LIB, "-rule_check: in %" PetscInt_FMT " of %" PetscInt_FMT " pairs a fused solver was slower than its classical counterpart on the same types (the 'rule:' lines)",
+             bench.rule_broken, bench.rule_pairs);
   PetscCall(PetscFinalize());
   return 0;
 }
