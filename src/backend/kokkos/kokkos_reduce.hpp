@@ -10,9 +10,10 @@
    the dot products of the sparse products and the multi-dot), a chunk's vectors staying in the cache of one
    core; on a GPU one team of threads per chunk, consecutive threads reading consecutive entries (coalesced),
    each thread accumulating its sums, then the team's reduction of them (in a fixed order for a given team
-   size).  The second stage joins the partials in chunk order: on the host after they are copied there (CPU threads:
-   in place), or on a GPU (team chunks) in one more small kernel, which leaves only the sums to copy.  The results agree with the
-   host reference backend to rounding and do not depend on the number of threads.
+   size).  The second stage joins the partials in chunk order: on the host after they are copied there (on CPU
+   threads they are there already), or on a GPU (team chunks) in one more small kernel, which leaves only the sums
+   to copy.  The results agree with the host reference backend to rounding and do not depend on the number of
+   threads.
 */
 #pragma once
 
@@ -186,7 +187,7 @@ template <class Join> PetscErrorCode ChunkFrameEnd(int nd, PetscScalar *dev, Pet
 {
   PetscFunctionBegin;
   if constexpr (team_chunks) {
-    if (*nchunks > 1) {
+    if (*nchunks > 1 && nd > 0) {
       SumChunks<Join>(*nchunks, nd, dev);
       *nchunks = 1;
     }
