@@ -10,10 +10,8 @@
    the dot products of the sparse products and the multi-dot), a chunk's vectors staying in the cache of one
    core; on a GPU one team of threads per chunk, consecutive threads reading consecutive entries (coalesced),
    each thread accumulating its sums, then the team's reduction of them (in a fixed order for a given team
-   size).  The second stage joins the partials in chunk order: on the host after they are copied there (on CPU
-   threads they are there already), or on a GPU (team chunks) in one more small kernel, which leaves only the sums
-   to copy.  The results agree with the host reference backend to rounding and do not depend on the number of
-   threads.
+   size).  The second stage adds the partials in chunk order on the host.  The results agree with the host
+   reference backend to rounding and do not depend on the number of threads.
 */
 #pragma once
 
@@ -44,8 +42,8 @@ PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes);
    kernel parameters or as partial sums (counted once per reduction by PartialsToHost()) */
 PetscErrorCode CopyArgsToBackend(void *dst, const void *hostsrc, size_t bytes);
 PetscErrorCode CopyArgsToHost(void *hostdst, const void *src, size_t bytes);
-/* The partial sums of a reduction (with team chunks: its sums) to the host: one device->host copy, counted unless
-   its results go to a reduce target (then they stay where the backend computes, as on a device)                */
+/* The partial sums of a reduction to the host for its second stage: one device->host copy, unless its
+   results go to a reduce target (then they stay where the backend computes, as on a device)      */
 PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count);
 
 /* At the start of an operation that honours the reduce target: true when it must do nothing (its stop
@@ -142,35 +140,9 @@ template <class Kernel> TeamPolicy TeamSize(PetscInt league, int want, const Ker
   return TeamPolicy(league, want < most ? want : most);
 }
 
-/* The second stage on the device (team chunks): the nchunks rows of nd partials at dev joined by Join from 0 in chunk
-   order, as the host joins them (the same sums to the bit), into row 0.  One team per sum: its threads load the sum's
-   partials into scratch memory together, then one thread joins them in order (a chain of joins, not of loads from
-   the device's memory).  Team d reads and writes column d only, so the sums can overwrite row 0.                */
-template <class Join> void SumChunks(PetscInt nchunks, int nd, PetscScalar *dev)
-{
-  using Scratch     = Kokkos::View<PetscScalar *, ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
-  const auto kernel = KOKKOS_LAMBDA(const TeamMember &team)
-  {
-    const int d = team.league_rank();
-    Scratch   part(team.team_scratch(0), nchunks);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nchunks), [&](const PetscInt c) { part(c) = dev[c * nd + d]; });
-    team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      PetscScalar sum = 0;
-      for (PetscInt c = 0; c < nchunks; ++c) sum = Join::Join(sum, part(c));
-      dev[d] = sum;
-    });
-  };
-  TeamPolicy policy = TeamSize(nd, CHUNK_TEAM, kernel);
-  Kokkos::parallel_for("fusedksp::sum_chunks", policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(nchunks))), kernel);
-}
-
-/* The frame of a reduction's first stage, around its kernel: ChunkFrameBegin() gives *nchunks = ReduceChunks(n,
-   maxblocks) chunks of width *chunk (none unless runs) and room for their nd partials (*dev, *host; false: nothing
-   to run); ChunkFrameEnd() brings the partials to the host (*host_partials: *nchunks rows of nd) and counts the
-   launch.  With team chunks (the GPU shape) the second stage runs on the device first (SumChunks(), Join from 0) and
-   only its nd sums come to the host, as one row (*nchunks = 1); on CPU threads every chunk's row comes (in host
-   memory: nothing is copied).  Either way the host's sum of the rows in chunk order is the same to the bit.     */
+/* The first stage of a reduction, around its kernel: ChunkFrameBegin() gives *nchunks = ReduceChunks(n, maxblocks) chunks
+   of width *chunk (none unless runs) and room for their nd partials (*dev, *host; false: nothing to run);
+   ChunkFrameEnd() brings the partials to the host (*host_partials) and counts the launch                       */
 inline PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks, int nd, bool runs, PetscInt *nchunks, PetscInt *chunk, PetscScalar **dev, PetscScalar **host, const PetscScalar **host_partials, bool *run)
 {
   PetscFunctionBegin;
@@ -183,16 +155,10 @@ inline PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks, int nd, bo
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-template <class Join> PetscErrorCode ChunkFrameEnd(int nd, PetscScalar *dev, PetscScalar *host, PetscInt *nchunks, const PetscScalar **host_partials)
+inline PetscErrorCode ChunkFrameEnd(PetscScalar *host, const PetscScalar *dev, PetscInt count, const PetscScalar **host_partials)
 {
   PetscFunctionBegin;
-  if constexpr (team_chunks) {
-    if (*nchunks > 1 && nd > 0) {
-      SumChunks<Join>(*nchunks, nd, dev);
-      *nchunks = 1;
-    }
-  }
-  PetscCall(PartialsToHost(host, dev, *nchunks * nd));
+  PetscCall(PartialsToHost(host, dev, count));
   *host_partials = host;
   counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -202,8 +168,8 @@ template <class Join> PetscErrorCode ChunkFrameEnd(int nd, PetscScalar *dev, Pet
    Join (SumJoin: added) from 0.  On the host one work item per chunk runs chunk(start, end, part), the work of the
    entries [start, end) adding their terms to part[0..nd) (in index order, or in SIMD lanes); on a GPU one team per
    chunk runs entry(i, part) for each entry i of the chunk (the same work, one entry at a time), its threads
-   striding over the chunk, and then reduces their partials.  *host_partials then holds *nchunks rows of nd partials
-   (host memory; one row, the sums, with team chunks: see ChunkFrameEnd()).                                     */
+   striding over the chunk, and then reduces their partials.  *host_partials then holds nchunks rows of nd partials
+   (host memory).                                                                                               */
 template <int ND, class Join = SumJoin, class Chunk, class Entry>
 PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
 {
@@ -237,7 +203,7 @@ PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblo
           if (start < end) local(start, end, part);
           for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
         });
-  PetscCall(ChunkFrameEnd<Join>(nd, dev, host, nchunks, host_partials));
+  PetscCall(ChunkFrameEnd(host, dev, *nchunks * nd, host_partials));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -261,8 +227,7 @@ constexpr int GROUP_DOTS = 4;
    one work item per chunk runs chunk(start, end, part), which writes the chunk's nd partials to part[0..nd); on a
    GPU one team per chunk and group of GROUP_DOTS sums runs entry(i, first, part) for each entry i of the chunk,
    adding the terms of the sums first, first + 1, ... (those below nd, at most GROUP_DOTS) to part[0..), then
-   reduces them.  *host_partials then holds *nchunks rows of nd partials (host memory; one row, the sums, with team
-   chunks: see ChunkFrameEnd()).                                                                              */
+   reduces them.  *host_partials then holds nchunks rows of nd partials (host memory).                        */
 template <class Chunk, class Entry> PetscErrorCode ChunkGroupPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
 {
   PetscScalar *dev, *host;
@@ -294,7 +259,7 @@ template <class Chunk, class Entry> PetscErrorCode ChunkGroupPartials(const char
           ChunkBounds(c, chunk, n, &start, &end);
           chunkbody(start, end, dev + c * nd);
         });
-  PetscCall(ChunkFrameEnd<SumJoin>(nd, dev, host, nchunks, host_partials));
+  PetscCall(ChunkFrameEnd(host, dev, *nchunks * nd, host_partials));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -317,7 +282,7 @@ template <class Chunk, class Entry> void ChunkForEach(const char *label, PetscIn
   counters.launches++;
 }
 
-/* The nchunks rows of partials a reduction left on the host added in chunk order into dots[0..nd) */
+/* The partials in chunk order into dots[0..nd) (the second stage) */
 inline void SumPartials(PetscInt nchunks, int nd, const PetscScalar *part, PetscScalar *dots)
 {
   for (int d = 0; d < nd; ++d) dots[d] = 0;
