@@ -29,18 +29,19 @@
 #include "mat/aijfused.hpp"
 #include "mat/aijfused_private.hpp"
 #include "mat/matpowers.hpp"
+#include "pc/wrapped.hpp"
 #include <petsc/private/pcasmimpl.h>
 #include <vector>
 
 namespace fusedksp
 {
 
-static const char COMPOSED_NAME[] = "FusedKSPASM";
-
 /* PETSc's constructor of PCASM, found in PCList before the type is registered again */
 static PetscErrorCode (*petsc_create_asm)(PC) = nullptr;
 
 struct ASMData {
+  static constexpr const char *name = "FusedKSPASM", *what = "FusedKSP's additive Schwarz";
+  static PetscErrorCode        Free(ASMData *d); /* the plan */
   /* PETSc's operations of the PC */
   PetscErrorCode (*setup)(PC)                    = nullptr;
   PetscErrorCode (*apply)(PC, Vec, Vec)          = nullptr;
@@ -61,15 +62,7 @@ struct ASMData {
   PetscInt64       napply_backend = 0, napply_host = 0;
 };
 
-static PetscErrorCode ASMGet(PC pc, ASMData **d)
-{
-  PetscFunctionBegin;
-  PetscCall(PetscObjectContainerQuery((PetscObject)pc, COMPOSED_NAME, (PetscCtxRt)d));
-  PetscCheck(*d, PetscObjectComm((PetscObject)pc), PETSC_ERR_PLIB, "PC %s without the data of FusedKSP's additive Schwarz", ((PetscObject)pc)->type_name);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode ASMPlanFree(ASMData *d)
+PetscErrorCode ASMData::Free(ASMData *d)
 {
   PetscFunctionBegin;
   if (d->be) {
@@ -83,16 +76,6 @@ static PetscErrorCode ASMPlanFree(ASMData *d)
   d->nlocal = d->nsub = d->own_start = d->nown = d->nhalo = 0;
   d->isid                                                 = 0;
   d->isstate                                              = -1;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode ASMDestroyData(void *ctx)
-{
-  ASMData *d = *(ASMData **)ctx;
-
-  PetscFunctionBegin;
-  PetscCall(ASMPlanFree(d));
-  PetscCall(PetscFree(d));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -200,7 +183,7 @@ static PetscErrorCode ASMPlanUpdate(PC pc, ASMData *d)
   PetscBool keep = (PetscBool)(all && d->be == ActiveBackend() && d->isid == id && d->isstate == state), keepall;
   PetscCallMPI(MPIU_Allreduce(&keep, &keepall, 1, MPI_C_BOOL, MPI_LAND, PetscObjectComm((PetscObject)pc)));
   if (keepall) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(ASMPlanFree(d));
+  PetscCall(ASMData::Free(d));
   if (all) PetscCall(ASMPlanBuild(pc, d));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -212,7 +195,7 @@ static PetscErrorCode PCSetUp_ASMFused(PC pc)
   PetscBool mpi;
 
   PetscFunctionBegin;
-  PetscCall(ASMGet(pc, &d));
+  PetscCall(WrappedPCGet(pc, &d));
   PetscCall(MatIsMPIAIJFused(pc->pmat, &mpi));
   if (mpi && !osm->sub_mat_type) PetscCall(PCASMSetSubMatType(pc, MATSEQAIJFUSED)); /* MATMPIAIJ's submatrices are MATSEQAIJ */
   PetscCall((*d->setup)(pc));
@@ -275,7 +258,7 @@ template <PetscBool transpose> static PetscErrorCode ASMApply(PC pc, Vec x, Vec 
   PetscBool fx, fy;
 
   PetscFunctionBegin;
-  PetscCall(ASMGet(pc, &d));
+  PetscCall(WrappedPCGet(pc, &d));
   PetscCall(VecIsFused(x, &fx));
   PetscCall(VecIsFused(y, &fy));
   if (d->be && d->be == ActiveBackend() && fx && fy) {
@@ -313,14 +296,12 @@ template <PetscBool transpose> static PetscErrorCode ASMApply(PC pc, Vec x, Vec 
 static PetscErrorCode PCView_ASMFused(PC pc, PetscViewer viewer)
 {
   ASMData    *d;
-  PetscBool   ascii;
+  PetscBool   line;
   const char *name = "FusedKSP ASM";
 
   PetscFunctionBegin;
-  PetscCall(ASMGet(pc, &d));
-  if (d->view) PetscCall((*d->view)(pc, viewer));
-  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
-  if (!ascii || !pc->setupcalled || !d->fusedmat) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(WrappedPCViewPETSc(pc, viewer, &d, &line));
+  if (!line) PetscFunctionReturn(PETSC_SUCCESS);
   if (d->be) {
     char where[320];
 
@@ -334,39 +315,12 @@ static PetscErrorCode PCView_ASMFused(PC pc, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode PCReset_ASMFused(PC pc)
-{
-  ASMData *d;
-
-  PetscFunctionBegin;
-  PetscCall(ASMGet(pc, &d));
-  PetscCall(ASMPlanFree(d));
-  d->fusedmat = PETSC_FALSE;
-  if (d->reset) PetscCall((*d->reset)(pc));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode PCDestroy_ASMFused(PC pc)
-{
-  ASMData *d;
-  PetscErrorCode (*destroy)(PC);
-
-  PetscFunctionBegin;
-  PetscCall(ASMGet(pc, &d));
-  destroy = d->destroy;
-  PetscCall(PetscObjectCompose((PetscObject)pc, COMPOSED_NAME, NULL)); /* frees d (ASMDestroyData) */
-  if (destroy) PetscCall((*destroy)(pc));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 static PetscErrorCode PCCreate_ASMFused(PC pc)
 {
   ASMData *d;
 
   PetscFunctionBegin;
-  PetscCall((*petsc_create_asm)(pc));
-  PetscCall(PetscNew(&d));
-  *d                      = ASMData(); /* the member defaults (PetscNew() zeroes) */
+  PetscCall(WrappedPCCreate(pc, petsc_create_asm, &d));
   d->setup                = pc->ops->setup;
   d->apply                = pc->ops->apply;
   d->applytranspose       = pc->ops->applytranspose;
@@ -377,19 +331,15 @@ static PetscErrorCode PCCreate_ASMFused(PC pc)
   pc->ops->apply          = ASMApply<PETSC_FALSE>;
   pc->ops->applytranspose = ASMApply<PETSC_TRUE>;
   pc->ops->view           = PCView_ASMFused;
-  pc->ops->reset          = PCReset_ASMFused;
-  pc->ops->destroy        = PCDestroy_ASMFused;
-  PetscCall(PetscObjectContainerCompose((PetscObject)pc, COMPOSED_NAME, d, ASMDestroyData));
+  pc->ops->reset          = WrappedPCReset<ASMData>;
+  pc->ops->destroy        = WrappedPCDestroy<ASMData>;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode PCRegisterASMFused(void)
 {
   PetscFunctionBegin;
-  PetscCall(PCInitializePackage());
-  if (!petsc_create_asm) PetscCall(PetscFunctionListFind(PCList, PCASM, &petsc_create_asm));
-  PetscCheck(petsc_create_asm, PETSC_COMM_SELF, PETSC_ERR_PLIB, "PETSc's %s is not registered", PCASM);
-  PetscCall(PCRegister(PCASM, PCCreate_ASMFused));
+  PetscCall(WrappedPCRegister(PCASM, &petsc_create_asm, PCCreate_ASMFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -12,38 +12,27 @@
 */
 #include "sys/fusedksp_impl.hpp"
 #include "vec/vecfused.hpp"
-#include <petsc/private/pcimpl.h>
+#include "pc/wrapped.hpp"
 
 namespace fusedksp
 {
-
-static const char COMPOSED_NAME[] = "FusedKSPBJacobiTranspose";
 
 /* PETSc's constructor of PCBJACOBI, found in PCList before the type is registered again */
 static PetscErrorCode (*petsc_create_bjacobi)(PC) = nullptr;
 
 struct BJacobiData {
+  static constexpr const char *name = "FusedKSPBJacobiTranspose", *what = "FusedKSP's block Jacobi";
+  static PetscErrorCode        Free(BJacobiData *d);        /* the local parts' vectors */
   PetscErrorCode (*setup)(PC)                    = nullptr; /* PETSc's PCSetUp_BJacobi() */
   PetscErrorCode (*applytranspose)(PC, Vec, Vec) = nullptr; /* PETSc's, as its setup left it */
   Vec x = nullptr, y = nullptr;                             /* the local parts lent to the block's KSP */
 };
 
-static PetscErrorCode BJacobiDestroyData(void *ctx)
+PetscErrorCode BJacobiData::Free(BJacobiData *d)
 {
-  BJacobiData *d = *(BJacobiData **)ctx;
-
   PetscFunctionBegin;
   PetscCall(VecDestroy(&d->x));
   PetscCall(VecDestroy(&d->y));
-  PetscCall(PetscFree(d));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode BJacobiGet(PC pc, BJacobiData **d)
-{
-  PetscFunctionBegin;
-  PetscCall(PetscObjectContainerQuery((PetscObject)pc, COMPOSED_NAME, (PetscCtxRt)d));
-  PetscCheck(*d, PetscObjectComm((PetscObject)pc), PETSC_ERR_PLIB, "PC %s without the data of FusedKSP's block Jacobi", ((PetscObject)pc)->type_name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -58,7 +47,7 @@ static PetscErrorCode PCApplyTranspose_BJacobiFused(PC pc, Vec x, Vec y)
   PetscBool    fx, fy;
 
   PetscFunctionBegin;
-  PetscCall(BJacobiGet(pc, &d));
+  PetscCall(WrappedPCGet(pc, &d));
   PetscCall(VecIsFused(x, &fx));
   PetscCall(VecIsFused(y, &fy));
   PetscCall(PCBJacobiGetSubKSP(pc, &nlocal, NULL, &ksp));
@@ -98,7 +87,7 @@ static PetscErrorCode PCSetUp_BJacobiFused(PC pc)
   BJacobiData *d;
 
   PetscFunctionBegin;
-  PetscCall(BJacobiGet(pc, &d));
+  PetscCall(WrappedPCGet(pc, &d));
   PetscCall((*d->setup)(pc));
   if (!pc->ops->applytranspose || pc->ops->applytranspose == PCApplyTranspose_BJacobiFused) PetscFunctionReturn(PETSC_SUCCESS);
   d->applytranspose       = pc->ops->applytranspose;
@@ -111,22 +100,16 @@ static PetscErrorCode PCCreate_BJacobiFused(PC pc)
   BJacobiData *d;
 
   PetscFunctionBegin;
-  PetscCall((*petsc_create_bjacobi)(pc));
-  PetscCall(PetscNew(&d));
-  *d             = BJacobiData(); /* the member defaults (PetscNew() zeroes) */
+  PetscCall(WrappedPCCreate(pc, petsc_create_bjacobi, &d));
   d->setup       = pc->ops->setup;
   pc->ops->setup = PCSetUp_BJacobiFused;
-  PetscCall(PetscObjectContainerCompose((PetscObject)pc, COMPOSED_NAME, d, BJacobiDestroyData));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode PCRegisterBJacobiFused(void)
 {
   PetscFunctionBegin;
-  PetscCall(PCInitializePackage());
-  if (!petsc_create_bjacobi) PetscCall(PetscFunctionListFind(PCList, PCBJACOBI, &petsc_create_bjacobi));
-  PetscCheck(petsc_create_bjacobi, PETSC_COMM_SELF, PETSC_ERR_PLIB, "PETSc's %s is not registered", PCBJACOBI);
-  PetscCall(PCRegister(PCBJACOBI, PCCreate_BJacobiFused));
+  PetscCall(WrappedPCRegister(PCBJACOBI, &petsc_create_bjacobi, PCCreate_BJacobiFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

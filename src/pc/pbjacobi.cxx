@@ -21,18 +21,18 @@
 #include "sys/fusedksp_impl.hpp"
 #include "vec/vecfused.hpp"
 #include "mat/aijfused.hpp"
-#include <petsc/private/pcimpl.h>
+#include "pc/wrapped.hpp"
 
 namespace fusedksp
 {
-
-static const char COMPOSED_NAME[] = "FusedKSPBlockDiag";
 
 /* PETSc's constructors of the two types, found in PCList before they are registered again */
 static PetscErrorCode (*petsc_create_pbjacobi)(PC)  = nullptr;
 static PetscErrorCode (*petsc_create_vpbjacobi)(PC) = nullptr;
 
 struct BlockDiagData {
+  static constexpr const char *name = "FusedKSPBlockDiag", *what = "FusedKSP's point-block Jacobi";
+  static PetscErrorCode        Free(BlockDiagData *d); /* the backend's copy of the blocks */
   /* PETSc's operations of the PC */
   PetscErrorCode (*setup)(PC)                    = nullptr;
   PetscErrorCode (*apply)(PC, Vec, Vec)          = nullptr;
@@ -51,16 +51,8 @@ struct BlockDiagData {
   PetscInt64       napply_backend = 0, napply_host = 0; /* applications with fused vectors, and PETSc's host ones */
 };
 
-static PetscErrorCode BlockDiagGet(PC pc, BlockDiagData **d)
-{
-  PetscFunctionBegin;
-  PetscCall(PetscObjectContainerQuery((PetscObject)pc, COMPOSED_NAME, (PetscCtxRt)d));
-  PetscCheck(*d, PetscObjectComm((PetscObject)pc), PETSC_ERR_PLIB, "PC %s without the data of FusedKSP's point-block Jacobi", ((PetscObject)pc)->type_name);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* Frees the backend's copy of the blocks */
-static PetscErrorCode BlockDiagFree(BlockDiagData *d)
+PetscErrorCode BlockDiagData::Free(BlockDiagData *d)
 {
   PetscFunctionBegin;
   if (d->be) {
@@ -74,16 +66,6 @@ static PetscErrorCode BlockDiagFree(BlockDiagData *d)
   d->nvals    = 0;
   d->matid    = 0;
   d->matstate = -1;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode BlockDiagDestroyData(void *ctx)
-{
-  BlockDiagData *d = *(BlockDiagData **)ctx;
-
-  PetscFunctionBegin;
-  PetscCall(BlockDiagFree(d));
-  PetscCall(PetscFree(d));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -170,13 +152,13 @@ static PetscErrorCode BlockDiagUpload(PC pc, BlockDiagData *d)
   PetscCall(MatIsMPIAIJFused(pmat, &mpi));
   d->fusedmat = (PetscBool)(seq || mpi);
   if (!d->fusedmat) {
-    PetscCall(BlockDiagFree(d));
+    PetscCall(BlockDiagData::Free(d));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(PetscObjectGetId((PetscObject)pmat, &id));
   PetscCall(PetscObjectStateGet((PetscObject)pmat, &state));
   if (d->be == ActiveBackend() && d->matid == id && d->matstate == state) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(BlockDiagFree(d));
+  PetscCall(BlockDiagData::Free(d));
   d->be = ActiveBackend();
   PetscCall(BlockDiagCopy(d, pmat));
   d->matid    = id;
@@ -207,7 +189,7 @@ static PetscErrorCode PCSetUp_BlockDiagFused(PC pc)
   BlockDiagData *d;
 
   PetscFunctionBegin;
-  PetscCall(BlockDiagGet(pc, &d));
+  PetscCall(WrappedPCGet(pc, &d));
   PetscCall((*d->setup)(pc));
   HookApply(pc, d);
   PetscCall(BlockDiagUpload(pc, d));
@@ -221,7 +203,7 @@ template <PetscBool transpose> static PetscErrorCode BlockDiagApply(PC pc, Vec x
   PetscBool      fx, fy;
 
   PetscFunctionBegin;
-  PetscCall(BlockDiagGet(pc, &d));
+  PetscCall(WrappedPCGet(pc, &d));
   PetscCall(VecIsFused(x, &fx));
   PetscCall(VecIsFused(y, &fy));
   if (d->be && d->be == ActiveBackend() && fx && fy) {
@@ -252,14 +234,12 @@ template <PetscBool transpose> static PetscErrorCode BlockDiagApply(PC pc, Vec x
 static PetscErrorCode PCView_BlockDiagFused(PC pc, PetscViewer viewer)
 {
   BlockDiagData *d;
-  PetscBool      ascii;
+  PetscBool      line;
   const char    *name = "FusedKSP point-block Jacobi";
 
   PetscFunctionBegin;
-  PetscCall(BlockDiagGet(pc, &d));
-  if (d->view) PetscCall((*d->view)(pc, viewer));
-  PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
-  if (!ascii || !pc->setupcalled || !d->fusedmat) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(WrappedPCViewPETSc(pc, viewer, &d, &line));
+  if (!line) PetscFunctionReturn(PETSC_SUCCESS);
   if (d->be) {
     char where[320];
 
@@ -272,50 +252,22 @@ static PetscErrorCode PCView_BlockDiagFused(PC pc, PetscViewer viewer)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode PCReset_BlockDiagFused(PC pc)
-{
-  BlockDiagData *d;
-
-  PetscFunctionBegin;
-  PetscCall(BlockDiagGet(pc, &d));
-  PetscCall(BlockDiagFree(d));
-  d->fusedmat = PETSC_FALSE;
-  if (d->reset) PetscCall((*d->reset)(pc));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode PCDestroy_BlockDiagFused(PC pc)
-{
-  BlockDiagData *d;
-  PetscErrorCode (*destroy)(PC);
-
-  PetscFunctionBegin;
-  PetscCall(BlockDiagGet(pc, &d));
-  destroy = d->destroy;
-  PetscCall(PetscObjectCompose((PetscObject)pc, COMPOSED_NAME, NULL)); /* frees d (BlockDiagDestroyData) */
-  if (destroy) PetscCall((*destroy)(pc));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* PETSc's constructor, then the wrappers */
 static PetscErrorCode PCCreate_BlockDiagFused(PC pc, PetscErrorCode (*create)(PC), PetscBool variable)
 {
   BlockDiagData *d;
 
   PetscFunctionBegin;
-  PetscCall((*create)(pc));
-  PetscCall(PetscNew(&d));
-  *d          = BlockDiagData(); /* the member defaults (PetscNew() zeroes) */
-  d->variable = variable;
-  d->setup    = pc->ops->setup;
-  d->view     = pc->ops->view;
-  d->reset    = pc->ops->reset;
-  d->destroy  = pc->ops->destroy;
-  PetscCall(PetscObjectContainerCompose((PetscObject)pc, COMPOSED_NAME, d, BlockDiagDestroyData));
+  PetscCall(WrappedPCCreate(pc, create, &d));
+  d->variable      = variable;
+  d->setup         = pc->ops->setup;
+  d->view          = pc->ops->view;
+  d->reset         = pc->ops->reset;
+  d->destroy       = pc->ops->destroy;
   pc->ops->setup   = PCSetUp_BlockDiagFused;
   pc->ops->view    = PCView_BlockDiagFused;
-  pc->ops->reset   = PCReset_BlockDiagFused;
-  pc->ops->destroy = PCDestroy_BlockDiagFused;
+  pc->ops->reset   = WrappedPCReset<BlockDiagData>;
+  pc->ops->destroy = WrappedPCDestroy<BlockDiagData>;
   HookApply(pc, d);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -337,12 +289,8 @@ static PetscErrorCode PCCreate_VPBJacobiFused(PC pc)
 PetscErrorCode PCRegisterBlockDiagFused(void)
 {
   PetscFunctionBegin;
-  PetscCall(PCInitializePackage());
-  if (!petsc_create_pbjacobi) PetscCall(PetscFunctionListFind(PCList, PCPBJACOBI, &petsc_create_pbjacobi));
-  if (!petsc_create_vpbjacobi) PetscCall(PetscFunctionListFind(PCList, PCVPBJACOBI, &petsc_create_vpbjacobi));
-  PetscCheck(petsc_create_pbjacobi && petsc_create_vpbjacobi, PETSC_COMM_SELF, PETSC_ERR_PLIB, "PETSc's %s and %s are not registered", PCPBJACOBI, PCVPBJACOBI);
-  PetscCall(PCRegister(PCPBJACOBI, PCCreate_PBJacobiFused));
-  PetscCall(PCRegister(PCVPBJACOBI, PCCreate_VPBJacobiFused));
+  PetscCall(WrappedPCRegister(PCPBJACOBI, &petsc_create_pbjacobi, PCCreate_PBJacobiFused));
+  PetscCall(WrappedPCRegister(PCVPBJACOBI, &petsc_create_vpbjacobi, PCCreate_VPBJacobiFused));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
