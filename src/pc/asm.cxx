@@ -295,23 +295,15 @@ template <PetscBool transpose> static PetscErrorCode ASMApply(PC pc, Vec x, Vec 
 /* PETSc's view, then where the transfers run (only for a fused matrix: with PETSc's types the PC is PETSc's) */
 static PetscErrorCode PCView_ASMFused(PC pc, PetscViewer viewer)
 {
-  ASMData    *d;
-  PetscBool   line;
-  const char *name = "FusedKSP ASM";
+  ASMData  *d;
+  PetscBool line;
+  char      detail[128];
 
   PetscFunctionBegin;
   PetscCall(WrappedPCViewPETSc(pc, viewer, &d, &line));
   if (!line) PetscFunctionReturn(PETSC_SUCCESS);
-  if (d->be) {
-    char where[320];
-
-    PetscCall(BackendDescription(d->be, PETSC_FALSE, where, sizeof(where)));
-    PetscCall(PetscViewerASCIIPrintf(viewer,
-                                     "  %s: restriction and prolongation on the %s backend with fused vectors%s: %" PetscInt_FMT " subdomain entries, %" PetscInt_FMT " from other processes; %" PetscInt64_FMT " applications there, %" PetscInt64_FMT
-                                     " by PETSc on the host (rank 0)\n",
-                                     name, where, d->be->host_memory ? "" : " (no host<->device vector copy)", d->nsub, d->nhalo, d->napply_backend, d->napply_host));
-  } else
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  %s: PETSc's transfers on the host (several subdomains on a process, or inner subdomain sets)\n", name));
+  PetscCall(PetscSNPrintf(detail, sizeof(detail), "; %" PetscInt_FMT " subdomain entries, %" PetscInt_FMT " from other processes", d->nsub, d->nhalo));
+  PetscCall(WrappedPCViewLine(viewer, "FusedKSP ASM", "restriction and prolongation", d->be, d->napply_backend, d->napply_host, detail, "PETSc's transfers on the host (several subdomains on a process, or inner subdomain sets)"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -235,20 +235,13 @@ static PetscErrorCode PCView_BlockDiagFused(PC pc, PetscViewer viewer)
 {
   BlockDiagData *d;
   PetscBool      line;
-  const char    *name = "FusedKSP point-block Jacobi";
+  char           what[128];
 
   PetscFunctionBegin;
   PetscCall(WrappedPCViewPETSc(pc, viewer, &d, &line));
   if (!line) PetscFunctionReturn(PETSC_SUCCESS);
-  if (d->be) {
-    char where[320];
-
-    PetscCall(BackendDescription(d->be, PETSC_FALSE, where, sizeof(where)));
-    PetscCall(PetscViewerASCIIPrintf(
-        viewer, "  %s: blocks of sizes %" PetscInt_FMT "-%" PetscInt_FMT " inverted on the host, applied on the %s backend with fused vectors%s: %" PetscInt64_FMT " applications there, %" PetscInt64_FMT " by PETSc on the host (rank 0)\n", name,
-        d->minbs, d->maxbs, where, d->be->host_memory ? "" : " (no host<->device vector copy)", d->napply_backend, d->napply_host));
-  } else
-    PetscCall(PetscViewerASCIIPrintf(viewer, "  %s: the blocks are not on the backend, PETSc's host apply\n", name));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "blocks of sizes %" PetscInt_FMT "-%" PetscInt_FMT " inverted on the host, applied", d->minbs, d->maxbs));
+  PetscCall(WrappedPCViewLine(viewer, "FusedKSP point-block Jacobi", what, d->be, d->napply_backend, d->napply_host, "", "the blocks are not on the backend, PETSc's host apply"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
+#include "backend/backend.hpp"
 #include <petsc/private/pcimpl.h>
 
 namespace fusedksp
@@ -54,6 +55,23 @@ template <class Data> PetscErrorCode WrappedPCViewPETSc(PC pc, PetscViewer viewe
   if ((*d)->view) PetscCall((*(*d)->view)(pc, viewer));
   PetscCall(PetscObjectTypeCompare((PetscObject)viewer, PETSCVIEWERASCII, &ascii));
   *line = (PetscBool)(ascii && pc->setupcalled && (*d)->fusedmat);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The wrapper's line of the view: "  NAME: WHAT on the B backend with fused vectors: N applications there, M by PETSc on the
+   host (rank 0)DETAIL" (be: where the work runs, NULL: the line says it is PETSc's, WHY) */
+inline PetscErrorCode WrappedPCViewLine(PetscViewer viewer, const char *name, const char *what, const Backend *be, PetscInt64 nbackend, PetscInt64 nhost, const char *detail, const char *why)
+{
+  char where[320];
+
+  PetscFunctionBegin;
+  if (!be) {
+    PetscCall(PetscViewerASCIIPrintf(viewer, "  %s: %s\n", name, why));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(BackendDescription(be, PETSC_FALSE, where, sizeof(where)));
+  PetscCall(PetscViewerASCIIPrintf(viewer, "  %s: %s on the %s backend with fused vectors%s: %" PetscInt64_FMT " applications there, %" PetscInt64_FMT " by PETSc on the host (rank 0)%s\n", name, what, where,
+                                   be->host_memory ? "" : " (no host<->device vector copy)", nbackend, nhost, detail));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
