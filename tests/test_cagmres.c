@@ -12,6 +12,8 @@ static char help[] = "Paths of fusedcagmres that test_compare does not reach:\n\
   powers    the matrix powers kernel (one halo exchange per block under MPI) against one exchange per product, before and\n\
             after MatShift(): the same iterations, true residuals below 1e-9; -ksp_view names the kernel (several ranks);\n\
             a third solve with the operators unchanged reuses the Newton shifts (no standard cycle, iterations +- 2)\n\
+  onecycle  solves that end in their first cycle (converged, or -ksp_max_it = restart with the convergence test skipped):\n\
+            the second reuses the Newton shifts the first computed at its end (no standard cycle)\n\
   options   bad options give PETSc errors with clear messages: a restart that is not a multiple of s, s = 0,\n\
             s above the largest block size (an unknown -ksp_cagmres_basis or -ksp_cagmres_orth is PETSc's own\n\
             PetscOptionsEnum() error, not tested here: PETSc 3.26.1 leaks memory on that error path)\n\
@@ -294,6 +296,35 @@ static PetscErrorCode TestPowers(PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Solves that end in their first, standard cycle, repeated with the same operators: the first computes the Newton
+   shifts at its end, so the second runs in blocks (no standard cycle, the shifts of the earlier solve).  opts: how the
+   solves end (converged within the cycle, or -its iterations with the convergence test skipped: KSP_CONVERGED_ITS) */
+static PetscErrorCode TestOneCycle(PetscInt n, const char *prefix, const char *opts)
+{
+  Mat                A;
+  KSP                ksp;
+  PetscInt           its[2];
+  KSPConvergedReason reason[2];
+  PetscReal          resid;
+  char               view[8192];
+  int                std = -1;
+  const char        *line;
+
+  PetscFunctionBeginUser;
+  PetscCall(CreateMatrix(n, PETSC_TRUE, &A));
+  PetscCall(CreateKSP(A, prefix, KSPFUSEDCAGMRES, PCJACOBI, opts, &ksp));
+  PetscCall(KSPSetFromOptions(ksp));
+  for (int k = 0; k < 2; ++k) PetscCall(Solve(ksp, &its[k], &reason[k], &resid, view, sizeof(view)));
+  line = strstr(view, "last solve:");
+  if (line) (void)!sscanf(line, "last solve: %d standard cycles", &std);
+  PetscCall(Check((PetscBool)(reason[0] > 0 && reason[1] > 0 && its[0] >= 6 && its[0] <= 30 && PetscAbsInt(its[1] - its[0]) <= 2 && std == 0 && strstr(view, "Newton shifts (of an earlier solve") != NULL),
+                  "solves of one cycle (%s): %s / %s after %" PetscInt_FMT " / %" PetscInt_FMT " iterations (6-30, +- 2), the second with %d standard cycles (0) and the shifts of the first", opts, KSPConvergedReasons[reason[0]],
+                  KSPConvergedReasons[reason[1]], its[0], its[1], std));
+  PetscCall(KSPDestroy(&ksp));
+  PetscCall(MatDestroy(&A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The options opts (prefix bad_) must make KSPSetFromOptions() or KSPSetUp() fail with an error whose message
    contains `expect` */
 static PetscErrorCode TestBadOption(const char opts[], const char expect[])
@@ -335,6 +366,8 @@ int main(int argc, char **argv)
   PetscCall(TestFallback(n, pctype));
   PetscCall(TestOnePass(n, pctype));
   PetscCall(TestPowers(n));
+  PetscCall(TestOneCycle(n, "oc_", "-ksp_cagmres_s 6 -ksp_gmres_restart 30 -ksp_rtol 1e-1"));
+  PetscCall(TestOneCycle(n, "ocs_", "-ksp_cagmres_s 6 -ksp_gmres_restart 30 -ksp_max_it 30 -ksp_convergence_test skip"));
   PetscCall(TestBadOption("-ksp_gmres_restart 30 -ksp_cagmres_s 4", "must be a multiple of the block size s = 4"));
   PetscCall(TestBadOption("-ksp_gmres_restart 4 -ksp_cagmres_s 5", "must be a multiple of the block size s = 5"));
   PetscCall(TestBadOption("-ksp_cagmres_s 0", "must be in [1, 64]"));

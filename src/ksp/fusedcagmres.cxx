@@ -658,7 +658,9 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
       if (ksp->reason || its >= ksp->max_it) cut = PETSC_TRUE;
     }
     estimate = res;
-    if (sb == 1 && g->basis == CABasis::NEWTON && k >= g->s && !ksp->reason) {
+    /* the shifts also when the standard cycle ends the solve (converged, or max_it): a later solve with the same
+       operators reuses them (-ksp_cagmres_reuse_shifts), so repeated solves of one cycle run in blocks too */
+    if (sb == 1 && g->basis == CABasis::NEWTON && k >= g->s && (ksp->reason >= 0 || ksp->reason == KSP_DIVERGED_ITS)) {
       PetscCall(CAGMRESLejaShifts(ksp, g, k));
       g->have_shifts  = PETSC_TRUE;
       g->shifts_known = PETSC_TRUE;
