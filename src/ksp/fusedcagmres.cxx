@@ -838,7 +838,8 @@ const KSPFusedOps FusedCAGMRESOps = {KSPSetUp_FusedCAGMRES, KSPSolveScoped<KSPSo
    a block that CholQR cannot handle falls back to CGS2 with 2 reductions per step, counted in -ksp_view).
 
    The first solve starts with one standard cycle (blocks of one vector, Arnoldi with CGS2) whose Hessenberg matrix
-   gives the Ritz values for the Newton basis; later solves with unchanged operators (their object states) reuse
+   gives the Ritz values for the Newton basis (also when that cycle ends the solve, converged or at the maximum
+   number of iterations, with at least s steps); later solves with unchanged operators (their object states) reuse
    those shifts and start with blocks of s at once (a changed preconditioner with the same matrices keeps them too:
    the shifts only condition the basis, the iterates stay those of GMRES); with the monomial basis, blocks of s
    start at once.  The residual
