@@ -7,22 +7,22 @@
    vectors and the output between host and device, although the subdomain solve (the fused MatSolverType's
    ILU(0)/ICC(0) on a MATSEQAIJFUSED submatrix) runs on the device.  The plugin registers the type name again, with a
    constructor that creates PETSc's PC and wraps it:
-     setup  with a fused preconditioner matrix on several processes, the subdomain matrices are made MATSEQAIJFUSED
-            (PCASMSetSubMatType(), unless the user chose a type), so the subdomain solves run on the backend; then
-            PETSc's setup; then, where every process has one subdomain given by its overlapping index set alone
-            (no PCASMSetLocalSubdomains() inner set), the transfer plan on the backend: the subdomain's entries this
-            process owns (their positions in the sorted index set are consecutive) and the halo of those other
-            processes own, exchanged as the products of MATMPIAIJFUSED exchange theirs (src/mat/halo.hpp);
+     setup  PETSc's; then, with a fused preconditioner matrix on several processes, a MATSEQAIJFUSED copy of each
+            process's MATSEQAIJ subdomain matrix as the subdomain solver's operator (ASMSubdomainUpdate()), so the
+            subdomain solves run on the backend; then, where every process has one subdomain given by its
+            overlapping index set alone (no PCASMSetLocalSubdomains() inner set), the transfer plan on the backend:
+            the subdomain's entries this process owns (their positions in the sorted index set are consecutive) and
+            the halo of those other processes own, exchanged as the products of MATMPIAIJFUSED exchange theirs
+            (src/mat/halo.hpp);
      apply, applytranspose
             with fused vectors: restriction (owned entries gathered, the halo exchanged and scattered into place, or
             only the owned ones where the PCASMType leaves the others zero), the subdomain's KSPSolve() (or
             KSPSolveTranspose()) on its fused work vectors, prolongation (the owned entries, plus the halo's values
             sent back and added by their owners where the type interpolates); no host<->device copy.  Otherwise
-            (other vectors, several subdomains on a process, PC_COMPOSITE_MULTIPLICATIVE across them, inner sets)
-            PETSc's operation;
+            (other vectors, several subdomains on a process, inner sets, PC_ASM_WEIGHTED) PETSc's operation;
      view   PETSc's, plus one "FusedKSP ASM" line saying where the transfers run;
      reset, destroy
-            the plan freed, then PETSc's.
+            the plan and the copy freed, then PETSc's.
 */
 #include "sys/fusedksp_impl.hpp"
 #include "vec/vecfused.hpp"
@@ -41,7 +41,7 @@ static PetscErrorCode (*petsc_create_asm)(PC) = nullptr;
 
 struct ASMData {
   static constexpr const char *name = "FusedKSPASM", *what = "FusedKSP's additive Schwarz";
-  static PetscErrorCode        Free(ASMData *d); /* the plan */
+  static PetscErrorCode        Free(ASMData *d); /* the plan and the subdomain's fused copy */
   /* PETSc's operations of the PC */
   PetscErrorCode (*setup)(PC)                    = nullptr;
   PetscErrorCode (*apply)(PC, Vec, Vec)          = nullptr;
@@ -57,12 +57,15 @@ struct ASMData {
   PetscInt         nhalo    = 0;
   PetscInt        *halo_pos = nullptr; /* backend: the subdomain position of each halo slot */
   Halo             halo;
-  PetscObjectId    isid           = 0; /* the index set the plan was built for, and its state then */
+  Mat              sub = nullptr;                       /* a MATSEQAIJFUSED copy of PETSc's MATSEQAIJ subdomain matrix (several processes) */
+  Vec              xs = nullptr, ys = nullptr;          /* ... and its vectors (no copy: PETSc's subdomain matrix and vectors are fused) */
+  PetscObjectState substate = -1, subnonzerostate = -1; /* the states of PETSc's subdomain matrix that sub holds */
+  PetscObjectId    isid           = 0;                  /* the index set the plan was built for, and its state then */
   PetscObjectState isstate        = -1;
   PetscInt64       napply_backend = 0, napply_host = 0;
 };
 
-PetscErrorCode ASMData::Free(ASMData *d)
+static PetscErrorCode ASMPlanFree(ASMData *d)
 {
   PetscFunctionBegin;
   if (d->be) {
@@ -79,9 +82,20 @@ PetscErrorCode ASMData::Free(ASMData *d)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode ASMData::Free(ASMData *d)
+{
+  PetscFunctionBegin;
+  PetscCall(ASMPlanFree(d));
+  PetscCall(MatDestroy(&d->sub));
+  PetscCall(VecDestroy(&d->xs));
+  PetscCall(VecDestroy(&d->ys));
+  d->substate = d->subnonzerostate = -1;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Whether this process's part of the PC allows the plan: one subdomain given by its overlapping set alone, whose
    entries owned here are consecutive in it (so they are gathered into one range), with fused work vectors */
-static PetscErrorCode ASMPlanPossible(PC pc, PetscBool *possible)
+static PetscErrorCode ASMPlanPossible(PC pc, ASMData *d, PetscBool *possible)
 {
   PC_ASM         *osm = (PC_ASM *)pc->data;
   PetscInt        rstart, rend, n, first = -1, last = -1;
@@ -92,7 +106,7 @@ static PetscErrorCode ASMPlanPossible(PC pc, PetscBool *possible)
   *possible = PETSC_FALSE;
   if (osm->n_local_true != 1 || osm->n_local != 1 || osm->is_local || osm->lprolongation) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecIsFused(osm->x[0], &fused));
-  if (!fused) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!fused && !d->sub) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(MatGetOwnershipRange(pc->pmat, &rstart, &rend));
   PetscCall(ISGetLocalSize(osm->is[0], &n));
   PetscCall(ISGetIndices(osm->is[0], &idx));
@@ -173,7 +187,7 @@ static PetscErrorCode ASMPlanUpdate(PC pc, ASMData *d)
   PetscCall(MatIsSeqAIJFused(pc->pmat, &seq));
   PetscCall(MatIsMPIAIJFused(pc->pmat, &mpi));
   d->fusedmat = (PetscBool)(seq || mpi);
-  if (d->fusedmat) PetscCall(ASMPlanPossible(pc, &possible));
+  if (d->fusedmat) PetscCall(ASMPlanPossible(pc, d, &possible));
   PetscCallMPI(MPIU_Allreduce(&possible, &all, 1, MPI_C_BOOL, MPI_LAND, PetscObjectComm((PetscObject)pc)));
   if (all) {
     PetscCall(PetscObjectGetId((PetscObject)osm->is[0], &id));
@@ -183,22 +197,59 @@ static PetscErrorCode ASMPlanUpdate(PC pc, ASMData *d)
   PetscBool keep = (PetscBool)(all && d->be == ActiveBackend() && d->isid == id && d->isstate == state), keepall;
   PetscCallMPI(MPIU_Allreduce(&keep, &keepall, 1, MPI_C_BOOL, MPI_LAND, PetscObjectComm((PetscObject)pc)));
   if (keepall) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(ASMData::Free(d));
+  PetscCall(ASMPlanFree(d));
   if (all) PetscCall(ASMPlanBuild(pc, d));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After PETSc's setup, with one subdomain on this process: where PETSc's subdomain matrix is MATSEQAIJ (the
+   submatrices of MATMPIAIJFUSED), a MATSEQAIJFUSED copy of it (made again when its nonzero pattern changed, its values
+   copied when they did) becomes the subdomain solver's operator, so its ILU(0)/ICC(0) is the fused factor, with fused
+   vectors of its own.  (Converting PETSc's submatrix in place, as -pc_asm_sub_mat_type does, would leave the fused
+   data to a destroy path of MATMPIAIJ's submatrices that does not reach the fused type's.)  A fused subdomain matrix
+   (one process) is used as it is. */
+static PetscErrorCode ASMSubdomainUpdate(PC pc, ASMData *d)
+{
+  PC_ASM          *osm = (PC_ASM *)pc->data;
+  Mat              P;
+  PetscBool        mpi, plain = PETSC_FALSE;
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  PetscCall(MatIsMPIAIJFused(pc->pmat, &mpi));
+  if (mpi && osm->n_local_true == 1) PetscCall(PetscObjectTypeCompare((PetscObject)osm->pmat[0], MATSEQAIJ, &plain));
+  if (!plain) {
+    PetscCall(MatDestroy(&d->sub));
+    PetscCall(VecDestroy(&d->xs));
+    PetscCall(VecDestroy(&d->ys));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  P = osm->pmat[0];
+  PetscCall(PetscObjectStateGet((PetscObject)P, &state));
+  if (d->sub && P->nonzerostate != d->subnonzerostate) {
+    PetscCall(MatDestroy(&d->sub));
+    PetscCall(VecDestroy(&d->xs));
+    PetscCall(VecDestroy(&d->ys));
+  }
+  if (!d->sub) {
+    PetscCall(MatConvert(P, MATSEQAIJFUSED, MAT_INITIAL_MATRIX, &d->sub));
+    PetscCall(MatCreateVecs(d->sub, &d->xs, &d->ys));
+  } else if (state != d->substate)
+    PetscCall(MatCopy(P, d->sub, SAME_NONZERO_PATTERN));
+  d->substate        = state;
+  d->subnonzerostate = P->nonzerostate;
+  PetscCall(KSPSetOperators(osm->ksp[0], d->sub, d->sub));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode PCSetUp_ASMFused(PC pc)
 {
-  PC_ASM   *osm = (PC_ASM *)pc->data;
-  ASMData  *d;
-  PetscBool mpi;
+  ASMData *d;
 
   PetscFunctionBegin;
   PetscCall(WrappedPCGet(pc, &d));
-  PetscCall(MatIsMPIAIJFused(pc->pmat, &mpi));
-  if (mpi && !osm->sub_mat_type) PetscCall(PCASMSetSubMatType(pc, MATSEQAIJFUSED)); /* MATMPIAIJ's submatrices are MATSEQAIJ */
   PetscCall((*d->setup)(pc));
+  PetscCall(ASMSubdomainUpdate(pc, d));
   PetscCall(ASMPlanUpdate(pc, d));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -250,7 +301,7 @@ static PetscErrorCode ASMProlong(ASMData *d, PetscBool all, Vec ys, Vec y)
 
 /* y = M^{-1} x (transpose: M^{-T} x) with the transfers on the backend (see the top of the file), else PETSc's.
    The PCASMType decides which transfer includes the other processes' entries, swapped for the transpose as in
-   PETSc's PCApplyTranspose_ASM(); PC_ASM_WEIGHTED transfers as PC_ASM_BASIC and scales the subdomain vector. */
+   PETSc's PCApplyTranspose_ASM(); PC_ASM_WEIGHTED (its scaling vectors are PETSc's) is PETSc's operation. */
 template <PetscBool transpose> static PetscErrorCode ASMApply(PC pc, Vec x, Vec y)
 {
   PC_ASM   *osm = (PC_ASM *)pc->data;
@@ -261,20 +312,18 @@ template <PetscBool transpose> static PetscErrorCode ASMApply(PC pc, Vec x, Vec 
   PetscCall(WrappedPCGet(pc, &d));
   PetscCall(VecIsFused(x, &fx));
   PetscCall(VecIsFused(y, &fy));
-  if (d->be && d->be == ActiveBackend() && fx && fy) {
-    const PCASMType type        = osm->type == PC_ASM_WEIGHTED ? PC_ASM_BASIC : osm->type;
+  if (d->be && d->be == ActiveBackend() && fx && fy && osm->type != PC_ASM_WEIGHTED) {
+    const PCASMType type        = osm->type;
     const PetscBool restrictall = (PetscBool)((type & (transpose ? PC_ASM_INTERPOLATE : PC_ASM_RESTRICT)) != 0);
     const PetscBool prolongall  = (PetscBool)((type & (transpose ? PC_ASM_RESTRICT : PC_ASM_INTERPOLATE)) != 0);
-    Vec             xs = osm->x[0], ys = osm->y[0];
+    Vec             xs = d->sub ? d->xs : osm->x[0], ys = d->sub ? d->ys : osm->y[0];
     KSP             ksp = osm->ksp[0];
     PetscInt        nx, ny;
 
-    PetscCheck(osm->type != PC_ASM_WEIGHTED || osm->scaling, PetscObjectComm((PetscObject)pc), PETSC_ERR_ARG_WRONGSTATE, "Call PCASMWeightedSetScaling() after PCSetUp() before applying PC_ASM_WEIGHTED");
     PetscCall(VecGetLocalSize(x, &nx));
     PetscCall(VecGetLocalSize(y, &ny));
     PetscCheck(nx == d->nlocal && ny == d->nlocal, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Additive Schwarz of %" PetscInt_FMT " local rows applied to vectors of %" PetscInt_FMT " and %" PetscInt_FMT " local entries", d->nlocal, nx, ny);
     PetscCall(ASMRestrict(d, restrictall, x, xs));
-    if (transpose && osm->type == PC_ASM_WEIGHTED) PetscCall(VecPointwiseMult(xs, osm->scaling[0], xs));
     PetscCall(PetscLogEventBegin(transpose ? PC_ApplyTransposeOnBlocks : PC_ApplyOnBlocks, ksp, xs, ys, 0));
     if (transpose)
       PetscCall(KSPSolveTranspose(ksp, xs, ys));
@@ -282,7 +331,6 @@ template <PetscBool transpose> static PetscErrorCode ASMApply(PC pc, Vec x, Vec 
       PetscCall(KSPSolve(ksp, xs, ys));
     PetscCall(KSPCheckSolve(ksp, pc, ys));
     PetscCall(PetscLogEventEnd(transpose ? PC_ApplyTransposeOnBlocks : PC_ApplyOnBlocks, ksp, xs, ys, 0));
-    if (!transpose && osm->type == PC_ASM_WEIGHTED) PetscCall(VecPointwiseMult(ys, osm->scaling[0], ys));
     PetscCall(ASMProlong(d, prolongall, ys, y));
     d->napply_backend++;
   } else {
