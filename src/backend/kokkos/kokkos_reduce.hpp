@@ -197,17 +197,11 @@ template <class F> PetscErrorCode ChunkFrameEnd(const PartialsRoom &room, PetscI
    entries [start, end) adding their terms to part[0..nd) (in index order, or in SIMD lanes); on a GPU one team per
    chunk runs entry(i, part) for each entry i of the chunk (the same work, one entry at a time), its threads
    striding over the chunk, and then reduces their partials.  The second stage finish(nchunks, part) then reads
-   the nchunks rows of nd partials (host memory; see ChunkFrameEnd()).                                         */
-template <int ND, class Join = SumJoin, class Chunk, class Entry, class F> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish)
+   the nchunks rows of nd partials (host memory; see ChunkFrameEnd()).  The kernels are launched by functions
+   without the type of finish among their template arguments: nvcc takes no type local to a function (a host
+   lambda) there in a function that holds a device lambda.                                                     */
+template <int ND, class Join, class Chunk, class Entry> void ChunkRangeKernel(const char *label, PetscInt n, int nd, PetscInt nchunks, PetscInt chunk, PetscScalar *dev, const Chunk &chunkbody, const Entry &entry)
 {
-  PartialsRoom room;
-  PetscInt     nchunks, chunk;
-  bool         run;
-
-  PetscFunctionBegin;
-  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0, &nchunks, &chunk, &room, finish, &run));
-  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscScalar *const dev = room.dev;
   if constexpr (team_chunks) {
     const auto kernel = KOKKOS_LAMBDA(const TeamMember &team)
     {
@@ -231,20 +225,37 @@ template <int ND, class Join = SumJoin, class Chunk, class Entry, class F> Petsc
           if (start < end) local(start, end, part);
           for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
         });
+}
+
+template <int ND, class Join = SumJoin, class Chunk, class Entry, class F> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish)
+{
+  PartialsRoom room;
+  PetscInt     nchunks, chunk;
+  bool         run;
+
+  PetscFunctionBegin;
+  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0, &nchunks, &chunk, &room, finish, &run));
+  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
+  ChunkRangeKernel<ND, Join>(label, n, nd, nchunks, chunk, room.dev, chunkbody, entry);
   PetscCall(ChunkFrameEnd(room, nchunks, finish));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* The host's chunk of ChunkPartials(): body(i, part) for the entries in order */
+template <class Body> struct InOrder {
+  Body body;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) const
+  {
+    for (PetscInt i = start; i < end; ++i) body(i, part);
+  }
+};
 
 /* ChunkRangePartials() with body(i, part) doing entry i and adding its terms (the host's chunk: the entries in order) */
 template <int ND, class Join = SumJoin, class Body, class F> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, const F &finish)
 {
   PetscFunctionBegin;
-  PetscCall(ChunkRangePartials<ND, Join>(
-      label, n, maxblocks, nd,
-      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) {
-        for (PetscInt i = start; i < end; ++i) body(i, part);
-      },
-      body, finish));
+  PetscCall(ChunkRangePartials<ND, Join>(label, n, maxblocks, nd, InOrder<Body>{body}, body, finish));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -255,17 +266,10 @@ constexpr int GROUP_DOTS = 4;
    one work item per chunk runs chunk(start, end, part), which writes the chunk's nd partials to part[0..nd); on a
    GPU one team per chunk and group of GROUP_DOTS sums runs entry(i, first, part) for each entry i of the chunk,
    adding the terms of the sums first, first + 1, ... (those below nd, at most GROUP_DOTS) to part[0..), then
-   reduces them.  The second stage finish(nchunks, part) then reads the nchunks rows of nd partials (host memory). */
-template <class Chunk, class Entry, class F> PetscErrorCode ChunkGroupPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish)
+   reduces them.  The second stage finish(nchunks, part) then reads the nchunks rows of nd partials (host memory;
+   the kernels launched as in ChunkRangePartials()).                                                           */
+template <class Chunk, class Entry> void ChunkGroupKernel(const char *label, PetscInt n, int nd, PetscInt nchunks, PetscInt chunk, PetscScalar *dev, const Chunk &chunkbody, const Entry &entry)
 {
-  PartialsRoom room;
-  PetscInt     nchunks, chunk;
-  bool         run;
-
-  PetscFunctionBegin;
-  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0 && nd > 0, &nchunks, &chunk, &room, finish, &run));
-  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscScalar *const dev = room.dev;
   if constexpr (team_chunks) {
     const PetscInt groups = (nd + GROUP_DOTS - 1) / GROUP_DOTS;
     const auto     kernel = KOKKOS_LAMBDA(const TeamMember &team)
@@ -288,6 +292,18 @@ template <class Chunk, class Entry, class F> PetscErrorCode ChunkGroupPartials(c
           ChunkBounds(c, chunk, n, &start, &end);
           chunkbody(start, end, dev + c * nd);
         });
+}
+
+template <class Chunk, class Entry, class F> PetscErrorCode ChunkGroupPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish)
+{
+  PartialsRoom room;
+  PetscInt     nchunks, chunk;
+  bool         run;
+
+  PetscFunctionBegin;
+  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0 && nd > 0, &nchunks, &chunk, &room, finish, &run));
+  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
+  ChunkGroupKernel(label, n, nd, nchunks, chunk, room.dev, chunkbody, entry);
   PetscCall(ChunkFrameEnd(room, nchunks, finish));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
