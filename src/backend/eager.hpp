@@ -1,7 +1,7 @@
 /*
    What the backends that run every operation when it is called (host, Kokkos) share: the reduce target
    kept until the next reducing operation, and the contract's batch and graph entries, which have nothing
-   to do there (no results to defer, no graphs to record).
+   to do there (no results to defer, no graphs to record; the Kokkos backend has batches of its own).
 */
 #pragma once
 

@@ -24,19 +24,16 @@ PetscErrorCode WAXPYDot(PetscInt n, PetscScalar a, const PetscScalar *x, const P
 PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, PetscScalar beta, const PetscScalar *wr, PetscScalar *x, PetscScalar *r, PetscScalar *p, const PetscScalar *s, const PetscScalar *Ap, const PetscScalar *As,
                           const PetscScalar *rstar, const PetscScalar *rhat, int ndots, PetscScalar *dots)
 {
-  PetscScalar all[3];
-
   PetscFunctionBegin;
   PetscCheck(ndots == 2 || ndots == 3, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "bcgs_update computes 2 or 3 dot products, not %d", ndots);
   const bool third = ndots > 2;
   PetscCall(ChunkedReduce<3>(
-      "fusedksp::bcgs_update", n, 3, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+      "fusedksp::bcgs_update", n, ndots, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
         const PetscScalar ri = BCGSUpdateEntry(alpha, omega, beta, s[i], As[i], Ap[i], wr, wr ? wr[i] : 1, x[i], r[i], p[i]);
         part[0] += ri * rstar[i];
         part[1] += ri * ri;
         if (third) part[2] += ri * rhat[i];
       }));
-  for (int d = 0; d < ndots; ++d) dots[d] = all[d];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -136,27 +136,28 @@ static PetscErrorCode Dot(PetscInt n, const PetscScalar *x, const PetscScalar *y
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* *val = the real part of sum[0] */
+static PetscErrorCode RealResult(const PetscScalar *sum, PetscReal *val)
+{
+  *val = PetscRealPart(sum[0]);
+  return PETSC_SUCCESS;
+}
+
 /* See BlasKernels::norm2 */
 static PetscErrorCode Norm2(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
-  PetscScalar sum = 0;
-
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>(
-      "fusedksp::norm2", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * x[i]; }));
-  *val = PetscRealPart(sum);
+  PetscCall(ChunkedSums<1>(
+      "fusedksp::norm2", n, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += x[i] * x[i]; }, [val](const PetscScalar *sum) { return RealResult(sum, val); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* See BlasKernels::norm1 */
 static PetscErrorCode Norm1(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
-  PetscScalar sum = 0;
-
   PetscFunctionBegin;
-  PetscCall(ChunkedReduce<1>(
-      "fusedksp::norm1", n, 1, &sum, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += Kokkos::fabs(x[i]); }));
-  *val = PetscRealPart(sum);
+  PetscCall(ChunkedSums<1>(
+      "fusedksp::norm1", n, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) { part[0] += Kokkos::fabs(x[i]); }, [val](const PetscScalar *sum) { return RealResult(sum, val); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -177,15 +178,15 @@ struct MaxNaNJoin {
 /* See BlasKernels::norminf: the largest entry of each chunk, then of the chunks; a NaN entry wins */
 static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
-  PetscInt           nchunks;
-  const PetscScalar *part;
-  PetscScalar        m = 0;
-
   PetscFunctionBegin;
   PetscCall(ChunkPartials<1, MaxNaNJoin>(
-      "fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); }, &nchunks, &part));
-  for (PetscInt c = 0; c < nchunks; ++c) m = MaxNaN(m, part[c]);
-  *val = PetscRealPart(m);
+      "fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); },
+      [val](PetscInt nchunks, const PetscScalar *part) {
+        PetscScalar m = 0;
+
+        for (PetscInt c = 0; c < nchunks; ++c) m = MaxNaN(m, part[c]);
+        return RealResult(&m, val);
+      }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -7,13 +7,15 @@ namespace fusedksp
 namespace kokkos
 {
 
-/* The second stage of chunked dot products: the nchunks x nd partials (host memory) added in chunk order onto all[]
-   (zeroed by the caller), the results stored (dots, or the reduce target) and all[] freed */
-static PetscErrorCode FinishChunkPartials(PetscInt nchunks, int nd, const PetscScalar *part, PetscScalar *all, PetscScalar *dots)
+/* The second stage of chunked dot products: the nchunks x nd partials (host memory) added in chunk order, the results
+   stored (dots, or the reduce target) */
+static PetscErrorCode FinishChunkPartials(PetscInt nchunks, int nd, const PetscScalar *part, PetscScalar *dots)
 {
+  PetscScalar *all;
+
   PetscFunctionBegin;
-  for (PetscInt c = 0; c < nchunks; ++c)
-    for (int d = 0; d < nd; ++d) all[d] += part[c * nd + d];
+  PetscCall(PetscMalloc1(nd, &all));
+  SumPartials(nchunks, nd, part, all);
   PetscCall(StoreResults(nd, all, dots));
   PetscCall(PetscFree(all));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -27,17 +29,12 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
   const PetscScalar *const *dV   = nullptr;
   const int                 nd   = (int)nv + (selfdot ? 1 : 0);
   const bool                self = selfdot;
-  const PetscScalar        *part;
-  PetscScalar              *all;
-  PetscInt                  nchunks = 0;
 
   PetscFunctionBegin;
   if (TargetStopped()) {
     counters.launches++;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(PetscMalloc1(nd, &all));
-  for (int d = 0; d < nd; ++d) all[d] = 0;
   if (n > 0 && nd > 0) PetscCall(PointerArray(nv, V, &dV));
   const auto chunk = KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *out)
   {
@@ -78,8 +75,7 @@ PetscErrorCode MDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, const 
     const PetscScalar yi = y[i];
     for (int k = 0; k < GROUP_DOTS && first + k < nd; ++k) acc[k] += (first + k < nv ? dV[first + k][i] : yi) * yi;
   };
-  PetscCall(ChunkGroupPartials("fusedksp::mdot", n, FUSED_MDOT_BLOCKS, nd, chunk, entry, &nchunks, &part));
-  PetscCall(FinishChunkPartials(nchunks, nd, part, all, dots));
+  PetscCall(ChunkGroupPartials("fusedksp::mdot", n, FUSED_MDOT_BLOCKS, nd, chunk, entry, [nd, dots](PetscInt nchunks, const PetscScalar *part) { return FinishChunkPartials(nchunks, nd, part, dots); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -118,8 +114,7 @@ KOKKOS_INLINE_FUNCTION void SubtractScale(PetscInt start, PetscInt end, PetscInt
 template <class Tail> static PetscErrorCode SubtractScaleDot(const char *label, PetscInt n, PetscInt nv, const PetscScalar *coef, const PetscScalar *const *V, PetscScalar *y, PetscScalar scale, int nd, const Tail &tail, PetscScalar *dots)
 {
   const PetscScalar *const *dV = nullptr;
-  const PetscScalar        *dcoef, *part;
-  PetscInt                  nchunks;
+  const PetscScalar        *dcoef;
 
   PetscFunctionBegin;
   PetscCall(PointerArray(nv, V, &dV));
@@ -135,8 +130,10 @@ template <class Tail> static PetscErrorCode SubtractScaleDot(const char *label, 
         SubtractScaleEntry(i, nv, dcoef, dV, y, scale);
         if (nd) tail(i, p);
       },
-      &nchunks, &part));
-  if (nd) SumPartials(nchunks, 1, part, dots);
+      [nd, dots](PetscInt nchunks, const PetscScalar *part) {
+        if (nd) SumPartials(nchunks, 1, part, dots);
+        return PETSC_SUCCESS;
+      }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -166,9 +163,6 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
   const PetscScalar *const        *dL = nullptr;
   const PetscInt                   ld = nv + nw;
   const int                        nd = (int)(nw * ld);
-  const PetscScalar               *part;
-  PetscScalar                     *all;
-  PetscInt                         nchunks = 0;
 
   PetscFunctionBegin;
   PetscCheck(nw >= 1 && nw <= 64, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "A block of %" PetscInt_FMT " columns: 1 to 64", nw);
@@ -176,8 +170,6 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
     counters.launches++;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(PetscMalloc1(nd, &all));
-  for (int d = 0; d < nd; ++d) all[d] = 0;
   if (n > 0) PetscCall(BlockPointers(nv, V, nw, W, list, &dL));
   const auto chunk = KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *out)
   {
@@ -218,8 +210,7 @@ PetscErrorCode BlockMDot(PetscInt n, PetscInt nv, const PetscScalar *const *V, P
       if (l < nv || j >= l - nv) acc[k] += dL[l][i] * dL[nv + j][i];
     }
   };
-  PetscCall(ChunkGroupPartials("fusedksp::block_mdot", n, FUSED_MDOT_BLOCKS, nd, chunk, entry, &nchunks, &part));
-  PetscCall(FinishChunkPartials(nchunks, nd, part, all, dots));
+  PetscCall(ChunkGroupPartials("fusedksp::block_mdot", n, FUSED_MDOT_BLOCKS, nd, chunk, entry, [nd, dots](PetscInt nchunks, const PetscScalar *part) { return FinishChunkPartials(nchunks, nd, part, dots); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -2,6 +2,8 @@
 #include "backend/kokkos/kokkos_reduce.hpp"
 #include <cstring>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace fusedksp
 {
@@ -19,16 +21,39 @@ using PartialsHostSpace = std::conditional_t<host_memory, MemSpace, Kokkos::Shar
 using PartialsHostSpace = Kokkos::HostSpace;
 #endif
 
+/* A reduction whose second stage waits for batch_end(): its partials from `offset` in the arena */
+struct PendingFinish {
+  size_t   offset;
+  PetscInt nchunks;
+  Finish   finish;
+};
+
 /* The buffers kept between calls; released before Kokkos::finalize() */
 struct Buffers {
   Kokkos::View<PetscScalar *, MemSpace>          partials;
   Kokkos::View<PetscScalar *, PartialsHostSpace> partials_host;
+  Kokkos::View<PetscScalar *, MemSpace>          arena; /* the partials of the deferred reductions */
+  Kokkos::View<PetscScalar *, PartialsHostSpace> arena_host;
+  std::vector<PendingFinish>                     pending;  /* their second stages, in call order */
   Kokkos::View<char *, MemSpace>                 pointers; /* an array of pointers, as bytes */
   Kokkos::View<PetscScalar *, MemSpace>          coefficients;
 };
 static Buffers  *buffers         = nullptr;
 static PetscBool finalize_kokkos = PETSC_FALSE; /* this library initialized Kokkos */
 static PetscInt  threads_in_use  = 0;
+
+/* The open batches, innermost last: the partials of the reductions deferred in them lie one after the other in
+   arena[0, arena_used), each batch's after those of the batches around it (from its frame's start), their second
+   stages in pending[] (each batch's from its frame's `pending`) */
+struct BatchFrame {
+  size_t start;   /* arena_used when the batch began  */
+  size_t pending; /* pending.size() when it began     */
+};
+constexpr int     MAX_BATCHES = 64; /* nested solves (see OpsBatchBegin) */
+static BatchFrame batch_frames[MAX_BATCHES];
+static int        nbatches    = 0;
+static bool       batch_defer = false;
+static size_t     arena_used  = 0;
 
 /* Host memory: PetscMalloc() (as the host backend, so PETSc's host arrays and the backend's are the
    same); device memory: Kokkos::kokkos_malloc().  A failure names the bytes requested. */
@@ -102,12 +127,26 @@ PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
   return CopyArgsToHost(dst, src, bytes);
 }
 
-PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count)
+/* count partials to the host (one copy, fenced), counted unless they go to a reduce target */
+static PetscErrorCode CopyPartials(PetscScalar *host, const PetscScalar *dev, size_t count)
 {
   PetscFunctionBegin;
   PetscCall(CopyArgsToHost(host, dev, count * sizeof(PetscScalar)));
   if (count > 0 && !target.slot) counters.d2h++;
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PartialsToHost(const PartialsRoom &room, const PetscScalar **host)
+{
+  PetscFunctionBegin;
+  *host = buffers->partials_host.data();
+  PetscCall(CopyPartials(buffers->partials_host.data(), room.dev, room.count));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+void PartialsDefer(const PartialsRoom &room, PetscInt nchunks, Finish finish)
+{
+  buffers->pending.push_back({(size_t)(room.dev - buffers->arena.data()), nchunks, std::move(finish)});
 }
 
 /* The host's view of the partials dev: dev itself in host memory, else a buffer of its size */
@@ -119,16 +158,105 @@ template <class Host> static Kokkos::View<PetscScalar *, Host> HostPartials(cons
     return Kokkos::View<PetscScalar *, Host>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp partials (host)"), dev.extent(0));
 }
 
-PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host)
+/* Room for `count` more partials in the arena after arena_used: a larger arena (at least twice as large, so a solve's
+   batches soon stop growing it) takes the partials of the open batches along (Kokkos::deep_copy() waits for the
+   kernels that write them) */
+static PetscErrorCode ArenaReserve(size_t count)
+{
+  const size_t need = arena_used + count;
+
+  PetscFunctionBegin;
+  if (buffers->arena.extent(0) < need) {
+    Kokkos::View<PetscScalar *, MemSpace> grown(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp batch partials"), PetscMax(need, 2 * buffers->arena.extent(0)));
+    const auto                            used = std::make_pair((size_t)0, arena_used);
+
+    if (arena_used) Kokkos::deep_copy(Kokkos::subview(grown, used), Kokkos::subview(buffers->arena, used));
+    buffers->arena      = grown;
+    buffers->arena_host = HostPartials<PartialsHostSpace>(grown);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode Partials(PetscInt count, PartialsRoom *room)
 {
   PetscFunctionBegin;
   PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
+  room->count    = count;
+  room->deferred = team_chunks && nbatches && batch_defer && !target.slot && count > 0;
+  if (room->deferred) {
+    PetscCall(ArenaReserve(count));
+    room->dev = buffers->arena.data() + arena_used;
+    arena_used += count;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if ((PetscInt)buffers->partials.extent(0) < count) {
     buffers->partials      = Kokkos::View<PetscScalar *, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp partials"), count);
     buffers->partials_host = HostPartials<PartialsHostSpace>(buffers->partials);
   }
-  *dev  = buffers->partials.data();
-  *host = buffers->partials_host.data();
+  room->dev = buffers->partials.data();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::batch_begin: opens a batch (inside the open ones: their deferred reductions stay pending) */
+static PetscErrorCode BatchBegin(void)
+{
+  PetscFunctionBegin;
+  PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
+  PetscCheck(nbatches < MAX_BATCHES, PETSC_COMM_SELF, PETSC_ERR_SUP, "Batches of reductions nested more than %d deep", MAX_BATCHES);
+  batch_frames[nbatches++] = {arena_used, buffers->pending.size()};
+  batch_defer              = false;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode BatchDefer(PetscBool defer)
+{
+  PetscFunctionBegin;
+  batch_defer = defer ? true : false;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Closes the innermost batch: its region of the arena and its second stages are released */
+static void BatchPop(void)
+{
+  const BatchFrame f = batch_frames[--nbatches];
+
+  buffers->pending.resize(f.pending);
+  arena_used  = f.start;
+  batch_defer = false;
+}
+
+/* See Backend::batch_end: ONE copy of the partials of the innermost batch's deferred reductions to the host (one
+   wait), then their second stages in call order.  Those reductions had no reduce target: a target set since then
+   is left for the operation it was set for. */
+static PetscErrorCode BatchEnd(void)
+{
+  PetscFunctionBegin;
+  PetscCheck(nbatches, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
+  {
+    const BatchFrame   f     = batch_frames[nbatches - 1];
+    const ReduceTarget later = target;
+    PetscErrorCode     ierr;
+
+    target = {};
+    ierr   = CopyPartials(buffers->arena_host.data() + f.start, buffers->arena.data() + f.start, arena_used - f.start);
+    for (size_t p = f.pending; !ierr && p < buffers->pending.size(); ++p) {
+      const PendingFinish &r = buffers->pending[p];
+
+      ierr = r.finish(r.nchunks, buffers->arena_host.data() + r.offset);
+    }
+    target = later;
+    BatchPop();
+    PetscCall(ierr);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::batch_abandon */
+static PetscErrorCode BatchAbandon(void)
+{
+  PetscFunctionBegin;
+  PetscCheck(nbatches, PETSC_COMM_SELF, PETSC_ERR_ORDER, "No batch of reductions is open");
+  BatchPop();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -209,7 +337,7 @@ static PetscErrorCode FreeHost(void *ptr)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Copies complete at once (the reductions of this backend fence before they return) */
+/* Copies complete at once (fenced) */
 PetscErrorCode CopyToHostAsync(void *hostdst, const void *src, size_t bytes)
 {
   return CopyToHost(hostdst, src, bytes);
@@ -335,10 +463,10 @@ const Backend *KokkosBackend()
                                   kokkos::BlockMDot,
                                   kokkos::BlockMAXPY,
                                   kokkos::SGMRESUpdate,
-                                  eager::NoOp,
-                                  eager::BatchDefer,
-                                  eager::NoOp,
-                                  eager::NoOp,
+                                  kokkos::BatchBegin,
+                                  kokkos::BatchDefer,
+                                  kokkos::BatchEnd,
+                                  kokkos::BatchAbandon,
                                   kokkos::Gather,
                                   kokkos::Scatter,
                                   kokkos::SpMVOffDiagDots,

@@ -12,10 +12,15 @@
    each thread accumulating its sums, then the team's reduction of them (in a fixed order for a given team
    size).  The second stage adds the partials in chunk order on the host.  The results agree with the host
    reference backend to rounding and do not depend on the number of threads.
+
+   In the GPU shape a reduction called inside a batch with batch_defer on (Backend::batch_begin) defers its second
+   stage: its partials go to a region of their own of the batch's arena and the caller's second stage (a Finish)
+   runs in batch_end(), after one copy of the batch's partials; results are those of the eager path, bit for bit.
 */
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <functional>
 #include "backend/eager.hpp"
 
 namespace fusedksp
@@ -39,12 +44,9 @@ extern ReduceTarget target;
 PetscErrorCode CopyToBackend(void *dst, const void *hostsrc, size_t bytes);
 PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes);
 /* The same, not counted: arguments and results of the operations, which a device backend passes as
-   kernel parameters or as partial sums (counted once per reduction by PartialsToHost()) */
+   kernel parameters or as partial sums (counted once per copy of partials: PartialsToHost(), batch_end()) */
 PetscErrorCode CopyArgsToBackend(void *dst, const void *hostsrc, size_t bytes);
 PetscErrorCode CopyArgsToHost(void *hostdst, const void *src, size_t bytes);
-/* The partial sums of a reduction to the host for its second stage: one device->host copy, unless its
-   results go to a reduce target (then they stay where the backend computes, as on a device)      */
-PetscErrorCode PartialsToHost(PetscScalar *host, const PetscScalar *dev, PetscInt count);
 
 /* At the start of an operation that honours the reduce target: true when it must do nothing (its stop
    flag is set); the target is then used up                                                         */
@@ -53,9 +55,6 @@ bool TargetStopped();
 /* The results of an operation: to the reduce target when one is set (then used up), else to dots */
 PetscErrorCode StoreResults(int nd, const PetscScalar *all, PetscScalar *dots);
 
-/* Room for `count` partial sums in the backend's memory, and its host mirror, kept between calls */
-PetscErrorCode Partials(PetscInt count, PetscScalar **dev, PetscScalar **host);
-
 /* Whether a chunk of a reduction runs as a team of threads (a GPU: the memory space is not the host's) or as one
    work item (CPU threads).  FUSEDKSP_KOKKOS_TEAMS gives a host build the GPU shape, to test it on a CPU. */
 #if defined(FUSEDKSP_KOKKOS_TEAMS)
@@ -63,6 +62,26 @@ constexpr bool team_chunks = true;
 #else
 constexpr bool team_chunks = !host_memory;
 #endif
+
+/* The second stage of a reduction: finish(nchunks, part) reads the nchunks rows of partials part (host memory) and
+   writes the operation's results (to memory that stays valid until batch_end() when it is deferred) */
+using Finish = std::function<PetscErrorCode(PetscInt nchunks, const PetscScalar *part)>;
+
+/* Room for the `count` partial sums of a reduction in the backend's memory (Partials()): a buffer kept between calls,
+   or, when `deferred`, a region of its own of the open batch's arena, the second stage then waiting for batch_end().
+   A reduction defers in the team shape (where each second stage costs a copy and a wait), inside a batch with
+   batch_defer on, when its results go to dots[] (not to a reduce target).                                         */
+struct PartialsRoom {
+  PetscScalar *dev      = nullptr;
+  PetscInt     count    = 0;
+  bool         deferred = false;
+};
+PetscErrorCode Partials(PetscInt count, PartialsRoom *room);
+/* The partials of a room that is not deferred to the host (*host) for the second stage: one device->host copy,
+   unless the results go to a reduce target (then they stay where the backend computes, as on a device)     */
+PetscErrorCode PartialsToHost(const PartialsRoom &room, const PetscScalar **host);
+/* The second stage of a deferred room's reduction, run by batch_end() (C++: may throw, see FusedKSPCallCXX()) */
+void PartialsDefer(const PartialsRoom &room, PetscInt nchunks, Finish finish);
 
 using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
 using TeamMember = TeamPolicy::member_type;
@@ -140,27 +159,36 @@ template <class Kernel> TeamPolicy TeamSize(PetscInt league, int want, const Ker
   return TeamPolicy(league, want < most ? want : most);
 }
 
-/* The first stage of a reduction, around its kernel: ChunkFrameBegin() gives *nchunks = ReduceChunks(n, maxblocks) chunks
-   of width *chunk (none unless runs) and room for their nd partials (*dev, *host; false: nothing to run);
-   ChunkFrameEnd() brings the partials to the host (*host_partials) and counts the launch                       */
-inline PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks, int nd, bool runs, PetscInt *nchunks, PetscInt *chunk, PetscScalar **dev, PetscScalar **host, const PetscScalar **host_partials, bool *run)
+/* The frame of a reduction, around its kernel: ChunkFrameBegin() gives *nchunks = ReduceChunks(n, maxblocks) chunks
+   of width *chunk (none unless runs) and room for their nd partials; with no chunk there is no kernel to run
+   (*run false) and the second stage runs at once, on no partials.  ChunkFrameEnd() counts the launch and runs the
+   second stage finish(nchunks, partials in host memory), or defers it to batch_end().                      */
+template <class F> PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks, int nd, bool runs, PetscInt *nchunks, PetscInt *chunk, PartialsRoom *room, const F &finish, bool *run)
 {
   PetscFunctionBegin;
-  *nchunks       = runs ? ReduceChunks(n, maxblocks) : 0;
-  *host_partials = nullptr;
-  *run           = *nchunks > 0;
-  if (!*run) PetscFunctionReturn(PETSC_SUCCESS);
+  *nchunks = runs ? ReduceChunks(n, maxblocks) : 0;
+  *run     = *nchunks > 0;
+  if (!*run) {
+    PetscCall(finish(0, nullptr));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   *chunk = (n + *nchunks - 1) / *nchunks;
-  PetscCall(Partials(*nchunks * nd, dev, host));
+  PetscCall(Partials(*nchunks * nd, room));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-inline PetscErrorCode ChunkFrameEnd(PetscScalar *host, const PetscScalar *dev, PetscInt count, const PetscScalar **host_partials)
+template <class F> PetscErrorCode ChunkFrameEnd(const PartialsRoom &room, PetscInt nchunks, const F &finish)
 {
+  const PetscScalar *host;
+
   PetscFunctionBegin;
-  PetscCall(PartialsToHost(host, dev, count));
-  *host_partials = host;
   counters.launches++;
+  if (room.deferred)
+    FusedKSPCallCXX(PartialsDefer(room, nchunks, finish));
+  else {
+    PetscCall(PartialsToHost(room, &host));
+    PetscCall(finish(nchunks, host));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -168,18 +196,12 @@ inline PetscErrorCode ChunkFrameEnd(PetscScalar *host, const PetscScalar *dev, P
    Join (SumJoin: added) from 0.  On the host one work item per chunk runs chunk(start, end, part), the work of the
    entries [start, end) adding their terms to part[0..nd) (in index order, or in SIMD lanes); on a GPU one team per
    chunk runs entry(i, part) for each entry i of the chunk (the same work, one entry at a time), its threads
-   striding over the chunk, and then reduces their partials.  *host_partials then holds nchunks rows of nd partials
-   (host memory).                                                                                               */
-template <int ND, class Join = SumJoin, class Chunk, class Entry>
-PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
+   striding over the chunk, and then reduces their partials.  The second stage finish(nchunks, part) then reads
+   the nchunks rows of nd partials (host memory; see ChunkFrameEnd()).  The kernels are launched by functions
+   without the type of finish among their template arguments: nvcc takes no type local to a function (a host
+   lambda) there in a function that holds a device lambda.                                                     */
+template <int ND, class Join, class Chunk, class Entry> void ChunkRangeKernel(const char *label, PetscInt n, int nd, PetscInt nchunks, PetscInt chunk, PetscScalar *dev, const Chunk &chunkbody, const Entry &entry)
 {
-  PetscScalar *dev, *host;
-  PetscInt     chunk;
-  bool         run;
-
-  PetscFunctionBegin;
-  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0, nchunks, &chunk, &dev, &host, host_partials, &run));
-  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
   if constexpr (team_chunks) {
     const auto kernel = KOKKOS_LAMBDA(const TeamMember &team)
     {
@@ -192,10 +214,10 @@ PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblo
         for (int d = 0; d < nd; ++d) dev[c * nd + d] = sums.v[d];
       });
     };
-    Kokkos::parallel_for(label, TeamSize(*nchunks, CHUNK_TEAM, kernel), kernel);
+    Kokkos::parallel_for(label, TeamSize(nchunks, CHUNK_TEAM, kernel), kernel);
   } else
     Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+        label, Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
           PetscScalar part[ND] = {};
           PetscInt    start, end;
           const Chunk local = chunkbody; /* a copy whose captures the stores of the loops cannot alias: kept in registers */
@@ -203,20 +225,37 @@ PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblo
           if (start < end) local(start, end, part);
           for (int d = 0; d < nd; ++d) dev[c * nd + d] = part[d];
         });
-  PetscCall(ChunkFrameEnd(host, dev, *nchunks * nd, host_partials));
+}
+
+template <int ND, class Join = SumJoin, class Chunk, class Entry, class F> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish)
+{
+  PartialsRoom room;
+  PetscInt     nchunks, chunk;
+  bool         run;
+
+  PetscFunctionBegin;
+  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0, &nchunks, &chunk, &room, finish, &run));
+  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
+  ChunkRangeKernel<ND, Join>(label, n, nd, nchunks, chunk, room.dev, chunkbody, entry);
+  PetscCall(ChunkFrameEnd(room, nchunks, finish));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The host's chunk of ChunkPartials(): body(i, part) for the entries in order */
+template <class Body> struct InOrder {
+  Body body;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) const
+  {
+    for (PetscInt i = start; i < end; ++i) body(i, part);
+  }
+};
+
 /* ChunkRangePartials() with body(i, part) doing entry i and adding its terms (the host's chunk: the entries in order) */
-template <int ND, class Join = SumJoin, class Body> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, PetscInt *nchunks, const PetscScalar **host_partials)
+template <int ND, class Join = SumJoin, class Body, class F> PetscErrorCode ChunkPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Body &body, const F &finish)
 {
   PetscFunctionBegin;
-  PetscCall(ChunkRangePartials<ND, Join>(
-      label, n, maxblocks, nd,
-      KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT part) {
-        for (PetscInt i = start; i < end; ++i) body(i, part);
-      },
-      body, nchunks, host_partials));
+  PetscCall(ChunkRangePartials<ND, Join>(label, n, maxblocks, nd, InOrder<Body>{body}, body, finish));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -227,16 +266,10 @@ constexpr int GROUP_DOTS = 4;
    one work item per chunk runs chunk(start, end, part), which writes the chunk's nd partials to part[0..nd); on a
    GPU one team per chunk and group of GROUP_DOTS sums runs entry(i, first, part) for each entry i of the chunk,
    adding the terms of the sums first, first + 1, ... (those below nd, at most GROUP_DOTS) to part[0..), then
-   reduces them.  *host_partials then holds nchunks rows of nd partials (host memory).                        */
-template <class Chunk, class Entry> PetscErrorCode ChunkGroupPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, PetscInt *nchunks, const PetscScalar **host_partials)
+   reduces them.  The second stage finish(nchunks, part) then reads the nchunks rows of nd partials (host memory;
+   the kernels launched as in ChunkRangePartials()).                                                           */
+template <class Chunk, class Entry> void ChunkGroupKernel(const char *label, PetscInt n, int nd, PetscInt nchunks, PetscInt chunk, PetscScalar *dev, const Chunk &chunkbody, const Entry &entry)
 {
-  PetscScalar *dev, *host;
-  PetscInt     chunk;
-  bool         run;
-
-  PetscFunctionBegin;
-  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0 && nd > 0, nchunks, &chunk, &dev, &host, host_partials, &run));
-  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
   if constexpr (team_chunks) {
     const PetscInt groups = (nd + GROUP_DOTS - 1) / GROUP_DOTS;
     const auto     kernel = KOKKOS_LAMBDA(const TeamMember &team)
@@ -251,15 +284,27 @@ template <class Chunk, class Entry> PetscErrorCode ChunkGroupPartials(const char
         for (int k = 0; k < GROUP_DOTS && first + k < nd; ++k) dev[c * nd + first + k] = sums.v[k];
       });
     };
-    Kokkos::parallel_for(label, TeamSize(*nchunks * groups, MDOT_TEAM, kernel), kernel);
+    Kokkos::parallel_for(label, TeamSize(nchunks * groups, MDOT_TEAM, kernel), kernel);
   } else
     Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<ExecSpace>(0, *nchunks), KOKKOS_LAMBDA(const PetscInt c) {
+        label, Kokkos::RangePolicy<ExecSpace>(0, nchunks), KOKKOS_LAMBDA(const PetscInt c) {
           PetscInt start, end;
           ChunkBounds(c, chunk, n, &start, &end);
           chunkbody(start, end, dev + c * nd);
         });
-  PetscCall(ChunkFrameEnd(host, dev, *nchunks * nd, host_partials));
+}
+
+template <class Chunk, class Entry, class F> PetscErrorCode ChunkGroupPartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish)
+{
+  PartialsRoom room;
+  PetscInt     nchunks, chunk;
+  bool         run;
+
+  PetscFunctionBegin;
+  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0 && nd > 0, &nchunks, &chunk, &room, finish, &run));
+  if (!run) PetscFunctionReturn(PETSC_SUCCESS);
+  ChunkGroupKernel(label, n, nd, nchunks, chunk, room.dev, chunkbody, entry);
+  PetscCall(ChunkFrameEnd(room, nchunks, finish));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -290,15 +335,27 @@ inline void SumPartials(PetscInt nchunks, int nd, const PetscScalar *part, Petsc
     for (int d = 0; d < nd; ++d) dots[d] += part[c * nd + d];
 }
 
-/* A reduction of nd <= ND sums: ChunkPartials(), then the partials added in chunk order into dots[] */
+/* A reduction of nd <= ND sums: ChunkPartials(), then the partials added in chunk order, finish(sums) storing them */
+template <int ND, class Body, class F> PetscErrorCode ChunkedSums(const char *label, PetscInt n, int nd, const Body &body, const F &finish)
+{
+  PetscFunctionBegin;
+  PetscCall(ChunkPartials<ND>(label, n, FUSED_REDUCE_BLOCKS, nd, body, [nd, finish](PetscInt nchunks, const PetscScalar *part) {
+    PetscScalar sums[ND];
+
+    SumPartials(nchunks, nd, part, sums);
+    return finish(sums);
+  }));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A reduction of nd <= ND sums into dots[0..nd), as ChunkedSums() */
 template <int ND, class Body> PetscErrorCode ChunkedReduce(const char *label, PetscInt n, int nd, PetscScalar *dots, const Body &body)
 {
-  PetscInt           nchunks;
-  const PetscScalar *part;
-
   PetscFunctionBegin;
-  PetscCall(ChunkPartials<ND>(label, n, FUSED_REDUCE_BLOCKS, nd, body, &nchunks, &part));
-  SumPartials(nchunks, nd, part, dots);
+  PetscCall(ChunkPartials<ND>(label, n, FUSED_REDUCE_BLOCKS, nd, body, [nd, dots](PetscInt nchunks, const PetscScalar *part) {
+    SumPartials(nchunks, nd, part, dots);
+    return PETSC_SUCCESS;
+  }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -67,14 +67,11 @@ template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowOut(const Row &row, c
   return out[i]         = wl ? wl[i] * sum : sum;
 }
 
-/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count: on the host each chunk computes its rows
-   of out, then the dot products over them while they are in cache, one loop per dot; on a GPU each row adds its
-   dot terms at once */
-template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *all)
+/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count, stored to dots (or the reduce target): on
+   the host each chunk computes its rows of out, then the dot products over them while they are in cache, one loop
+   per dot; on a GPU each row adds its dot terms at once */
+template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *dots)
 {
-  PetscInt           nchunks;
-  const PetscScalar *part;
-
   PetscFunctionBegin;
   PetscCall(ChunkRangePartials<ND>(
       label, nrows, FUSED_REDUCE_BLOCKS, ND,
@@ -86,8 +83,12 @@ template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, 
         const PetscScalar oi = RowOut(row, wl, out, i);
         for (int d = 0; d < ND; ++d) p[d] += DotTerm(sp.spec[d], i, in, oi);
       },
-      &nchunks, &part));
-  SumPartials(nchunks, ND, part, all);
+      [dots](PetscInt nchunks, const PetscScalar *part) {
+        PetscScalar all[ND];
+
+        SumPartials(nchunks, ND, part, all);
+        return StoreResults(ND, all, dots);
+      }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -95,8 +96,7 @@ template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, 
    without dot products */
 template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  DotSpecs    sp;
-  PetscScalar all[FUSED_MAX_DOTS];
+  DotSpecs sp;
 
   PetscFunctionBegin;
   PetscCall(CopySpecs(ndots, specs, &sp));
@@ -105,20 +105,20 @@ template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt 
   case 0:
     ForEach(
         label, nrows, KOKKOS_LAMBDA(const PetscInt i) { RowOut(row, wl, out, i); });
+    target = {};
     break;
   case 1:
-    PetscCall(RowsDotsN<1>(label, nrows, row, wl, in, out, sp, all));
+    PetscCall(RowsDotsN<1>(label, nrows, row, wl, in, out, sp, dots));
     break;
   case 2:
-    PetscCall(RowsDotsN<2>(label, nrows, row, wl, in, out, sp, all));
+    PetscCall(RowsDotsN<2>(label, nrows, row, wl, in, out, sp, dots));
     break;
   case 3:
-    PetscCall(RowsDotsN<3>(label, nrows, row, wl, in, out, sp, all));
+    PetscCall(RowsDotsN<3>(label, nrows, row, wl, in, out, sp, dots));
     break;
   default:
-    PetscCall(RowsDotsN<4>(label, nrows, row, wl, in, out, sp, all));
+    PetscCall(RowsDotsN<4>(label, nrows, row, wl, in, out, sp, dots));
   }
-  PetscCall(StoreResults(ndots, all, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -159,8 +159,7 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
 /* See Backend::dots */
 PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  DotSpecs    sp;
-  PetscScalar all[FUSED_MAX_DOTS];
+  DotSpecs sp;
 
   PetscFunctionBegin;
   if (TargetStopped()) {
@@ -172,11 +171,12 @@ PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, i
     target = {};
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>(
-      "fusedksp::dots", n, ndots, all, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+  PetscCall(ChunkedSums<FUSED_MAX_DOTS>(
+      "fusedksp::dots", n, ndots,
+      KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
         for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in, out[i]);
-      }));
-  PetscCall(StoreResults(ndots, all, dots));
+      },
+      [ndots, dots](const PetscScalar *all) { return StoreResults(ndots, all, dots); }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -186,13 +186,13 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
   const PetscInt    *rowptr = B->rowptr, *colidx = B->colidx;
   const PetscScalar *vals = B->vals;
   DotSpecs           sp;
-  PetscScalar        change[FUSED_MAX_DOTS], *slot = target.slot, sums[FUSED_MAX_DOTS];
+  PetscScalar       *slot = target.slot;
 
   PetscFunctionBegin;
   PetscCall(CopySpecs(ndots, specs, &sp));
   if (TargetStopped()) PetscFunctionReturn(PETSC_SUCCESS);
-  target = {};
   if (!ndots) {
+    target = {};
     ForEach(
         "fusedksp::spmv_offdiag", B->nrows, KOKKOS_LAMBDA(const PetscInt k) {
           const PetscInt    i   = rows[k];
@@ -201,19 +201,26 @@ PetscErrorCode SpMVOffDiagDots(const CSRView *B, const PetscInt *rows, const Pet
         });
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(ChunkedReduce<FUSED_MAX_DOTS>(
-      "fusedksp::spmv_offdiag_dots", B->nrows, ndots, change, KOKKOS_LAMBDA(const PetscInt k, PetscScalar *KOKKOS_RESTRICT part) {
+  PetscCall(ChunkedSums<FUSED_MAX_DOTS>(
+      "fusedksp::spmv_offdiag_dots", B->nrows, ndots,
+      KOKKOS_LAMBDA(const PetscInt k, PetscScalar *KOKKOS_RESTRICT part) {
         const PetscInt    i   = rows[k];
         const PetscScalar old = out[i], sum = CSRRow(rowptr, colidx, vals, nullptr, halo, k);
         out[i] = old + (wl ? wl[i] * sum : sum);
         for (int d = 0; d < ndots; ++d) part[d] += DotTerm(sp.spec[d], i, in, out[i]) - DotTerm(sp.spec[d], i, in, old);
+      },
+      [ndots, slot, dots](const PetscScalar *change) {
+        PetscScalar sums[FUSED_MAX_DOTS];
+
+        if (slot) { /* the changes are added to the target, in the backend's memory */
+          PetscCall(CopyArgsToHost(sums, slot, ndots * sizeof(PetscScalar)));
+          for (int d = 0; d < ndots; ++d) sums[d] += change[d];
+          PetscCall(CopyArgsToBackend(slot, sums, ndots * sizeof(PetscScalar)));
+        } else
+          for (int d = 0; d < ndots; ++d) dots[d] += change[d];
+        return PETSC_SUCCESS;
       }));
-  if (slot) { /* the changes are added to the target, in the backend's memory */
-    PetscCall(CopyArgsToHost(sums, slot, ndots * sizeof(PetscScalar)));
-    for (int d = 0; d < ndots; ++d) sums[d] += change[d];
-    PetscCall(CopyArgsToBackend(slot, sums, ndots * sizeof(PetscScalar)));
-  } else
-    for (int d = 0; d < ndots; ++d) dots[d] += change[d];
+  target = {};
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
