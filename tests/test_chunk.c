@@ -1,6 +1,6 @@
 static char help[] = "Chunks of fusedcg iterations with device-resident scalars (-ksp_fused_check_interval k):\n\
 every k agrees with k = 1 - same residual history to rounding, same converged reason and iteration, same\n\
-solution - with several preconditioners and norm types; the maximum iteration count is never exceeded;\n\
+solution - with several preconditioners (point-block Jacobi, a kernel of the backend, chunked as Jacobi) and norm types; the maximum iteration count is never exceeded;\n\
 divergence, NaN/Inf and an indefinite matrix are found at the iteration where k = 1 finds them; a user\n\
 convergence test stops at the same iteration with fewer than k extra iterations run; records and replays\n\
 (graphs) agree with direct runs; repeated solves with a new right-hand side, new matrix values and a new size\n\
@@ -379,6 +379,32 @@ int main(int argc, char **argv)
     s.k1only   = PETSC_TRUE;
     PetscCall(Sweep("sgmres sor (k = 1)", u.A, u.b, &s, KSP_CONVERGED_RTOL));
     PetscCall(ProblemDestroy(&u));
+  }
+  { /* point-block Jacobi of a fused matrix: one kernel of the backend between the fused ones, so the three solvers
+       chunk (and record graphs) with it as with Jacobi on one process (k = 1 on several) */
+    Setup   s = base;
+    Problem e;
+    PetscCall(ProblemOptions("e_", "elasticity3d", 5, "random"));
+    PetscCall(PetscOptionsSetValue(NULL, "-e_mat_block_size", "3"));
+    PetscCall(ProblemCreate(PETSC_COMM_WORLD, "e_", &e));
+    s.pc     = "pbjacobi";
+    s.k1only = size > 1 ? PETSC_TRUE : PETSC_FALSE;
+    PetscCall(Sweep("pbjacobi", e.A, e.b, &s, KSP_CONVERGED_RTOL));
+    s.ksp = "fusedbcgs";
+    PetscCall(Sweep("bcgs pbjacobi/left", e.A, e.b, &s, KSP_CONVERGED_RTOL));
+    s.side   = PC_RIGHT;
+    s.norm   = KSP_NORM_UNPRECONDITIONED;
+    s.k1only = PETSC_TRUE; /* a general PC on the right: k = 1 */
+    PetscCall(Sweep("bcgs pbjacobi/right (k = 1)", e.A, e.b, &s, KSP_CONVERGED_RTOL));
+    s          = base;
+    s.ksp      = "fusedsgmres";
+    s.pc       = "pbjacobi";
+    s.k1only   = size > 1 ? PETSC_TRUE : PETSC_FALSE;
+    s.norm     = KSP_NORM_UNPRECONDITIONED;
+    s.rtol     = 1e-8;
+    s.restarts = PETSC_TRUE; /* 226 iterations: chunks never cross the restarts */
+    PetscCall(Sweep("sgmres pbjacobi", e.A, e.b, &s, KSP_CONVERGED_RTOL));
+    PetscCall(ProblemDestroy(&e));
   }
   { /* fusedsgmres on two tight eigenvalue clusters (a spectrum the residual-based form handles without cancellation),
        and with an entry that overflows mid-cycle: that step's column is NaN/Inf and goes back to the host */

@@ -23,6 +23,8 @@ Options:\n\
      with CUDA): both solve again, and the fused solve must have run fused kernels (at least one backend launch per\n\
      iteration) on vectors of a PETSc device type and, when the classical one with the same preconditioner made no\n\
      host<->device vector copy (PETSc's log counts them), made none either\n\
+  -pc_applies: PETSc's log counts the PCApply events of both solves: the fused solve's per (iterations + 1) are at most\n\
+     the classical one's (fusedcg with a general PC applies it as often as KSPCG: iterations + 1 times)\n\
   -expect_streams <1,2>: fusedbicg's A and A^T sides (FusedKSPDebugGetSideCounts()): 2, the fused solve forked to\n\
      the backend's second stream and joined it at least once per iteration, and a rerun with\n\
      -fused_ksp_fusedbicg_streams 1 gives the same iterations, residual norm and solution checksum, bit for bit;\n\
@@ -38,7 +40,8 @@ typedef struct {
   Vec                b, x;
   PetscInt           its;
   KSPConvergedReason reason;
-  PetscReal          resid; /* true ||b - A x|| / ||b|| */
+  PetscReal          resid;     /* true ||b - A x|| / ||b|| */
+  PetscInt           pcapplies; /* PCApply events of the last solve (PETSc's default log handler) */
 } Solve;
 
 #include "check.h"
@@ -67,9 +70,16 @@ static PetscErrorCode SolveRun(Solve *s)
   Vec       r;
   PetscReal rnorm, bnorm;
 
+  PetscLogEvent      pcapply;
+  PetscEventPerfInfo before, after;
+
   PetscFunctionBeginUser;
+  PetscCall(PetscLogEventGetId("PCApply", &pcapply));
+  PetscCall(PetscLogEventGetPerfInfo(PETSC_DETERMINE, pcapply, &before));
   PetscCall(VecZeroEntries(s->x));
   PetscCall(KSPSolve(s->ksp, s->b, s->x));
+  PetscCall(PetscLogEventGetPerfInfo(PETSC_DETERMINE, pcapply, &after));
+  s->pcapplies = after.count - before.count;
   PetscCall(KSPGetIterationNumber(s->ksp, &s->its));
   PetscCall(KSPGetConvergedReason(s->ksp, &s->reason));
   PetscCall(VecDuplicate(s->b, &r));
@@ -229,7 +239,7 @@ int main(int argc, char **argv)
   char       fusedtype[64] = KSPFUSEDCG, reftype[64] = KSPCG, mattype[64] = MATAIJFUSED, refmattype[64] = "", pctype[64] = "";
   PetscReal  rtol = 1e-8, soltol = -1.0, itstol, dnorm, xnorm, checksum, histtol = 1e-10, histtruetol = 1e-9;
   PetscInt   maxit = 10000, itsabs, histits = 0, N, expectstreams = 0;
-  PetscBool  isbcgs, setformat, zerocopy = PETSC_FALSE;
+  PetscBool  isbcgs, setformat, zerocopy = PETSC_FALSE, pcapplies = PETSC_FALSE;
   PetscInt64 forks, joins;
 
   MatAIJFusedFormat format;
@@ -263,7 +273,9 @@ int main(int argc, char **argv)
   PetscCall(PetscOptionsReal("-hist_true_tol", "Relative tolerance on the true residual norms after -hist_its iterations", "", histtruetol, &histtruetol, NULL));
   PetscCall(PetscOptionsBool("-zero_copy", "Check the fused kernels ran on PETSc's device vectors with no more copies than the classical solver", "", zerocopy, &zerocopy, NULL));
   PetscCall(PetscOptionsRangeInt("-expect_streams", "fusedbicg: 2, its sides ran on two streams (a fork and a join per iteration) with the results of one; 1, on one stream (0: no check)", "", expectstreams, &expectstreams, NULL, 0, 2));
+  PetscCall(PetscOptionsBool("-pc_applies", "Check the fused solve applies the PC no more often per iteration than the classical one", "", pcapplies, &pcapplies, NULL));
   PetscOptionsEnd();
+  if (pcapplies) PetscCall(PetscLogDefaultBegin()); /* the PCApply events are counted by the default log handler */
 
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
   PetscCall(MatConvert(prob.A, mattype, MAT_INITIAL_MATRIX, &Af));
@@ -308,6 +320,12 @@ int main(int argc, char **argv)
   PetscCall(VecDestroy(&diff));
   PetscCall(Check((PetscBool)(dnorm <= soltol * xnorm), "solution ||x_fused - x_ref||/||x_ref|| = %.3e <= %.3e", (double)(dnorm / xnorm), (double)soltol));
   PetscCall(Check((PetscBool)(PetscAbsInt(fused.its - ref.its) <= itstol * ref.its + itsabs), "iterations |%" PetscInt_FMT " - %" PetscInt_FMT "| <= %g x %" PetscInt_FMT " + %" PetscInt_FMT, fused.its, ref.its, (double)itstol, ref.its, itsabs));
+  if (pcapplies) {
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "PCApply events: fused %" PetscInt_FMT ", classical %" PetscInt_FMT "\n", fused.pcapplies, ref.pcapplies));
+    PetscCall(Check((PetscBool)(ref.pcapplies > ref.its), "the log counted the classical solve's PCApply events (%" PetscInt_FMT " > %" PetscInt_FMT " iterations)", ref.pcapplies, ref.its));
+    PetscCall(Check((PetscBool)(fused.pcapplies * (ref.its + 1) <= ref.pcapplies * (fused.its + 1)), "PCApply events per (iterations + 1): fused %" PetscInt_FMT " / %" PetscInt_FMT " <= classical %" PetscInt_FMT " / %" PetscInt_FMT, fused.pcapplies,
+                    fused.its + 1, ref.pcapplies, ref.its + 1));
+  }
   PetscCall(PetscPrintf(PETSC_COMM_WORLD, "fused: its=%" PetscInt_FMT " checksum=%.12e\n", fused.its, (double)checksum));
 
   if (expectstreams == 1) PetscCall(Check((PetscBool)(forks == 0 && joins == 0), "the fused solve used one stream: %" PetscInt64_FMT " forks to the second stream, %" PetscInt64_FMT " joins == 0", forks, joins));

@@ -49,6 +49,17 @@ FUSED_HD inline RecurrenceStatus CGCoefficients(const PetscScalar *v, PetscScala
   return RecurrenceStatus::OK;
 }
 
+/* Preconditioned CG in its classical order (src/ksp/fusedcg.cxx with a general PC): alpha = <r,z> / <p,q> from the
+   reduced <p,q> of the product and the <r,z> of the residual before it, with CGCoefficients()'s checks             */
+FUSED_HD inline RecurrenceStatus CGClassicalAlpha(PetscScalar rz, PetscScalar pq, PetscScalar ref_rz, PetscScalar ref_pq, PetscScalar *alpha)
+{
+  if (NotFinite(rz) || NotFinite(pq)) return RecurrenceStatus::NANORINF;
+  if (rz * ref_rz < 0) return RecurrenceStatus::INDEFINITE_PC;
+  if (pq == 0 || pq * ref_pq < 0) return RecurrenceStatus::INDEFINITE_MAT;
+  *alpha = rz / pq;
+  return RecurrenceStatus::OK;
+}
+
 /* The values of one BiCG iteration (src/ksp/fusedbicg.cxx), in this order in its reduction buffer: <r,z>, <r,r>, <z,z>
    of the A-side update, <z,r~>, <u,r~> of the A^T-side update's residual and <p,q~>, <z,q~>, <u,q~> of the transposed
    product (q = A p, u = M^{-1} q, q~ = A^T p~); <p,q~> = <A p,p~>                                                 */

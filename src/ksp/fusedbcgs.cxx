@@ -374,10 +374,14 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &bc->mode, &bc->w));
-  const PetscBool defer = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
-  bc->counters          = SolveCounters();
-  bc->restart_norm      = 0;
-  ksp->reason           = KSP_CONVERGED_ITERATING;
+  PetscBool pckernel;
+  PetscCall(KSPFusedPCIsKernel(ksp, &pckernel));
+  /* a general PC applied through PCApply(): not recordable, maybe communicating or expensive */
+  const PetscBool hostpc = bc->mode == PCMode::GENERAL && !pckernel ? PETSC_TRUE : PETSC_FALSE;
+  const PetscBool defer  = hostpc ? PETSC_FALSE : PETSC_TRUE;
+  bc->counters           = SolveCounters();
+  bc->restart_norm       = 0;
+  ksp->reason            = KSP_CONVERGED_ITERATING;
   if (right && bc->mode != PCMode::NONE) {
     pt = V[VEC_PT];
     st = V[VEC_ST];
@@ -387,11 +391,13 @@ PetscErrorCode KSPSolve_FusedBCGS(KSP ksp)
   {
     const char *unsupported;
     PetscCall(KSPFusedChunkOperands(&bc->chunk, A, {X, ksp->vec_rhs, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], bc->w}, &unsupported));
-    if (!unsupported && bc->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
+    if (!unsupported && hostpc) unsupported = "a general PC runs with k = 1";
+    if (!unsupported && bc->mode == PCMode::GENERAL && right) unsupported = "a general PC on the right runs with k = 1";
+    if (!unsupported && bc->mode == PCMode::GENERAL && bc->chunk.parallel) unsupported = "a general PC with several processes runs with k = 1";
     bc->chunk.whole = bc->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
     PetscCall(KSPFusedChunkInterval(ksp, &bc->chunk, unsupported));
   }
-  if (bc->chunk.k > 1 && KSPFusedChunkMayStart(ksp, &bc->chunk, PETSC_FALSE)) { /* the first chunk computes the start: no host round trip before it */
+  if (bc->chunk.k > 1 && bc->mode != PCMode::GENERAL && KSPFusedChunkMayStart(ksp, &bc->chunk, PETSC_FALSE)) { /* the first chunk computes the start: no host round trip before it */
     const OpDot spec_r[2] = {{DotKind::DOT_VECTOR, V[VEC_RSTAR]}, self};
     bc->one_reduction     = PETSC_FALSE;
     PetscCall(BCGSSolveChunked(ksp, bc, A, wr, pt, st, spec_r, pend, PETSC_TRUE));

@@ -34,6 +34,18 @@
    recurrence residual passes the (default) convergence test, the true residual b - A x is
    computed; if it does not pass, the residual is replaced by the true one and the iteration
    restarts from it (p = z), so "converged" always means the true residual met the tolerance.
+
+   A general PC (anything but none and Jacobi) applied with PCApply() with k = 1 runs PCG in its classical order
+   instead (a PC that is one kernel of the backend, point-block Jacobi of a fused matrix, keeps the pipelined order,
+   chunks and graphs as Jacobi does):
+     q = A p + partial <p,q>; reduction; x += alpha p; r -= alpha q; z = M^{-1} r + partial <r,z>,
+     <r,r>, <z,z>; reduction; p = z + beta p.
+   Such a PC costs far more than the vector operations (a V-cycle of GAMG is 85-90% of an iteration), so
+   what counts is how often it is applied.  The pipelined order applies it to the start's z and to the
+   product of every iteration, the last one's too, whose u no iteration uses, and its true-residual check
+   applies it once more: its + 3 applications per solve against KSPCG's its + 1.  The classical order
+   applies it its + 1 times, to r itself, so z = M^{-1} r holds exactly and, as in KSPCG, the residual needs
+   no check; the second reduction per iteration costs a host round trip, a few microseconds.
 */
 #include "ksp/fusedchunk.hpp"
 
@@ -43,12 +55,19 @@ namespace
 {
 
 struct KSP_FusedCG {
-  Vec           w      = nullptr; /* Jacobi weights */
-  PetscScalar   ref_rz = 0;       /* <r,z> and <p,Ap> of the solve's iteration 0 (see CGCoefficients()) */
-  PetscScalar   ref_pq = 0;
-  PCMode        mode   = PCMode::NONE;
+  Vec           w        = nullptr; /* Jacobi weights */
+  PetscScalar   ref_rz   = 0;       /* <r,z> and <p,Ap> of the solve's iteration 0 (see CGCoefficients()) */
+  PetscScalar   ref_pq   = 0;
+  PCMode        mode     = PCMode::NONE;
+  PetscBool     pckernel = PETSC_FALSE; /* a general PC that is a kernel of the backend (KSPFusedPCIsKernel()) */
   SolveCounters counters;
   Chunker       chunk;
+
+  /* a general PC applied through PCApply(): not recordable, maybe communicating or expensive */
+  bool HostPC() const
+  {
+    return mode == PCMode::GENERAL && !pckernel;
+  }
 };
 
 enum { VEC_R, VEC_Z, VEC_P, VEC_Q, VEC_U, VEC_T, NWORK };
@@ -81,19 +100,27 @@ PetscErrorCode CGOperator(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Starts (or restarts) the recurrence from the residual in r: z = M^{-1} r, p = z, q = A p,
-   u = M^{-1} q, and the reduced dot products in d                                             */
-PetscErrorCode CGStart(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d)
+/* The dot products <r,z>, <r,r>, <z,z> of the residual into d[CG_RZ..CG_ZZ] (local values) */
+PetscErrorCode CGResidualDots(Vec *V, PetscScalar *d)
 {
   const OpDot rz_rr[2] = {{DotKind::DOT_INPUT, nullptr}, {DotKind::DOT_SELF, nullptr}};
   const OpDot zz       = {DotKind::DOT_SELF, nullptr};
 
   PetscFunctionBegin;
-  PetscCall(KSPFusedPCApply(ksp, cg->mode, cg->w, V[VEC_R], V[VEC_Z]));
-  PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
-  PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
   PetscCall(OpsDots(V[VEC_Z], V[VEC_R], 2, rz_rr, d + CG_RZ));
   PetscCall(OpsDots(V[VEC_Z], V[VEC_Z], 1, &zz, d + CG_ZZ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Starts (or restarts) the recurrence from the residual in r: z = M^{-1} r, p = z, q = A p,
+   u = M^{-1} q, and the reduced dot products in d                                             */
+PetscErrorCode CGStart(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScalar *d)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPFusedPCApply(ksp, cg->mode, cg->w, V[VEC_R], V[VEC_Z]));
+  PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
+  PetscCall(OpsBatchBegin(cg->HostPC() ? PETSC_FALSE : PETSC_TRUE));
+  PetscCall(CGResidualDots(V, d));
   PetscCall(CGOperator(ksp, cg, A, V, d));
   PetscCall(OpsBatchEnd());
   PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d, CG_NSLOT, &cg->counters));
@@ -125,6 +152,48 @@ PetscErrorCode CGCheckTrueResidual(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, Pets
     PetscCall(VecCopy(V[VEC_T], V[VEC_R]));
     PetscCall(CGStart(ksp, cg, A, V, d));
     ksp->rnorm = CGNorm(ksp, d);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* z = M^{-1} r of a general PC and the reduced <r,z>, <r,r>, <z,z> into d, then the norm's test at iteration it */
+PetscErrorCode CGClassicalResidual(KSP ksp, KSP_FusedCG *cg, Vec *V, PetscScalar *d, PetscInt it)
+{
+  PetscFunctionBegin;
+  PetscCall(KSPFusedApplyPC(ksp, V[VEC_R], V[VEC_Z]));
+  PetscCall(OpsBatchBegin(PETSC_TRUE));
+  PetscCall(CGResidualDots(V, d));
+  PetscCall(OpsBatchEnd());
+  PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d + CG_RZ, CG_ZZ + 1, &cg->counters));
+  PetscCall(KSPFusedMonitorAndTest(ksp, it, CGNorm(ksp, d)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The iterations with a general PC and k = 1, from the residual in r: PCG in its classical order (see the top of the
+   file), each PC application on r, two reductions per iteration                                                   */
+PetscErrorCode CGSolveClassical(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V)
+{
+  const OpDot pq          = {DotKind::DOT_INPUT, nullptr};
+  PetscScalar d[CG_NSLOT] = {}, alpha = 0, rz;
+
+  PetscFunctionBegin;
+  PetscCall(CGClassicalResidual(ksp, cg, V, d, 0));
+  cg->ref_rz = d[CG_RZ];
+  PetscCall(VecCopy(V[VEC_Z], V[VEC_P]));
+  for (PetscInt it = 1; !ksp->reason; ++it) {
+    if (it > ksp->max_it) {
+      ksp->reason = KSP_DIVERGED_ITS;
+      break;
+    }
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, V[VEC_P], V[VEC_Q], nullptr, 1, &pq, d + CG_PQ));
+    PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), d + CG_PQ, 1, &cg->counters));
+    if (it == 1) cg->ref_pq = d[CG_PQ];
+    if (KSPFusedStatusStops(ksp, CGClassicalAlpha(d[CG_RZ], d[CG_PQ], cg->ref_rz, cg->ref_pq, &alpha))) break;
+    PetscCall(VecAXPY(ksp->vec_sol, alpha, V[VEC_P]));
+    PetscCall(VecAXPY(V[VEC_R], -alpha, V[VEC_Q]));
+    rz = d[CG_RZ];
+    PetscCall(CGClassicalResidual(ksp, cg, V, d, it));
+    if (!ksp->reason) PetscCall(VecAYPX(V[VEC_P], d[CG_RZ] / rz, V[VEC_Z]));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -189,7 +258,7 @@ PetscErrorCode CGChunkRun(void *ctx, PetscInt it, PetscInt k, PetscBool start, c
     PetscCall(OpsChunkKey(r->A, {ksp->vec_rhs}, &chunk_key));
     FusedKSPCallCXX(chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ksp->guess_zero ? 0 : 1))); chunk_key.push_back(reinterpret_cast<const void *>((uintptr_t)(ChunkHostControl(c)->bnorm + 1))));
   }
-  PetscCall(KSPFusedChunkRun(c, k, cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
+  PetscCall(KSPFusedChunkRun(c, k, cg->HostPC() ? PETSC_FALSE : PETSC_TRUE, chunk_key, CGChunkBody, &body));
   PetscCall(OpsMarkWritten({ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U]}));
   *performed = ChunkPerformed(c, k);
   cg->counters.reductions += *performed;
@@ -249,7 +318,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   PetscCall(KSPFusedChunkReserve(c, CG_NSLOT, c->k));
   PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &chunked.key));
   FusedKSPCallCXX(chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
-  c->nograph = cg->mode == PCMode::GENERAL ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
+  c->nograph = cg->HostPC() ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
   PetscCall(KSPFusedChunkSolve(ksp, c, 0, start, ops, &chunked, d));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -268,12 +337,13 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, V[VEC_T], &cg->mode, &cg->w));
+  PetscCall(KSPFusedPCIsKernel(ksp, &cg->pckernel));
   cg->counters = SolveCounters();
   ksp->reason  = KSP_CONVERGED_ITERATING;
   PetscCall(KSPFusedChunkOperands(&cg->chunk, A, {X, B, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], V[VEC_T], cg->w}, &unsupported));
   if (!unsupported && cg->chunk.parallel && cg->mode == PCMode::GENERAL) unsupported = "a general PC with several processes runs with k = 1";
   cg->chunk.whole   = cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE; /* whole chunks to the backend (a persistent kernel) */
-  cg->chunk.pcapply = cg->mode == PCMode::GENERAL ? PETSC_TRUE : PETSC_FALSE;
+  cg->chunk.pcapply = cg->HostPC() ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(KSPFusedChunkInterval(ksp, &cg->chunk, unsupported));
   if (cg->chunk.whole && KSPFusedChunkMayStart(ksp, &cg->chunk, PETSC_TRUE)) { /* the first chunk computes the start: no host round trip before it */
     PetscCall(CGSolveChunked(ksp, cg, A, V, d, PETSC_TRUE, &guard));
@@ -285,6 +355,10 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
   } else {
     PetscCall(KSP_MatMult(ksp, A, X, V[VEC_R]));
     PetscCall(VecAYPX(V[VEC_R], -1.0, B));
+  }
+  if (cg->HostPC() && cg->chunk.k == 1) {
+    PetscCall(CGSolveClassical(ksp, cg, A, V));
+    PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(CGStart(ksp, cg, A, V, d));
   cg->ref_rz = d[CG_RZ];
@@ -306,7 +380,7 @@ PetscErrorCode KSPSolve_FusedCG(KSP ksp)
     }
     if (KSPFusedStatusStops(ksp, CGCoefficients(d, cg->ref_rz, cg->ref_pq, cg->mode != PCMode::GENERAL, &alpha, &beta))) break;
     /* the two fused kernels; their dot products come back together (one copy, one wait) */
-    PetscCall(OpsBatchBegin(cg->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
+    PetscCall(OpsBatchBegin(cg->HostPC() ? PETSC_FALSE : PETSC_TRUE));
     PetscCall(OpsCGUpdate(alpha, beta, X, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], cg->mode == PCMode::GENERAL ? V[VEC_U] : nullptr, cg->w, d + CG_RZ));
     PetscCall(CGOperator(ksp, cg, A, V, d));
     PetscCall(OpsBatchEnd());
@@ -331,8 +405,13 @@ PetscErrorCode KSPSetFromOptions_FusedCG(KSP ksp, PetscOptionItems PetscOptionsO
 
 PetscErrorCode KSPView_FusedCG(KSP ksp, PetscViewer viewer)
 {
+  KSP_FusedCG *cg = static_cast<KSP_FusedCG *>(ksp->data);
+
   PetscFunctionBegin;
-  PetscCall(KSPFusedViewChunked<KSP_FusedCG>(ksp, viewer, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 6 values"));
+  if (cg->HostPC() && cg->chunk.k == 1)
+    PetscCall(KSPFusedViewChunked<KSP_FusedCG>(ksp, viewer, "PCG's order with a general PC: per iteration SpMV with <p,q>, x and r updates, PCApply() to r, the residual's dot products; 2 reductions"));
+  else
+    PetscCall(KSPFusedViewChunked<KSP_FusedCG>(ksp, viewer, "2 per iteration (vector update + SpMV with dot products), 1 reduction of 6 values"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -361,7 +440,10 @@ const KSPFusedOps FusedCGOps = {KSPFusedSetUpWork<NWORK>, KSPSolveScoped<KSPSolv
 
    Notes:
    The matrix and preconditioner must be symmetric positive definite.  `PCNONE` and `PCJACOBI`
-   are fused into the kernels; any other PC is applied with `PCApply()` once per iteration (to A p).
+   are fused into the kernels; `PCPBJACOBI` and `PCVPBJACOBI` of a `MATAIJFUSED` matrix are one kernel of the
+   backend between them (to A p, chunks and graphs as with Jacobi); any other PC is applied with `PCApply()` once per
+   iteration, to the residual, in PCG's classical order (two reductions per iteration; the iteration count + 1
+   applications per solve, as `KSPCG`), or with `-ksp_fused_check_interval` k > 1 to A p in the pipelined order.
    Norm types: `KSP_NORM_PRECONDITIONED` (default), `KSP_NORM_UNPRECONDITIONED`, `KSP_NORM_NATURAL`,
    `KSP_NORM_NONE`.  The fused kernels run when the vectors are `VECFUSED` and the matrix `MATAIJFUSED`
    (-vec_type fused -mat_type aijfused); otherwise the same algorithm runs with standard PETSc

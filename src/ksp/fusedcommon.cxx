@@ -68,13 +68,43 @@ PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w)
 
 static PetscErrorCode KSPFusedGetSolveCounters(KSP ksp, SolveCounters **counters);
 
-/* KSP_PCApply(), or with transpose KSP_PCApplyHermitianTranspose(), counted with the copies it made */
+PetscErrorCode KSPFusedPCIsKernel(KSP ksp, PetscBool *yes)
+{
+  PC           pc;
+  Mat          A;
+  MatNullSpace ns = nullptr, tns = nullptr;
+  PetscBool    kernel, fused     = PETSC_FALSE;
+
+  PetscFunctionBegin;
+  *yes = PETSC_FALSE;
+  if (PetscDefined(USE_COMPLEX)) PetscFunctionReturn(PETSC_SUCCESS); /* the kernel's transpose is not the Hermitian one */
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCBackendKernel(pc, &kernel));
+  if (!kernel) PetscFunctionReturn(PETSC_SUCCESS);
+  if (ksp->vec_sol) PetscCall(VecIsFused(ksp->vec_sol, &fused));
+  PetscCall(KSPGetOperators(ksp, &A, NULL));
+  PetscCall(MatGetNullSpace(A, &ns));
+  PetscCall(MatGetTransposeNullSpace(A, &tns));
+  *yes = fused && !ns && !tns ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* KSP_PCApply(), or with transpose KSP_PCApplyHermitianTranspose(), counted with the copies it made; a PC that is a
+   kernel of the backend (KSPFusedPCIsKernel()) is applied by the kernel itself, without PCApply()'s host-side work,
+   so that it can be recorded in a graph */
 static PetscErrorCode ApplyPCCounted(KSP ksp, PetscBool transpose, Vec x, Vec y)
 {
   SolveCounters *c;
+  PetscBool      kernel;
 
   PetscFunctionBegin;
   PetscCall(KSPFusedGetSolveCounters(ksp, &c));
+  PetscCall(KSPFusedPCIsKernel(ksp, &kernel));
+  if (kernel) {
+    PetscCall(PCBackendKernelApply(ksp->pc, transpose == ksp->transpose_solve ? PETSC_FALSE : PETSC_TRUE, x, y));
+    c->pc_applies++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
 #if defined(PETSC_USE_LOG)
   const PetscLogDouble copies = petsc_ctog_ct + petsc_gtoc_ct, bytes = petsc_ctog_sz + petsc_gtoc_sz;
 #endif

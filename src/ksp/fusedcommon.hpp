@@ -18,6 +18,12 @@ extern const char *const PCModeNames[];
    (overwritten); w is (re)created like it when missing or of another size.                   */
 PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w);
 
+/* Whether the KSP's PC is a kernel of the backend (PCBackendKernel(): point-block Jacobi of a fused matrix) for this
+   solve: fused vectors, real scalars, and no null space on the operator (whose removal after each application needs a
+   reduction).  Such a PC is applied as a kernel (KSPFusedApplyPC()): the solvers run chunks and graphs with it as with
+   Jacobi, while a general PC keeps k = 1                                                                        */
+PetscErrorCode KSPFusedPCIsKernel(KSP ksp, PetscBool *yes);
+
 /* PCApplyTransposeExists(), also asked of the PCs inside a PCKSP or (set up) PCFIELDSPLIT: a PCKSP has a
    transpose only when its inner solver's PC has one                                                    */
 PetscErrorCode KSPFusedPCHasTranspose(PC pc, PetscBool *has);

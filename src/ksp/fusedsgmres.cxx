@@ -372,7 +372,14 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   {
     const char *unsupported;
     PetscCall(KSPFusedChunkOperands(&g->chunk, A, {ksp->vec_sol, ksp->vec_rhs, g->w, ksp->work[VEC_WORK], g->V[1], g->Z[1]}, &unsupported));
-    if (!unsupported && g->mode == PCMode::GENERAL) unsupported = "a general PC runs with k = 1";
+    if (!unsupported && g->mode == PCMode::GENERAL) {
+      PetscBool pckernel;
+      PetscCall(KSPFusedPCIsKernel(ksp, &pckernel));
+      if (!pckernel)
+        unsupported = "a general PC runs with k = 1";
+      else if (g->chunk.parallel)
+        unsupported = "a general PC with several processes runs with k = 1";
+    }
     if (!unsupported && g->cgs2) unsupported = "CGS2 runs with k = 1";
     if (!unsupported && g->restart - 1 > 240) unsupported = "a restart above 241 runs with k = 1";
     g->chunk.whole = g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;

@@ -230,6 +230,25 @@ template <PetscBool transpose> static PetscErrorCode BlockDiagApply(PC pc, Vec x
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode PCBackendKernel(PC pc, PetscBool *yes)
+{
+  BlockDiagData *d;
+
+  PetscFunctionBegin;
+  *yes = PETSC_FALSE;
+  if (pc->ops->apply != PCApply_BlockDiagFused || !pc->setupcalled) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(WrappedPCGet(pc, &d));
+  *yes = d->be && d->be == ActiveBackend() ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PCBackendKernelApply(PC pc, PetscBool transpose, Vec x, Vec y)
+{
+  PetscFunctionBegin;
+  PetscCall(transpose ? PCApplyTranspose_BlockDiagFused(pc, x, y) : PCApply_BlockDiagFused(pc, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* PETSc's view, then where the blocks are applied (only for a fused matrix: with PETSc's types the PC is PETSc's) */
 static PetscErrorCode PCView_BlockDiagFused(PC pc, PetscViewer viewer)
 {
