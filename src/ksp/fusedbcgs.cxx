@@ -340,7 +340,8 @@ PetscErrorCode BCGSSolveChunked(KSP ksp, KSP_FusedBCGS *bc, Mat A, Vec wr, Vec p
 
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, BCGS_NSLOT, c->k));
-  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], wr}, &chunked.key));
+  PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_RSTAR], V[VEC_P], V[VEC_S], V[VEC_AP], V[VEC_AS], V[VEC_T], V[VEC_T2], wr}, &chunked.key));
+  PetscCall(KSPFusedPCKernelKey(ksp, &chunked.key));
   FusedKSPCallCXX(chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)bc->mode)); chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)ksp->pc_side)));
   c->nograph            = nullptr;
   entering[BCGS_RRSTAR] = pend[0];

@@ -317,6 +317,7 @@ PetscErrorCode CGSolveChunked(KSP ksp, KSP_FusedCG *cg, Mat A, Vec *V, PetscScal
   PetscFunctionBegin;
   PetscCall(KSPFusedChunkReserve(c, CG_NSLOT, c->k));
   PetscCall(OpsChunkKey(A, {ksp->vec_sol, V[VEC_R], V[VEC_Z], V[VEC_P], V[VEC_Q], V[VEC_U], cg->w}, &chunked.key));
+  PetscCall(KSPFusedPCKernelKey(ksp, &chunked.key));
   FusedKSPCallCXX(chunked.key.push_back(reinterpret_cast<const void *>((uintptr_t)cg->mode)));
   c->nograph = cg->HostPC() ? "no graph: the PC is applied with PCApply(), which may not be recordable" : nullptr;
   PetscCall(KSPFusedChunkSolve(ksp, c, 0, start, ops, &chunked, d));

@@ -2,6 +2,7 @@
 #include "ops/petscdevice.hpp"
 #include "vec/vecfused.hpp"
 #include "ksp/fusedcommon.hpp"
+#include "pc/backendkernel.hpp"
 #include <petsc/private/pcimpl.h>
 #include <cstring>
 
@@ -86,6 +87,16 @@ PetscErrorCode KSPFusedPCIsKernel(KSP ksp, PetscBool *yes)
   PetscCall(MatGetNullSpace(A, &ns));
   PetscCall(MatGetTransposeNullSpace(A, &tns));
   *yes = fused && !ns && !tns ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode KSPFusedPCKernelKey(KSP ksp, std::vector<const void *> *key)
+{
+  PetscBool kernel;
+
+  PetscFunctionBegin;
+  PetscCall(KSPFusedPCIsKernel(ksp, &kernel));
+  if (kernel) PetscCall(PCBackendKernelKey(ksp->pc, key));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -5,6 +5,7 @@
 #include "core/recurrences.hpp"
 #include <petsc/private/kspimpl.h>
 #include <initializer_list>
+#include <vector>
 
 namespace fusedksp
 {
@@ -23,6 +24,10 @@ PetscErrorCode KSPFusedPCMode(KSP ksp, Vec scratch, PCMode *mode, Vec *w);
    reduction).  Such a PC is applied as a kernel (KSPFusedApplyPC()): the solvers run chunks and graphs with it as with
    Jacobi, while a general PC keeps k = 1                                                                        */
 PetscErrorCode KSPFusedPCIsKernel(KSP ksp, PetscBool *yes);
+
+/* Appends to the key of a chunk's record the backend arrays of the KSP's PC when it is such a kernel (nothing
+   otherwise): a PCSetUp() after new matrix values may move them, and a graph must not replay the old ones   */
+PetscErrorCode KSPFusedPCKernelKey(KSP ksp, std::vector<const void *> *key);
 
 /* PCApplyTransposeExists(), also asked of the PCs inside a PCKSP or (set up) PCFIELDSPLIT: a PCKSP has a
    transpose only when its inner solver's PC has one                                                    */

@@ -290,6 +290,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
     key.clear();
     PetscCall(OpsChunkKey(A, {ksp->vec_sol, body.b, g->w, ksp->work[VEC_WORK]}, &key));
     for (PetscInt v = 1; v <= m + 1; ++v) PetscCall(OpsChunkKey(A, {v <= m ? g->V[v] : nullptr, g->Z[v]}, &key));
+    PetscCall(KSPFusedPCKernelKey(ksp, &key));
     FusedKSPCallCXX(key.push_back(reinterpret_cast<const void *>((uintptr_t)(i0 * 4 + (PetscInt)g->mode))));
     ChunkHostControl(c)->rho = *rho;
     if (entry == CycleEntry::RESTART)

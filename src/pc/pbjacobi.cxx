@@ -22,6 +22,7 @@
 #include "vec/vecfused.hpp"
 #include "mat/aijfused.hpp"
 #include "pc/wrapped.hpp"
+#include "pc/backendkernel.hpp"
 
 namespace fusedksp
 {
@@ -239,6 +240,16 @@ PetscErrorCode PCBackendKernel(PC pc, PetscBool *yes)
   if (pc->ops->apply != PCApply_BlockDiagFused || !pc->setupcalled) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(WrappedPCGet(pc, &d));
   *yes = d->be && d->be == ActiveBackend() ? PETSC_TRUE : PETSC_FALSE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode PCBackendKernelKey(PC pc, std::vector<const void *> *key)
+{
+  BlockDiagData *d;
+
+  PetscFunctionBegin;
+  PetscCall(WrappedPCGet(pc, &d));
+  FusedKSPCallCXX(key->insert(key->end(), {d->blocks.vals, d->blocks.rowptr, d->blocks.valptr}));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

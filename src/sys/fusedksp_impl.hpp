@@ -45,13 +45,6 @@ extern Events events;
    (src/pc/pbjacobi.cxx) */
 PetscErrorCode PCRegisterBlockDiagFused(void);
 
-/* Whether pc is applied by one kernel on the active backend: recordable in a graph, local (no communication) and
-   without host access - point-block Jacobi of a fused matrix whose blocks are on the active backend.  The fused
-   solvers then treat it as a kernel of their iterations (chunks, graphs, batches) and apply it with
-   PCBackendKernelApply() on fused vectors (src/pc/pbjacobi.cxx)                                                   */
-PetscErrorCode PCBackendKernel(PC pc, PetscBool *yes);
-PetscErrorCode PCBackendKernelApply(PC pc, PetscBool transpose, Vec x, Vec y);
-
 /* Registers PCBJACOBI again: PETSc's PC whose single-block PCApplyTranspose() lends the block's KSP the local parts
    of fused vectors, as its PCApply() does (src/pc/bjacobi.cxx) */
 PetscErrorCode PCRegisterBJacobiFused(void);
