@@ -1565,7 +1565,7 @@ PetscErrorCode TestBCGSChunk(Tester &t, Matrix &A, int sell_threads, Side side, 
   PetscCall(t.host->bcgs_chunk(&ref));
   before = *t.dev->counters;
   PetscCall(t.dev->bcgs_chunk(&dev));
-  PetscCall(CheckCounters(t, label, before, persistent && t.device_chunks && (form == ChunkForm::GRID || n <= tuning.bcgs_persistent_rows) ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
+  PetscCall(CheckCounters(t, label, before, persistent && t.device_chunks && (form == ChunkForm::GRID || dev.nnz <= tuning.bcgs_persistent_nnz) ? 1 : 4 * k + (start ? 5 : 0), 0)); /* start in steps: x = 0, r, r*, p, <r,r*> and <r,r> */
   PetscCall(CheckChunkStop(t, label, end, ctl_ref, ctl_dev));
   PetscCall(ops.CompareAndFree(label, 1e-8)); /* BiCGStab's coefficients are ratios of dot products that shrink: rounding grows faster than in CG (1e-10 to 1e-9 after 10 iterations of the steps too) */
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -467,7 +467,7 @@ struct Backend {
      else a persistent grid with three grid barriers per iteration (after Ap, after As, after the
      update); the entries of s that the rows of As need are computed from r and Ap where they are
      needed, so no barrier waits for s.  That costs memory traffic, so above
-     tuning.bcgs_persistent_rows rows the CUDA backend issues the steps (ChunkForm for the other forms).                              */
+     tuning.bcgs_persistent_nnz matrix entries the CUDA backend issues the steps (ChunkForm for the other forms).                              */
   PetscErrorCode (*bcgs_chunk)(const BCGSChunkArgs *args);
 
   /* A whole chunk of simpler GMRES steps i = i0+j, j = 1..k (see SGMRESChunkArgs): for each j,

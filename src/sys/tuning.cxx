@@ -20,8 +20,8 @@ PetscErrorCode TuningSetFromOptions(PetscOptionItems PetscOptionsObject)
                                  PETSC_INT_MAX));
   PetscCall(PetscOptionsRangeInt("-fused_tune_bcgs_grid_occupancy_rows", "CUDA: rows from which the persistent BiCGStab grid kernel compiled for more blocks per SM runs", man, tuning.bcgs_grid_occupancy_rows, &tuning.bcgs_grid_occupancy_rows,
                                  nullptr, 0, PETSC_INT_MAX));
-  PetscCall(
-      PetscOptionsRangeInt("-fused_tune_bcgs_persistent_rows", "CUDA: the most rows of a BiCGStab chunk run as one persistent kernel (above: its steps)", man, tuning.bcgs_persistent_rows, &tuning.bcgs_persistent_rows, nullptr, 0, PETSC_INT_MAX));
+  PetscCall(PetscOptionsRangeInt("-fused_tune_bcgs_persistent_nnz", "CUDA: the most matrix entries of a BiCGStab chunk run as one persistent kernel (above: its steps)", man, tuning.bcgs_persistent_nnz, &tuning.bcgs_persistent_nnz, nullptr, 0,
+                                 PETSC_INT_MAX));
   PetscCall(PetscOptionsRangeInt("-fused_tune_sgmres_persistent_rows", "CUDA: the most rows of an SGMRES chunk run as one persistent kernel (above: its steps)", man, tuning.sgmres_persistent_rows, &tuning.sgmres_persistent_rows, nullptr, 0,
                                  PETSC_INT_MAX));
   {

@@ -29,8 +29,9 @@ struct Tuning {
                                                    (CG_GRID_BLOCKS_PER_SM) runs: from DRAM more resident warps hide
                                                    the latency better than its spills cost                           */
   PetscInt bcgs_grid_occupancy_rows = 1 << 17; /* the same for BiCGStab (BCGS_GRID_BLOCKS_PER_SM)                   */
-  PetscInt bcgs_persistent_rows     = 1 << 18; /* the most rows of a persistent BiCGStab chunk: above, recomputing s
-                                                   for the rows of As costs more traffic than the steps' kernel
+  PetscInt bcgs_persistent_nnz      = 3 << 19; /* the most matrix entries of a persistent BiCGStab chunk: above,
+                                                   recomputing s for the rows of As (traffic that grows with the
+                                                   entries, not the rows) costs more than the steps' kernel
                                                    boundaries                                                        */
   PetscInt sgmres_persistent_rows = 1 << 17;   /* the most rows of a persistent SGMRES chunk: above, the steps'
                                                    multi-dot reads the basis faster than the cooperative grid        */

@@ -323,16 +323,15 @@ template <class Rows, int THREADS, int R> static PetscErrorCode LaunchBCGSChunkR
    BCGSChunk - Backend::bcgs_chunk on the device: one kernel for the k iterations unless args->form is STEPS -
    the resident kernel (one thread block, or one cluster of up to FUSED_RESIDENT_CHUNK_BLOCKS) when
    the matrix fits it, else a cooperative grid when the device can and the matrix has at most
-   tuning.bcgs_persistent_rows rows (any number with GRID) - otherwise the 4k kernels of BCGSChunkSteps()
+   tuning.bcgs_persistent_nnz entries (any number with GRID) - otherwise the 4k kernels of BCGSChunkSteps()
 */
 PetscErrorCode BCGSChunk(const BCGSChunkArgs *args)
 {
   PetscFunctionBegin;
   PetscCheck(args->k >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative chunk length %" PetscInt_FMT, args->k);
   PetscCheck(!args->wl || !args->wr, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "bcgs_chunk takes at most one of wl and wr");
-  const PetscInt n = args->csr ? args->csr->nrows : args->sell->nrows;
   PetscCall(DispatchChunk<256>(
-      args->k > 0 ? args->form : ChunkForm::STEPS, n <= tuning.bcgs_persistent_rows, args->csr, args->sell,
+      args->k > 0 ? args->form : ChunkForm::STEPS, args->nnz >= 0 && args->nnz <= tuning.bcgs_persistent_nnz, args->csr, args->sell,
       [&](const auto &rows, auto threads, auto r, bool *launched) { return LaunchBCGSChunkResident<std::decay_t<decltype(rows)>, decltype(threads)::value, decltype(r)::value>(args, rows, launched); },
       [&](const auto &rows, bool *launched) {
         using Rows         = std::decay_t<decltype(rows)>;
