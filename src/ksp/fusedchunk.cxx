@@ -441,7 +441,8 @@ PetscErrorCode KSPFusedChunkView(Chunker *c, PetscViewer viewer)
   convergence test other than `KSPConvergedDefault()` a chunk may run up to k - 1 iterations past the stop).
 
   Default: k = 1 on the host backend, with a user convergence test, with several MPI processes (unless
-  -fused_reduction nccl), with operands that are not fused types or with a general preconditioner; else
+  -fused_reduction nccl), with operands that are not fused types or with a general preconditioner (not one that
+  is a kernel of the backend: point-block Jacobi of a fused matrix on one process); else
   32 for `KSPFUSEDCG` and `KSPFUSEDBCGS` with `PCNONE` or `PCJACOBI` (one persistent kernel per chunk),
   16 otherwise, 4 above 4M rows; `KSPFUSEDSGMRES` runs one chunk per restart cycle.  A chunk never runs
   past the maximum number of iterations.  `-ksp_monitor_true_residual` sees the solution of the chunk's end.
@@ -503,9 +504,9 @@ PetscErrorCode KSPFusedGetCheckInterval(KSP ksp, PetscInt *k)
   The first chunk with new operands runs directly (it also sizes the backend's buffers); the next one is
   recorded, and every later chunk of the full length replays the record while the operands - the arrays
   of the vectors and of the matrix, the sizes, k - stay the same, across solves too.  Anything else is
-  recorded again; a matrix whose values change keeps its arrays and its record.  Jacobi runs inside the
-  record; a general preconditioner (`PCApply()`) runs in chunks without a record (`KSPFUSEDCG`) or with
-  k = 1.  `KSPFUSEDSGMRES` records whole-cycle chunks only (k at least the restart).
+  recorded again; a matrix whose values change keeps its arrays and its record.  Jacobi and point-block
+  Jacobi of a fused matrix run inside the record; another preconditioner (`PCApply()`) runs in chunks
+  without a record (`KSPFUSEDCG`) or with k = 1.  `KSPFUSEDSGMRES` records whole-cycle chunks only (k at least the restart).
 
 .seealso: `KSPFUSEDCG`, `KSPFusedSetCheckInterval()`, `KSPFusedGetChunkCounts()`
 @*/
