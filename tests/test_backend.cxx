@@ -8,8 +8,9 @@
    the single chunk up to FUSED_SINGLE_BLOCK and the most chunks FUSED_REDUCE_BLOCKS x FUSED_MIN_CHUNK);
    pure outputs are filled with NaN before each call; random CSR matrices (row lengths 0..12 with
    empty rows, 0..2, 0..30, 16..64, a rectangular one) and a 7-point-like banded one, with and
-   without the weights wl/wr, in CSR and in SELL-P with 1, 2, 4 and 8 threads per row (against the
-   host's CSR product); diag_get/diag_shift; every DotSpec kind; mdot/maxpy_scale with 1, 5, 40 (and 300)
+   without the weights wl/wr, in CSR and in SELL-P with 1, 2, 4 and 8 threads per row (the layout placed by
+   sell_from_csr, slot by slot against the host's placement; the products against the
+   host's CSR product); csr_transpose (CUDA; exact against the host's counting sort); diag_get/diag_shift; every DotSpec kind; mdot/maxpy_scale with 1, 5, 40 (and 300)
    vectors (maxpy_scale with no dot, <y,y> and <y,dotvec>; sgmres_update); block_mdot and block_maxpy (CA-GMRES'
    block Gram-Schmidt) with nv = 0, 1, 5, 30, 61 (and 250) vectors and nw = 1, 2, 5, 8, 9, 16 columns on the
    lengths of BLOCK_SIZES (up to 524289: around the block width, the single block, the multi-dot's chunks and one
@@ -492,31 +493,90 @@ PetscErrorCode UploadMatrix(Tester &t, Matrix &A)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The SELL-P layout of A with `threads` threads per row, on the device (built on the host) */
+/* The SELL-P layout of A with `threads` threads per row, on the device: placed by the backend's sell_from_csr from
+   A's CSR arrays there (the structure, then the values: two calls, as a mirror is made and refreshed), into
+   poisoned arrays, and checked slot by slot against the host reference's placement (a copy: exact)             */
 PetscErrorCode UploadSELL(Tester &t, Matrix &A, int threads)
 {
-  SELLLayout   layout;
-  Array        vals;
-  PetscInt64  *sliceptr;
-  PetscInt    *colidx;
-  PetscScalar *dvals;
+  std::vector<PetscInt64> sliceptr;
+  std::vector<PetscInt>   rcol, dcol;
+  Array                   rvals, dvals;
+  SELLView                ref;
+  PetscInt64             *dsliceptr, nv;
+  PetscInt               *colidx;
+  PetscScalar            *vals;
+  BackendCounters         before;
+  const std::string       label = Label("sell_from_csr", (std::to_string(threads) + " threads per row").c_str(), A.nrows);
+  bool                    same  = true;
 
   PetscFunctionBegin;
-  PetscCall(SELLBuild(A.nrows, A.rowptr.data(), A.colidx.data(), threads, &layout));
-  vals.resize(layout.Entries());
-  SELLFillValues(layout, A.vals.data(), vals.data());
-  PetscCall(t.dev->malloc_bytes(layout.sliceptr.size() * sizeof(PetscInt64), (void **)&sliceptr));
-  PetscCall(t.dev->malloc_bytes(std::max<size_t>(vals.size(), 1) * sizeof(PetscInt), (void **)&colidx));
-  PetscCall(t.dev->malloc_bytes(std::max<size_t>(vals.size(), 1) * sizeof(PetscScalar), (void **)&dvals));
-  PetscCall(t.dev->copy_to_backend(sliceptr, layout.sliceptr.data(), layout.sliceptr.size() * sizeof(PetscInt64)));
-  PetscCall(t.dev->copy_to_backend(colidx, layout.colidx.data(), vals.size() * sizeof(PetscInt)));
-  PetscCall(t.dev->copy_to_backend(dvals, vals.data(), vals.size() * sizeof(PetscScalar)));
+  PetscCall(SELLSlicePointers(A.nrows, A.rowptr.data(), threads, &sliceptr));
+  nv = sliceptr.back();
+  rcol.assign(nv, -7);
+  dcol.assign(nv, -7);
+  rvals.assign(nv, NaN);
+  dvals.assign(nv, NaN);
+  ref.nrows    = A.nrows;
+  ref.ncols    = A.ncols;
+  ref.threads  = threads;
+  ref.sliceptr = sliceptr.data();
+  PetscCall(t.host->sell_from_csr(&ref, A.rowptr.data(), A.colidx.data(), nullptr, rcol.data(), nullptr));
+  PetscCall(t.host->sell_from_csr(&ref, A.rowptr.data(), nullptr, A.vals.data(), nullptr, rvals.data()));
+  PetscCall(t.dev->malloc_bytes(sliceptr.size() * sizeof(PetscInt64), (void **)&dsliceptr));
+  PetscCall(t.dev->malloc_bytes(std::max<PetscInt64>(nv, 1) * sizeof(PetscInt), (void **)&colidx));
+  PetscCall(t.dev->malloc_bytes(std::max<PetscInt64>(nv, 1) * sizeof(PetscScalar), (void **)&vals));
+  PetscCall(t.dev->copy_to_backend(dsliceptr, sliceptr.data(), sliceptr.size() * sizeof(PetscInt64)));
+  PetscCall(t.dev->copy_to_backend(colidx, dcol.data(), nv * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_backend(vals, dvals.data(), nv * sizeof(PetscScalar)));
   A.sell.nrows    = A.nrows;
   A.sell.ncols    = A.ncols;
   A.sell.threads  = threads;
-  A.sell.sliceptr = sliceptr;
-  A.sell.colidx   = colidx;
-  A.sell.vals     = dvals;
+  A.sell.sliceptr = dsliceptr;
+  before          = *t.dev->counters;
+  PetscCall(t.dev->sell_from_csr(&A.sell, A.dev.rowptr, A.dev.colidx, nullptr, colidx, nullptr));
+  PetscCall(t.dev->sell_from_csr(&A.sell, A.dev.rowptr, nullptr, A.dev.vals, nullptr, vals));
+  PetscCall(CheckCounters(t, label, before, A.nrows ? 2 : 0, 0));
+  A.sell.colidx = colidx;
+  A.sell.vals   = vals;
+  PetscCall(t.dev->copy_to_host(dcol.data(), colidx, nv * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_host(dvals.data(), vals, nv * sizeof(PetscScalar)));
+  for (PetscInt64 p = 0; p < nv; ++p) same = same && dcol[p] == rcol[p] && rcol[p] >= -1 && dvals[p] == rvals[p];
+  PetscCall(Record(t, same, label, "the device's slots differ from the host reference's, or a slot was not written", 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* csr_transpose of a backend that has one, against the host reference (poisoned outputs; a copy: exact) */
+PetscErrorCode TestCSRTranspose(Tester &t, const Matrix &A, const char *matrix)
+{
+  const PetscInt64        nnz = (PetscInt64)A.colidx.size();
+  std::vector<PetscInt>   rptr(A.ncols + 1, -7), rcol(nnz, -7), dptr(A.ncols + 1, -7), dcol(nnz, -7);
+  Array                   rvals(nnz, NaN), dvals(nnz, NaN);
+  PetscInt               *tptr, *tcol;
+  PetscScalar            *tvals;
+  BackendCounters         before;
+  const std::string       label = Label("csr_transpose", matrix, A.nrows);
+
+  PetscFunctionBegin;
+  if (!t.dev->csr_transpose) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(t.host->csr_transpose(&A.ref, rptr.data(), rcol.data(), rvals.data()));
+  PetscCall(t.dev->malloc_bytes(dptr.size() * sizeof(PetscInt), (void **)&tptr));
+  PetscCall(t.dev->malloc_bytes(std::max<PetscInt64>(nnz, 1) * sizeof(PetscInt), (void **)&tcol));
+  PetscCall(t.dev->malloc_bytes(std::max<PetscInt64>(nnz, 1) * sizeof(PetscScalar), (void **)&tvals));
+  PetscCall(t.dev->copy_to_backend(tptr, dptr.data(), dptr.size() * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_backend(tcol, dcol.data(), nnz * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_backend(tvals, dvals.data(), nnz * sizeof(PetscScalar)));
+  before = *t.dev->counters;
+  PetscCall(t.dev->csr_transpose(&A.dev, tptr, tcol, tvals));
+  PetscCall(CheckCounters(t, label, before, NONE, 0));
+  PetscCall(t.dev->copy_to_host(dptr.data(), tptr, dptr.size() * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_host(dcol.data(), tcol, nnz * sizeof(PetscInt)));
+  PetscCall(t.dev->copy_to_host(dvals.data(), tvals, nnz * sizeof(PetscScalar)));
+  PetscCall(Record(t, dptr == rptr && rptr.back() == nnz, label, "row pointers of A^T differ from the host reference's", 0, 0));
+  PetscCall(Record(t, dcol == rcol, label, "column indices of A^T differ from the host reference's", 0, 0));
+  PetscCall(Record(t, std::equal(dvals.begin(), dvals.end(), rvals.begin()), label, "values of A^T differ from the host reference's", 0, 0));
+  PetscCall(t.dev->free_bytes(tptr));
+  PetscCall(t.dev->free_bytes(tcol));
+  PetscCall(t.dev->free_bytes(tvals));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -588,6 +648,7 @@ PetscErrorCode TestSpMVMatrix(Tester &t, MatrixKind kind, PetscInt n)
   PetscFunctionBegin;
   GenerateMatrix(t, kind, n, A);
   PetscCall(UploadMatrix(t, A));
+  PetscCall(TestCSRTranspose(t, A, MATRIX_NAMES[(int)kind]));
   for (const DotSet &set : DOT_SETS) {
     const bool all_weights = set.kinds.empty() || &set == &ALL_DOTS;
     for (int weights = 0; weights < (all_weights ? 4 : 1); ++weights) PetscCall(TestSpMVDots(t, A, MATRIX_NAMES[(int)kind], weights & 1, weights & 2, set));

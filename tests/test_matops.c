@@ -121,6 +121,16 @@ static PetscErrorCode CheckOperations(Ctx *ctx, PetscInt n, PetscInt minlen, Pet
   PetscCall(MatCreateVecs(Af, NULL, &yf));
 
 #define POISON() PetscCall(VecSet(yf, NAN))
+  /* before any product: the diagonal on the host, no copy of the matrix to the backend */
+  POISON();
+  PetscCall(FusedKSPGetBackendCounters(&l0, &d0, &h0));
+  PetscCall(MatGetDiagonal(Af, yf));
+  PetscCall(FusedKSPGetBackendCounters(&l1, &d1, &h1));
+  PetscCall(MatGetDiagonal(A, y));
+  PetscCall(CheckVectors(yf, y, "MatGetDiagonal before a product", n, names[format]));
+  if (ctx->device && n)
+    PetscCall(Check((PetscBool)(l1 == l0 && h1 == h0), "MatGetDiagonal n=%" PetscInt_FMT " format=%s before a product: no kernel, no upload (%" PetscInt64_FMT " kernels, %" PetscInt64_FMT " uploads)", n, names[format], l1 - l0, h1 - h0));
+
   POISON();
   PetscCall(MatMult(A, x, y));
   PetscCall(MatMult(Af, xf, yf));

@@ -62,6 +62,34 @@ struct CSRView {
    is at  sliceptr[s] + (j * H + l) * threads + t,  so a warp reading one j of 32 / threads rows
    reads consecutive memory.  Padding has colidx -1 (never read) and value 0.                    */
 constexpr PetscInt FUSED_SELL_HEIGHT = 32;
+
+/* Functions of the contract's shared kernel bodies, for host code and for the device code of every backend */
+#if defined(__CUDACC__)
+#define FUSEDKSP_HOST_DEVICE __host__ __device__
+#else
+#define FUSEDKSP_HOST_DEVICE
+#endif
+
+/* Where entry e of row i is stored in a SELL-P layout with these slice offsets and threads per row */
+FUSEDKSP_HOST_DEVICE inline PetscInt64 SELLPosition(const PetscInt64 *sliceptr, int threads, PetscInt64 i, PetscInt64 e)
+{
+  return sliceptr[i / FUSED_SELL_HEIGHT] + ((e / threads) * FUSED_SELL_HEIGHT + i % FUSED_SELL_HEIGHT) * threads + e % threads;
+}
+
+/* Lane i of the slices of a SELL-P layout (nrows rows, `threads` per row) from CSR arrays: the body of every backend's
+   Backend::sell_from_csr, slot by slot (colidx/scolidx or vals/svals may be NULL) */
+FUSEDKSP_HOST_DEVICE inline void SELLFromCSRLane(PetscInt64 i, PetscInt nrows, int threads, const PetscInt64 *sliceptr, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt *scolidx, PetscScalar *svals)
+{
+  const PetscInt64 slots = (sliceptr[i / FUSED_SELL_HEIGHT + 1] - sliceptr[i / FUSED_SELL_HEIGHT]) / FUSED_SELL_HEIGHT;
+  const PetscInt64 start = i < nrows ? rowptr[i] : 0, len = i < nrows ? rowptr[i + 1] - start : 0;
+
+  for (PetscInt64 e = 0; e < slots; ++e) {
+    const PetscInt64 pos = SELLPosition(sliceptr, threads, i, e);
+
+    if (scolidx) scolidx[pos] = e < len ? colidx[start + e] : -1;
+    if (svals) svals[pos] = e < len ? vals[start + e] : 0;
+  }
+}
 struct SELLView {
   PetscInt           nrows = 0, ncols = 0;
   int                threads  = 1;       /* threads per row: 1, 2, 4 or 8                         */
@@ -323,6 +351,12 @@ struct Backend {
   PetscErrorCode (*diag_get)(PetscInt n, const PetscInt64 *pos, const PetscScalar *vals, PetscScalar *d);
   PetscErrorCode (*diag_shift)(PetscInt n, const PetscInt64 *pos, PetscScalar a, PetscScalar *vals);
 
+  /* SELL-P arrays from CSR arrays, all in the backend's memory (S: nrows, threads and sliceptr; see SELLView): every
+     slot e of every lane i of every slice receives the CSR entry (colidx[rowptr[i] + e], vals[rowptr[i] + e]), or
+     column -1 and value 0 past the row's length (the padding, and every slot of the lanes past the last row).
+     colidx and scolidx, or vals and svals, may be NULL: the structure, or the values, alone.                       */
+  PetscErrorCode (*sell_from_csr)(const SELLView *S, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt *scolidx, PetscScalar *svals);
+
   /* The dot products of spmv_dots alone, for an `out` computed elsewhere (MPI or matrix-free
      operators): dots[k] as in spmv_dots with `in` the operator's input.                     */
   PetscErrorCode (*dots)(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
@@ -562,6 +596,11 @@ struct Backend {
   PetscErrorCode (*spgemm_symbolic)(SpGEMMView *G) = nullptr;
   PetscErrorCode (*spgemm_numeric)(SpGEMMView *G)  = nullptr;
   PetscErrorCode (*spgemm_free)(SpGEMMView *G)     = nullptr;
+
+  /* T = A^T of a CSR matrix (A.nnz known), every array in the backend's memory: trowptr (A.ncols + 1 entries), tcolidx
+     and tvals (A.nnz each); row j of T holds column j of A in ascending row order.  The host backend's (a counting
+     sort) is the reference, and makes the transposes of backends without one (NULL: kokkos) on host copies.       */
+  PetscErrorCode (*csr_transpose)(const CSRView *A, PetscInt *trowptr, PetscInt *tcolidx, PetscScalar *tvals) = nullptr;
 
   /* Two streams (KSPFUSEDBICG's A and A^T sides, seed 004).  Between side_begin(side) and its side_end(), the work
      the backend queues goes to stream `side`: 0 the backend's stream, 1 a second one; every operation of the contract

@@ -9,6 +9,7 @@ PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar 
 PetscErrorCode SpMVSELLDots(const SELLView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode DiagGet(PetscInt, const PetscInt64 *, const PetscScalar *, PetscScalar *);
 PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar *);
+PetscErrorCode SELLFromCSR(const SELLView *, const PetscInt *, const PetscInt *, const PetscScalar *, PetscInt *, PetscScalar *);
 PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const PetscInt *);
 PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
 PetscErrorCode TrsvFree(TriangularView *);

@@ -58,13 +58,12 @@ struct HostOps {
 /* The data of a MATSEQAIJFUSED, in Mat->spptr (the slot PETSc leaves to AIJ subclasses): it moves with
    the rest of the header when PETSc replaces or merges headers (MatHeaderReplace(), MatHeaderMerge()) */
 struct MatFusedData {
-  const Backend          *backend        = nullptr;
-  MatAIJFusedFormat       requested      = MAT_AIJFUSED_AUTO;
-  PetscBool               keep_transpose = PETSC_FALSE; /* -mat_aijfused_transpose: build A^T with the mirror */
-  Mirror                  mirror;
-  Mirror                  transpose;        /* of A^T, built at the first MatMultTranspose() and kept */
-  std::vector<PetscInt64> transpose_source; /* entry t of A^T is entry transpose_source[t] of A      */
-  HostOps                 host;
+  const Backend    *backend        = nullptr;
+  MatAIJFusedFormat requested      = MAT_AIJFUSED_AUTO;
+  PetscBool         keep_transpose = PETSC_FALSE; /* -mat_aijfused_transpose: build A^T with the mirror */
+  Mirror            mirror;
+  Mirror            transpose; /* of A^T, built at the first MatMultTranspose() and kept */
+  HostOps           host;
 };
 
 inline MatFusedData *Data(Mat A)
@@ -99,7 +98,7 @@ PetscErrorCode RefreshMirror(Mat A, PetscObjectState state)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The mirror of A^T (built from A's CSR arrays by a counting sort), brought up to date with A as of
+/* The mirror of A^T (from A's CSR arrays, MirrorTransposeRefresh()), brought up to date with A as of
    the object state `state` with the mirror of A, so that its structure changes only with the
    generation of A's mirror                                                                     */
 PetscErrorCode RefreshTransposeMirror(Mat A, PetscObjectState state)
@@ -115,7 +114,7 @@ PetscErrorCode RefreshTransposeMirror(Mat A, PetscObjectState state)
   PetscCall(RefreshMirror(A, state));
   if (state == m->state) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
-  PetscCall(MirrorTransposeRefresh(d->backend, d->requested, nrows, ncols, ai, aj, aa, A->nonzerostate != m->nonzerostate ? PETSC_TRUE : PETSC_FALSE, &d->transpose_source, m));
+  PetscCall(MirrorTransposeRefresh(d->backend, d->requested, nrows, ncols, ai, aj, aa, A->nonzerostate != m->nonzerostate ? PETSC_TRUE : PETSC_FALSE, m));
   m->nonzerostate = A->nonzerostate;
   m->state        = state;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -251,6 +250,8 @@ struct SeqAIJFusedType {
   static void RestoreOps(Mat A, const HostOps &host);
 };
 
+/* On the backend from the mirror when A has one; else on the host: a matrix used only on the host (PCGAMG's graph,
+   whose diagonal scales it) gets no mirror for its diagonal                                                     */
 PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
 {
   MatFusedData *d = Data(A);
@@ -261,7 +262,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
 
   PetscFunctionBegin;
   PetscCall(MatFusedOnBackend({v}, &device));
-  if (!device) {
+  if (!device || d->mirror.generation < 0) {
     PetscCall(d->host.getdiagonal(A, v));
     PetscFunctionReturn(PETSC_SUCCESS);
   }

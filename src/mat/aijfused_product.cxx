@@ -6,8 +6,8 @@
 
    The operands' host CSR arrays (the values PETSc's assembly made) are copied to the backend - their patterns
    once, at the symbolic phase, their values at each numeric phase - in CSR (mirror.hpp, whatever format the
-   operand's own mirror has); a transposed operand is transposed on the host by a counting sort (O(nnz), with the
-   map of its values).  The products, the part whose work grows with the flops, run on the backend
+   operand's own mirror has); a transposed operand is transposed by the backend (Backend::csr_transpose), each
+   time its values change.  The products, the part whose work grows with the flops, run on the backend
    (Backend::spgemm_*).  P^T A P is (P^T)(A P): the intermediate A P stays in the backend's memory.  C is a
    MATSEQAIJFUSED whose host arrays receive the pattern (symbolic) and the values (numeric), so every PETSc host
    operation keeps working on it; its assembly then brings its own mirror up to date.
@@ -31,10 +31,9 @@ namespace
 {
 /* A copy in the backend's memory of a MATSEQAIJ operand or of its transpose */
 struct Operand {
-  Mirror                  copy;
-  PetscBool               transposed = PETSC_FALSE;
-  std::vector<PetscInt64> source; /* transposed: entry t of the copy is entry source[t] of the matrix */
-  PetscObjectState        state = -1, nonzerostate = -1;
+  Mirror           copy;
+  PetscBool        transposed = PETSC_FALSE;
+  PetscObjectState state = -1, nonzerostate = -1;
 };
 
 /* The data of a product on the backend (Mat_Product's data) */
@@ -62,7 +61,7 @@ PetscErrorCode OperandRefresh(const Backend *be, Mat M, Operand *op, PetscBool f
   if (!first && state == op->state) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(SeqAIJHostCSR(M, &nr, &nc, &ai, &aj, &aa));
   if (op->transposed)
-    PetscCall(MirrorTransposeRefresh(be, MAT_AIJFUSED_CSR, nr, nc, ai, aj, aa, first, &op->source, &op->copy));
+    PetscCall(MirrorTransposeRefresh(be, MAT_AIJFUSED_CSR, nr, nc, ai, aj, aa, first, &op->copy));
   else {
     if (first) PetscCall(MirrorBuild(be, MAT_AIJFUSED_CSR, nr, nc, ai, aj, PETSC_FALSE, &op->copy));
     PetscCall(MirrorSetValues(be, aa, PETSC_FALSE, &op->copy));
@@ -151,6 +150,27 @@ PetscErrorCode PatternToHost(DeviceProduct *d, const SpGEMMView &G, PetscInt nro
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* C's host structure with zero values: rows preallocated to their exact lengths, then every column index at once
+   (the rows of cj are sorted; MatSeqAIJSetPreallocationCSR() would insert the entries one by one through
+   MatSetValues(): a search per entry)                                                                       */
+PetscErrorCode ResultStructure(Mat C, PetscInt m, std::vector<PetscInt> &ci, std::vector<PetscInt> &cj)
+{
+  std::vector<PetscInt> lengths;
+  PetscScalar          *ca;
+
+  PetscFunctionBegin;
+  FusedKSPCallCXX(lengths.resize(m));
+  for (PetscInt i = 0; i < m; ++i) lengths[i] = ci[i + 1] - ci[i];
+  PetscCall(MatSeqAIJSetPreallocation(C, 0, lengths.data()));
+  if (!cj.empty()) PetscCall(MatSeqAIJSetColumnIndices(C, cj.data()));
+  PetscCall(MatSeqAIJGetArrayWrite(C, &ca));
+  PetscCall(PetscArrayzero(ca, cj.size()));
+  PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
+  PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode ProductSymbolic(Mat C)
 {
   Mat_Product          *product = C->product;
@@ -192,7 +212,7 @@ PetscErrorCode ProductSymbolic(Mat C)
   else
     PetscCall(MatSetBlockSizes(C, B->cmap->bs, B->cmap->bs));
   PetscCall(MatSetType(C, MATSEQAIJFUSED));
-  PetscCall(MatSeqAIJSetPreallocationCSR(C, ci.data(), cj.data(), nullptr));
+  PetscCall(ResultStructure(C, m, ci, cj));
   PetscCall(PetscInfo(C, "%s of a %" PetscInt_FMT " x %" PetscInt_FMT " product (%" PetscInt64_FMT " entries) on the %s backend\n", MatProductTypes[type], m, n, (PetscInt64)cj.size(), d->be->name));
   C->ops->productnumeric = ProductNumeric;
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -1,5 +1,6 @@
 /* The backend copy of the local rows of a sparse matrix (see mirror.hpp) */
 #include "mat/mirror.hpp"
+#include "mat/aijfused_private.hpp"
 #include <petsc/private/matimpl.h>
 #include <vector>
 
@@ -62,31 +63,41 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
 {
   const PetscInt          nnz     = ai[nrows];
   const int               threads = SELLThreadsPerRow(nrows, nnz);
-  std::vector<PetscInt64> diag;
+  std::vector<PetscInt64> diag, sliceptr;
 
   PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
   PetscCall(MirrorFree(be, m));
   FusedKSPCallCXX(diag.assign(nrows, -1));
   m->format     = ChooseFormat(be, requested, nrows, ai, threads);
   m->alldiag    = PETSC_TRUE;
   m->generation = ++generations;
-  if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLBuild(nrows, ai, aj, threads, &m->layout));
+  m->nnz        = nnz;
+  if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLSlicePointers(nrows, ai, threads, &sliceptr));
   for (PetscInt i = 0; i < nrows; ++i) {
     for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
-      if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? m->layout.position[k] : k;
+      if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? SELLPosition(sliceptr.data(), threads, i, k - ai[i]) : k;
     if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
   }
   PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
-  if (m->format == MAT_AIJFUSED_SELL) {
-    m->nvals = m->layout.Entries();
-    PetscCall(Upload(be, m->layout.sliceptr.data(), sizeof(PetscInt64) * m->layout.sliceptr.size(), (void **)&m->sliceptr));
-    PetscCall(Upload(be, m->layout.colidx.data(), sizeof(PetscInt) * m->nvals, (void **)&m->colidx));
+  if (m->format == MAT_AIJFUSED_SELL) { /* the CSR arrays go up as they are, the backend places them in the slices */
+    PetscInt      *csrcol = nullptr;
+    PetscErrorCode ierr;
+
+    m->nvals = sliceptr.back();
+    PetscCall(Upload(be, sliceptr.data(), sizeof(PetscInt64) * sliceptr.size(), (void **)&m->sliceptr));
+    PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
+    PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(m->nvals, 1), (void **)&m->colidx));
     PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(m->nvals, 1), (void **)&m->vals));
     m->sell.nrows    = nrows;
     m->sell.ncols    = ncols;
     m->sell.threads  = threads;
     m->sell.sliceptr = m->sliceptr;
     m->sell.colidx   = m->colidx;
+    PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&csrcol));
+    ierr = be->sell_from_csr(&m->sell, m->rowptr, csrcol, nullptr, m->colidx, nullptr);
+    PetscCall(FreeBackend(be, csrcol));
+    PetscCall(ierr);
   } else {
     m->nvals = nnz;
     if (!alias) {
@@ -100,38 +111,77 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
     m->csr.rowptr = alias ? ai : m->rowptr;
     m->csr.colidx = alias ? aj : m->colidx;
   }
+  PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Values in the CSR order of the mirror's pattern, in the backend's memory, into the mirror's value array */
+static PetscErrorCode MirrorSetBackendValues(const Backend *be, const PetscScalar *vals, Mirror *m)
+{
+  PetscFunctionBegin;
+  if (m->format == MAT_AIJFUSED_SELL) {
+    PetscCall(be->sell_from_csr(&m->sell, m->rowptr, nullptr, vals, nullptr, m->vals));
+    m->sell.vals = m->vals;
+  } else {
+    PetscCall(MatFusedBlas(be)->copy((PetscInt)m->nvals, vals, m->vals));
+    m->csr.vals = m->vals;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*
-   MirrorTransposeRefresh - see mirror.hpp; the pattern of A^T by a counting sort of A's entries by column
+   MirrorTransposeRefresh - see mirror.hpp; A^T by the backend's csr_transpose (A's CSR arrays go up, A^T's structure
+   comes down for the mirror's layout), or by the host backend's on host arrays when the backend has none
 */
-PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, std::vector<PetscInt64> *source, Mirror *m)
+PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, Mirror *m)
 {
+  const PetscInt        nnz = ai[nrows];
+  std::vector<PetscInt> tai, taj;
+  PetscScalar          *tvals = nullptr; /* A^T's values in the backend's memory */
+  CSRView               A;
+  PetscErrorCode        ierr;
+
   PetscFunctionBegin;
-  if (structure) {
-    const PetscInt        nnz = ai[nrows];
-    std::vector<PetscInt> tai, taj, next;
+  PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
+  FusedKSPCallCXX(tai.resize(ncols + 1); taj.resize(nnz));
+  A.nrows = nrows;
+  A.ncols = ncols;
+  A.nnz   = nnz;
+  if (be->csr_transpose) {
+    PetscInt    *dai = nullptr, *daj = nullptr, *dtai = nullptr, *dtaj = nullptr;
+    PetscScalar *daa = nullptr;
 
-    FusedKSPCallCXX(tai.assign(ncols + 1, 0); taj.resize(nnz); source->resize(nnz));
-    for (PetscInt k = 0; k < nnz; ++k) tai[aj[k] + 1]++;
-    for (PetscInt c = 0; c < ncols; ++c) tai[c + 1] += tai[c];
-    FusedKSPCallCXX(next.assign(tai.begin(), tai.end() - 1));
-    for (PetscInt i = 0; i < nrows; ++i)
-      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k) {
-        const PetscInt t = next[aj[k]]++;
-        taj[t]           = i;
-        (*source)[t]     = k;
-      }
-    PetscCall(MirrorBuild(be, requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m));
-  }
-  {
-    std::vector<PetscScalar> tvals;
+    ierr = Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&dai);
+    if (!ierr) ierr = Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&daj);
+    if (!ierr) ierr = Upload(be, aa, sizeof(PetscScalar) * nnz, (void **)&daa);
+    if (!ierr) ierr = be->malloc_bytes(sizeof(PetscInt) * (ncols + 1), (void **)&dtai);
+    if (!ierr) ierr = be->malloc_bytes(sizeof(PetscInt) * PetscMax(nnz, 1), (void **)&dtaj);
+    if (!ierr) ierr = be->malloc_bytes(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&tvals);
+    if (!ierr) {
+      A.rowptr = dai;
+      A.colidx = daj;
+      A.vals   = daa;
+      ierr     = be->csr_transpose(&A, dtai, dtaj, tvals);
+    }
+    if (!ierr && structure) ierr = be->copy_to_host(tai.data(), dtai, sizeof(PetscInt) * (ncols + 1));
+    if (!ierr && structure && nnz) ierr = be->copy_to_host(taj.data(), dtaj, sizeof(PetscInt) * nnz);
+    if (!ierr && structure) ierr = PetscLogGpuToCpu((PetscLogDouble)(sizeof(PetscInt) * (ncols + 1 + nnz)));
+    for (void *ptr : {(void *)dai, (void *)daj, (void *)daa, (void *)dtai, (void *)dtaj}) PetscCall(FreeBackend(be, ptr));
+  } else {
+    std::vector<PetscScalar> hvals;
 
-    FusedKSPCallCXX(tvals.resize(source->size()));
-    for (size_t t = 0; t < tvals.size(); ++t) tvals[t] = aa[(*source)[t]];
-    PetscCall(MirrorSetValues(be, tvals.data(), PETSC_FALSE, m));
+    FusedKSPCallCXX(hvals.resize(nnz));
+    A.rowptr = ai;
+    A.colidx = aj;
+    A.vals   = aa;
+    ierr     = HostBackend()->csr_transpose(&A, tai.data(), taj.data(), hvals.data());
+    if (!ierr) ierr = Upload(be, hvals.data(), sizeof(PetscScalar) * nnz, (void **)&tvals);
   }
+  if (!ierr && structure) ierr = MirrorBuild(be, requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m);
+  if (!ierr) ierr = MirrorSetBackendValues(be, tvals, m);
+  PetscCall(FreeBackend(be, tvals));
+  PetscCall(ierr);
+  PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -141,19 +191,22 @@ PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat reque
 PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBool alias, Mirror *m)
 {
   PetscFunctionBegin;
-  if (m->format == MAT_AIJFUSED_SELL) {
-    std::vector<PetscScalar> vals;
+  PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
+  if (m->format == MAT_AIJFUSED_SELL) { /* the CSR values go up as they are, the backend places them in the slices */
+    PetscScalar   *csrvals = nullptr;
+    PetscErrorCode ierr;
 
-    FusedKSPCallCXX(vals.resize(m->nvals));
-    SELLFillValues(m->layout, aa, vals.data());
-    PetscCall(be->copy_to_backend(m->vals, vals.data(), sizeof(PetscScalar) * m->nvals));
-    m->sell.vals = m->vals;
+    PetscCall(Upload(be, aa, sizeof(PetscScalar) * m->nnz, (void **)&csrvals));
+    ierr = MirrorSetBackendValues(be, csrvals, m);
+    PetscCall(FreeBackend(be, csrvals));
+    PetscCall(ierr);
   } else if (!alias) {
     PetscCall(be->copy_to_backend(m->vals, aa, sizeof(PetscScalar) * m->nvals));
+    PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * m->nvals)));
     m->csr.vals = m->vals;
   } else
     m->csr.vals = aa;
-  if (m->vals) PetscCall(PetscLogCpuToGpu((PetscLogDouble)(sizeof(PetscScalar) * m->nvals)));
+  PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -184,7 +237,7 @@ PetscErrorCode SeqAIJHostCSR(Mat S, PetscInt *m, PetscInt *n, const PetscInt **a
 
 PetscInt64 MirrorEntries(const Mirror *m)
 {
-  return m->format == MAT_AIJFUSED_SELL ? (PetscInt64)m->layout.position.size() : m->csr.nnz;
+  return m->nnz;
 }
 
 const PetscScalar *MirrorValues(const Mirror *m)

@@ -12,14 +12,15 @@ struct Mirror {
   MatAIJFusedFormat format = MAT_AIJFUSED_CSR; /* the format in use (never AUTO) */
   CSRView           csr;
   SELLView          sell;
-  SELLLayout        layout;                              /* SELL-P: host structure, for value refreshes  */
-  PetscInt         *rowptr = nullptr, *colidx = nullptr; /* backend arrays we own (NULL: aliasing) */
-  PetscInt64       *sliceptr = nullptr, *diagpos = nullptr;
-  PetscScalar      *vals = nullptr, *work = nullptr; /* work: nrows entries for MatMultAdd          */
-  PetscInt64        nvals   = 0;                     /* entries of vals (SELL-P: with padding)     */
-  PetscBool         alldiag = PETSC_FALSE;           /* every row i < ncols stores (i, i)          */
-  PetscObjectState  state = -1, nonzerostate = -1;
-  PetscInt64        generation = -1; /* of the arrays: new (process-unique) at each MirrorBuild(), -1 when freed */
+  PetscInt         *rowptr = nullptr, *colidx = nullptr; /* backend arrays we own (NULL: aliasing); SELL-P: rowptr is
+                                                            the CSR one, for value refreshes (Backend::sell_from_csr) */
+  PetscInt64      *sliceptr = nullptr, *diagpos = nullptr;
+  PetscScalar     *vals = nullptr, *work = nullptr; /* work: nrows entries for MatMultAdd          */
+  PetscInt64       nvals   = 0;                     /* entries of vals (SELL-P: with padding)     */
+  PetscInt64       nnz     = 0;                     /* stored entries of the matrix              */
+  PetscBool        alldiag = PETSC_FALSE;           /* every row i < ncols stores (i, i)          */
+  PetscObjectState state = -1, nonzerostate = -1;
+  PetscInt64       generation = -1; /* of the arrays: new (process-unique) at each MirrorBuild(), -1 when freed */
 };
 
 /* Option values of MatAIJFusedFormat (PetscOptionsEnum) */
@@ -42,9 +43,9 @@ PetscErrorCode StateAfterOperation(PetscObject obj, PetscObjectState *state);
    generation; alias: a CSR mirror on the host backend uses ai/aj (and later the values) themselves */
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m);
 
-/* The mirror of the transpose of the nrows x ncols CSR matrix ai/aj/aa: its structure first when
-   `structure` (with source[t] = the entry of A that entry t of A^T holds), then its values        */
-PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, std::vector<PetscInt64> *source, Mirror *m);
+/* The mirror of the transpose of the nrows x ncols CSR matrix ai/aj/aa (host arrays): its structure first when
+   `structure`, then its values; the transpose made by the backend (Backend::csr_transpose) when it can */
+PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, Mirror *m);
 
 /* Copies the values (in the CSR order of the mirror's pattern) into the mirror's existing value array
    (alias: points the mirror at aa); nothing is reallocated                                          */

@@ -58,25 +58,24 @@ struct HostOps {
 
 /* The data of a MATMPIAIJFUSED, in Mat->spptr (moves with the header, see aijfused.cxx) */
 struct MatMPIFusedData {
-  const Backend          *backend = nullptr;
-  Mirror                  diag;    /* CSR or SELL-P (-mat_aijfused_format), as a MATSEQAIJFUSED */
-  OffDiagRows             offdiag; /* CSR: its rows are short, most are empty                    */
-  MatAIJFusedFormat       requested = MAT_AIJFUSED_AUTO;
-  Halo                    halo;
-  PetscBool               options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
-  PetscBool               halo_current = PETSC_FALSE;                       /* the halo pattern is that of the blocks' structure */
-  PetscObjectState        state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
-  PetscObjectState        diag_nonzerostate = -1, offdiag_nonzerostate = -1; /* the blocks' own: MatEliminateZeros() changes them, not A's */
-  PetscSF                 sf         = nullptr;                              /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
-  PetscInt64              structures = 0;                                    /* structures built so far: the transposes follow the blocks' structure */
-  Mirror                  diag_t, offdiag_t;                                 /* Ad^T and Ao^T (nhalo rows, CSR), built at the first transposed product */
-  std::vector<PetscInt64> diag_t_source, offdiag_t_source;
-  PetscObjectState        transpose_state     = -1;                            /* the state of A the transposes hold                       */
-  PetscInt64              transpose_structure = -1;                            /* the structure they were built for                        */
-  PetscScalar            *work                = nullptr;                       /* backend, max(local rows, local columns): MatMultAdd()s   */
-  Mat                     diag_block          = nullptr;                       /* MatGetDiagonalBlock(): a MATSEQAIJFUSED copy of the diagonal block */
-  PetscObjectState        diag_block_state = -1, diag_block_nonzerostate = -1; /* the block's states the copy holds */
-  HostOps                 host;
+  const Backend    *backend = nullptr;
+  Mirror            diag;    /* CSR or SELL-P (-mat_aijfused_format), as a MATSEQAIJFUSED */
+  OffDiagRows       offdiag; /* CSR: its rows are short, most are empty                    */
+  MatAIJFusedFormat requested = MAT_AIJFUSED_AUTO;
+  Halo              halo;
+  PetscBool         options_read = PETSC_FALSE, direct = PETSC_FALSE; /* -fused_cuda_aware_mpi */
+  PetscBool         halo_current = PETSC_FALSE;                       /* the halo pattern is that of the blocks' structure */
+  PetscObjectState  state = -1, diag_state = -1, offdiag_state = -1, nonzerostate = -1;
+  PetscObjectState  diag_nonzerostate = -1, offdiag_nonzerostate = -1;   /* the blocks' own: MatEliminateZeros() changes them, not A's */
+  PetscSF           sf         = nullptr;                                /* PETSc's product PetscSF the structure was built from (a reference, so its address identifies it) */
+  PetscInt64        structures = 0;                                      /* structures built so far: the transposes follow the blocks' structure */
+  Mirror            diag_t, offdiag_t;                                   /* Ad^T and Ao^T (nhalo rows, CSR), built at the first transposed product */
+  PetscObjectState  transpose_state     = -1;                            /* the state of A the transposes hold                       */
+  PetscInt64        transpose_structure = -1;                            /* the structure they were built for                        */
+  PetscScalar      *work                = nullptr;                       /* backend, max(local rows, local columns): MatMultAdd()s   */
+  Mat               diag_block          = nullptr;                       /* MatGetDiagonalBlock(): a MATSEQAIJFUSED copy of the diagonal block */
+  PetscObjectState  diag_block_state = -1, diag_block_nonzerostate = -1; /* the block's states the copy holds */
+  HostOps           host;
 };
 
 inline MatMPIFusedData *Data(Mat A)
@@ -253,9 +252,9 @@ PetscErrorCode RefreshTransposes(Mat A, MatMPIFusedData *d)
   if (!structure && d->transpose_state == d->state) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, nullptr));
   PetscCall(SeqAIJHostCSR(Ad, &m, &n, &ai, &aj, &aa));
-  PetscCall(MirrorTransposeRefresh(d->backend, d->requested, m, n, ai, aj, aa, structure, &d->diag_t_source, &d->diag_t));
+  PetscCall(MirrorTransposeRefresh(d->backend, d->requested, m, n, ai, aj, aa, structure, &d->diag_t));
   PetscCall(SeqAIJHostCSR(Ao, &m, &n, &ai, &aj, &aa));
-  PetscCall(MirrorTransposeRefresh(d->backend, MAT_AIJFUSED_CSR, m, n, ai, aj, aa, structure, &d->offdiag_t_source, &d->offdiag_t));
+  PetscCall(MirrorTransposeRefresh(d->backend, MAT_AIJFUSED_CSR, m, n, ai, aj, aa, structure, &d->offdiag_t));
   d->transpose_structure = d->structures;
   d->transpose_state     = d->state;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -371,8 +370,9 @@ struct MPIAIJFusedType {
   static void RestoreOps(Mat A, const HostOps &host);
 };
 
-/* The diagonal from the mirror of the diagonal block (square matrices with the same row and column layout;
-   else PETSc's).  Collective, as the mirror may be refreshed. */
+/* The diagonal from the mirror of the diagonal block (square matrices with the same row and column layout, whose
+   mirror exists: made by the collective operations, so on every rank or none; else PETSc's).  Collective, as the
+   mirror may be refreshed. */
 PetscErrorCode MatGetDiagonal_MPIAIJFused(Mat A, Vec v)
 {
   MatMPIFusedData *d = Data(A);
@@ -382,7 +382,7 @@ PetscErrorCode MatGetDiagonal_MPIAIJFused(Mat A, Vec v)
   PetscFunctionBegin;
   PetscCall(OnBackend(A, {v}, &device));
   PetscCall(PetscLayoutCompare(A->rmap, A->cmap, &same)); /* the same answer on every rank: the refresh below is collective */
-  if (!device || !same) {
+  if (!device || !same || d->diag.generation < 0) {
     PetscCall(d->host.getdiagonal(A, v));
     PetscFunctionReturn(PETSC_SUCCESS);
   }

@@ -1,4 +1,4 @@
-/* SELL-P layout construction (see backend/backend.hpp, SELLView) */
+/* SELL-P slices of a CSR structure (see backend/backend.hpp, SELLView) */
 #include "mat/sellp.hpp"
 #include <algorithm>
 
@@ -30,32 +30,15 @@ PetscInt64 SELLEntries(PetscInt nrows, const PetscInt *rowptr, int threads)
   return total;
 }
 
-PetscErrorCode SELLBuild(PetscInt nrows, const PetscInt *rowptr, const PetscInt *colidx, int threads, SELLLayout *layout)
+PetscErrorCode SELLSlicePointers(PetscInt nrows, const PetscInt *rowptr, int threads, std::vector<PetscInt64> *sliceptr)
 {
   const PetscInt64 nslices = (nrows + FUSED_SELL_HEIGHT - 1) / FUSED_SELL_HEIGHT;
-  const PetscInt64 T       = threads;
 
   PetscFunctionBegin;
   PetscCheck(threads == 1 || threads == 2 || threads == 4 || threads == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", threads);
-  layout->threads = threads;
-  FusedKSPCallCXX(layout->sliceptr.assign(nslices + 1, 0));
-  for (PetscInt64 s = 0; s < nslices; ++s) layout->sliceptr[s + 1] = layout->sliceptr[s] + SliceLength(nrows, rowptr, threads, s) * FUSED_SELL_HEIGHT;
-  FusedKSPCallCXX(layout->colidx.assign(layout->Entries(), -1); layout->position.resize(nrows ? rowptr[nrows] : 0));
-  for (PetscInt64 i = 0; i < nrows; ++i) {
-    const PetscInt64 base = layout->sliceptr[i / FUSED_SELL_HEIGHT], lane = i % FUSED_SELL_HEIGHT;
-    for (PetscInt64 k = rowptr[i]; k < rowptr[i + 1]; ++k) {
-      const PetscInt64 e = k - rowptr[i], pos = base + ((e / T) * FUSED_SELL_HEIGHT + lane) * T + e % T;
-      layout->colidx[pos] = colidx[k];
-      layout->position[k] = pos;
-    }
-  }
+  FusedKSPCallCXX(sliceptr->assign(nslices + 1, 0));
+  for (PetscInt64 s = 0; s < nslices; ++s) (*sliceptr)[s + 1] = (*sliceptr)[s] + SliceLength(nrows, rowptr, threads, s) * FUSED_SELL_HEIGHT;
   PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-void SELLFillValues(const SELLLayout &layout, const PetscScalar *csrvals, PetscScalar *vals)
-{
-  std::fill(vals, vals + layout.Entries(), PetscScalar(0));
-  for (size_t k = 0; k < layout.position.size(); ++k) vals[layout.position[k]] = csrvals[k];
 }
 
 } // namespace fusedksp

@@ -37,7 +37,7 @@ void HostArrayAllocated();
 
 /* One logging event per fused kernel family, and the packed global reduction */
 struct Events {
-  PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host, halo_pack, halo_mpi, spmv_offdiag, chunk_wait, graph_launch, cg_chunk, bcgs_chunk, sgmres_chunk, trsv, blockdiag, spgemm;
+  PetscLogEvent cg_update, spmv_dots, dots, waxpy_dot, bcgs_update, mdot, maxpy, allreduce, to_device, to_host, halo_pack, halo_mpi, spmv_offdiag, chunk_wait, graph_launch, cg_chunk, bcgs_chunk, sgmres_chunk, trsv, blockdiag, spgemm, mirror;
 };
 extern Events events;
 

@@ -317,6 +317,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(RegisterEvent("FusedTrSolve", classid, &fusedksp::events.trsv));
   PetscCall(RegisterEvent("FusedBlockDiag", classid, &fusedksp::events.blockdiag));
   PetscCall(RegisterEvent("FusedSpGEMM", classid, &fusedksp::events.spgemm));
+  PetscCall(RegisterEvent("FusedMatMirror", classid, &fusedksp::events.mirror));
   PetscCall(fusedksp::SelectBackend());
   PetscCall(PetscRegisterFinalize(FusedKSPFinalizePackage));
   PetscFunctionReturn(PETSC_SUCCESS);

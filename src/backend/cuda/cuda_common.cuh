@@ -161,6 +161,7 @@ PetscErrorCode ILU0Free(ILU0View *);
 PetscErrorCode SpGEMMSymbolic(SpGEMMView *);
 PetscErrorCode SpGEMMNumeric(SpGEMMView *);
 PetscErrorCode SpGEMMFree(SpGEMMView *);
+PetscErrorCode CSRTranspose(const CSRView *, PetscInt *, PetscInt *, PetscScalar *);
 PetscErrorCode NCCLCommCreate(MPI_Comm, void **, const char **);
 PetscErrorCode NCCLCommDestroy(void **);
 PetscErrorCode NCCLAllreduce(void *, PetscScalar *, PetscInt);

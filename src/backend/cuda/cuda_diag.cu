@@ -1,4 +1,5 @@
-/* CUDA backend: the diagonal of a matrix through the positions of its diagonal entries */
+/* CUDA backend: the diagonal of a matrix through the positions of its diagonal entries, and the SELL-P layout of a
+   CSR matrix */
 #include "backend/cuda/cuda_common.cuh"
 
 namespace fusedksp
@@ -14,6 +15,12 @@ __global__ void DiagGetKernel(PetscInt n, const PetscInt64 *pos, const PetscScal
 __global__ void DiagShiftKernel(PetscInt n, const PetscInt64 *pos, PetscScalar a, PetscScalar *vals)
 {
   for (PetscInt64 i = blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x; i < n; i += (PetscInt64)gridDim.x * blockDim.x) vals[pos[i]] += a;
+}
+
+/* One thread per lane of a slice (consecutive threads write consecutive slots of one column of the slice) */
+__global__ void SELLFromCSRKernel(PetscInt nlanes, PetscInt nrows, int threads, const PetscInt64 *sliceptr, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt *scolidx, PetscScalar *svals)
+{
+  for (PetscInt64 i = blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x; i < nlanes; i += (PetscInt64)gridDim.x * blockDim.x) SELLFromCSRLane(i, nrows, threads, sliceptr, rowptr, colidx, vals, scolidx, svals);
 }
 
 static int GridSize(PetscInt n)
@@ -47,6 +54,14 @@ PetscErrorCode DiagGet(PetscInt n, const PetscInt64 *pos, const PetscScalar *val
 PetscErrorCode DiagShift(PetscInt n, const PetscInt64 *pos, PetscScalar a, PetscScalar *vals)
 {
   return LaunchEntries(n, DiagShiftKernel, pos, a, vals);
+}
+
+/* SELLFromCSR - Backend::sell_from_csr on the device: one kernel launch (none without rows) */
+PetscErrorCode SELLFromCSR(const SELLView *S, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt *scolidx, PetscScalar *svals)
+{
+  const PetscInt nlanes = (PetscInt)((S->nrows + (PetscInt64)FUSED_SELL_HEIGHT - 1) / FUSED_SELL_HEIGHT * FUSED_SELL_HEIGHT);
+
+  return LaunchEntries(nlanes, SELLFromCSRKernel, S->nrows, S->threads, S->sliceptr, rowptr, colidx, vals, scolidx, svals);
 }
 
 } // namespace cuda

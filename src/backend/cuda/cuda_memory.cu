@@ -487,6 +487,7 @@ const Backend *CUDABackend()
                                   cuda::SpMVSELLDots,
                                   cuda::DiagGet,
                                   cuda::DiagShift,
+                                  cuda::SELLFromCSR,
                                   cuda::Dots,
                                   cuda::WAXPYDot,
                                   cuda::BCGSUpdate,
@@ -538,6 +539,7 @@ const Backend *CUDABackend()
                                   cuda::SpGEMMSymbolic,
                                   cuda::SpGEMMNumeric,
                                   cuda::SpGEMMFree,
+                                  sizeof(PetscInt) == sizeof(int) ? cuda::CSRTranspose : nullptr, /* cuSPARSE's csr2csc: 32-bit indices */
                                   cuda::SideBegin,
                                   cuda::SideEnd,
                                   cuda::SidesJoin};

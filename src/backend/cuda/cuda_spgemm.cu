@@ -3,7 +3,8 @@
    keeps the analysis for later products of the same patterns (cusparseSpGEMMreuse_*): the symbolic phase
    estimates the work, counts and copies C's pattern once, and each numeric phase is one call that recomputes
    C's values in place (GAMG's re-setup with new matrix values, PCMG's Galerkin reuse).  The handle runs on the
-   backend's stream, so a product is ordered with the fused kernels around it.
+   backend's stream, so a product is ordered with the fused kernels around it.  The transpose of a CSR matrix
+   (Backend::csr_transpose) is cuSPARSE's csr2csc.
 */
 #include "backend/cuda/cuda_cusparse.cuh"
 
@@ -159,6 +160,40 @@ PetscErrorCode SpGEMMFree(SpGEMMView *G)
   PetscCall(Release((void **)&G->vals));
   G->plan = nullptr;
   G->nnz  = 0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::csr_transpose: cuSPARSE's csr2csc of A (A's CSC arrays are the CSR arrays of A^T; 32-bit indices), with
+   its work buffer allocated for the call and freed after the stream's work */
+PetscErrorCode CSRTranspose(const CSRView *A, PetscInt *trowptr, PetscInt *tcolidx, PetscScalar *tvals)
+{
+  cusparseHandle_t h;
+  cudaStream_t     stream;
+  size_t           size   = 0;
+  void            *buffer = nullptr;
+  PetscErrorCode   ierr;
+
+  PetscFunctionBegin;
+  PetscCheck(sizeof(PetscInt) == sizeof(int), PETSC_COMM_SELF, PETSC_ERR_SUP, "cuSPARSE's csr2csc takes 32-bit indices");
+  PetscCheck(A->nnz >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A transpose needs the matrix's nnz");
+  PetscCall(GetStream(&stream));
+  if (!A->nrows || !A->ncols || !A->nnz) { /* no entries: cuSPARSE is not asked */
+    FusedKSPCallCUDA(cudaMemsetAsync(trowptr, 0, sizeof(PetscInt) * (A->ncols + 1), stream));
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(GetCusparseHandle(&h));
+  FusedKSPCallCUSPARSE(cusparseCsr2cscEx2_bufferSize(h, (int)A->nrows, (int)A->ncols, (int)A->nnz, A->vals, (const int *)A->rowptr, (const int *)A->colidx, tvals, (int *)trowptr, (int *)tcolidx, CUDA_PETSCSCALAR, CUSPARSE_ACTION_NUMERIC,
+                                                     CUSPARSE_INDEX_BASE_ZERO, CUSPARSE_CSR2CSC_ALG1, &size));
+  PetscCall(Allocate(PetscMax(size, sizeof(PetscScalar)), &buffer));
+  ierr = cusparseCsr2cscEx2(h, (int)A->nrows, (int)A->ncols, (int)A->nnz, A->vals, (const int *)A->rowptr, (const int *)A->colidx, tvals, (int *)trowptr, (int *)tcolidx, CUDA_PETSCSCALAR, CUSPARSE_ACTION_NUMERIC, CUSPARSE_INDEX_BASE_ZERO,
+                            CUSPARSE_CSR2CSC_ALG1, buffer) == CUSPARSE_STATUS_SUCCESS
+             ? PETSC_SUCCESS
+             : PETSC_ERR_LIB;
+  FusedKSPCallCUDA(cudaStreamSynchronize(stream));
+  PetscCall(Release(&buffer));
+  PetscCheck(ierr == PETSC_SUCCESS, PETSC_COMM_SELF, PETSC_ERR_LIB, "cuSPARSE's csr2csc of a %" PetscInt_FMT " x %" PetscInt_FMT " matrix with %" PetscInt64_FMT " entries failed", A->nrows, A->ncols, A->nnz);
+  counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

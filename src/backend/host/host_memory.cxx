@@ -57,6 +57,7 @@ static Backend Table(PetscBool host_memory)
                  host::SpMVSELLDots,
                  host::DiagGet,
                  host::DiagShift,
+                 host::SELLFromCSR,
                  host::Dots,
                  host::WAXPYDot,
                  host::BCGSUpdate,
@@ -107,7 +108,8 @@ static Backend Table(PetscBool host_memory)
                  MPICommExchange,
                  host::SpGEMMSymbolic,
                  host::SpGEMMNumeric,
-                 host::SpGEMMFree};
+                 host::SpGEMMFree,
+                 host::CSRTranspose};
 }
 } // namespace host
 

@@ -71,6 +71,7 @@ inline void StoreResults(int nd, const PetscScalar *all, PetscScalar *dots)
 PetscErrorCode SpGEMMSymbolic(SpGEMMView *);
 PetscErrorCode SpGEMMNumeric(SpGEMMView *);
 PetscErrorCode SpGEMMFree(SpGEMMView *);
+PetscErrorCode CSRTranspose(const CSRView *, PetscInt *, PetscInt *, PetscScalar *);
 /* PetscMalloc() / PetscFree() of the backend's memory (host_memory.cxx) */
 PetscErrorCode MallocBytes(size_t, void **);
 PetscErrorCode FreeBytes(void *);

@@ -1,6 +1,7 @@
 /* Host backend: sparse matrix products C = A B (Backend::spgemm_*), the reference of the device's: Gustavson's
    row-by-row product, row i of C being the sum over the entries a_ik of row i of A of a_ik times row k of B,
-   accumulated in a dense row of C's width; C's columns ascending in each row */
+   accumulated in a dense row of C's width; C's columns ascending in each row.  And the transpose of a CSR matrix
+   (Backend::csr_transpose) by a counting sort. */
 #include "backend/host/host_reduce.hpp"
 #include <algorithm>
 #include <vector>
@@ -95,6 +96,27 @@ PetscErrorCode SpGEMMFree(SpGEMMView *G)
   G->vals   = nullptr;
   G->nnz    = 0;
   G->plan   = nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::csr_transpose: the entries counted by column, then placed row by row (so in ascending row order) */
+PetscErrorCode CSRTranspose(const CSRView *A, PetscInt *trowptr, PetscInt *tcolidx, PetscScalar *tvals)
+{
+  std::vector<PetscInt> next;
+
+  PetscFunctionBegin;
+  std::fill(trowptr, trowptr + A->ncols + 1, 0);
+  for (PetscInt k = 0; k < A->rowptr[A->nrows]; ++k) trowptr[A->colidx[k] + 1]++;
+  for (PetscInt c = 0; c < A->ncols; ++c) trowptr[c + 1] += trowptr[c];
+  FusedKSPCallCXX(next.assign(trowptr, trowptr + A->ncols));
+  for (PetscInt i = 0; i < A->nrows; ++i)
+    for (PetscInt k = A->rowptr[i]; k < A->rowptr[i + 1]; ++k) {
+      const PetscInt t = next[A->colidx[k]]++;
+
+      tcolidx[t] = i;
+      tvals[t]   = A->vals[k];
+    }
+  if (A->nrows) counters.launches++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

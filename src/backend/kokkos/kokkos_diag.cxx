@@ -1,4 +1,5 @@
-/* Kokkos backend: the diagonal of a matrix, and the halo exchange operations of parallel matrices */
+/* Kokkos backend: the diagonal of a matrix, the SELL-P layout of a CSR matrix, and the halo exchange operations of
+   parallel matrices */
 #include "backend/kokkos/kokkos_reduce.hpp"
 
 namespace fusedksp
@@ -25,6 +26,21 @@ PetscErrorCode DiagShift(PetscInt n, const PetscInt64 *pos, PetscScalar a, Petsc
   if (n)
     ForEach(
         "fusedksp::diag_shift", n, KOKKOS_LAMBDA(const PetscInt i) { vals[pos[i]] += a; });
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::sell_from_csr: one work item per lane of a slice */
+PetscErrorCode SELLFromCSR(const SELLView *S, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt *scolidx, PetscScalar *svals)
+{
+  const PetscInt64  nlanes   = (S->nrows + FUSED_SELL_HEIGHT - 1) / FUSED_SELL_HEIGHT * FUSED_SELL_HEIGHT;
+  const PetscInt64 *sliceptr = S->sliceptr;
+  const PetscInt    nrows    = S->nrows;
+  const int         threads  = S->threads;
+
+  PetscFunctionBegin;
+  if (nlanes)
+    ForEach(
+        "fusedksp::sell_from_csr", (PetscInt)nlanes, KOKKOS_LAMBDA(const PetscInt i) { SELLFromCSRLane(i, nrows, threads, sliceptr, rowptr, colidx, vals, scolidx, svals); });
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -455,6 +455,7 @@ const Backend *KokkosBackend()
                                   kokkos::SpMVSELLDots,
                                   kokkos::DiagGet,
                                   kokkos::DiagShift,
+                                  kokkos::SELLFromCSR,
                                   kokkos::Dots,
                                   kokkos::WAXPYDot,
                                   kokkos::BCGSUpdate,
