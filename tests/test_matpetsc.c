@@ -371,6 +371,42 @@ static PetscErrorCode Arithmetic(MPI_Comm comm, PetscInt n, Mat F, Mat R)
   PetscCall(Agree(X, Rx, PETSC_BOOL3_TRUE, "MatAXPY different pattern, then MatScale"));
   PetscCall(MatDestroy(&X));
   PetscCall(MatDestroy(&Rx));
+  /* MatAXPY with patterns of which each has entries of its own (a cyclic shift by 2n + 1 against the 5-point stencil),
+     the caller not knowing; then with the same pattern, not known either; the union pattern as PETSc's */
+  PetscCall(MatCreateAIJ(comm, PETSC_DECIDE, PETSC_DECIDE, n * n, n * n, 1, NULL, 1, NULL, &Rx));
+  PetscCall(MatGetOwnershipRange(Rx, &rstart, &rend));
+  for (PetscInt row = rstart; row < rend; ++row) {
+    const PetscInt    col = (row + 2 * n + 1) % (n * n);
+    const PetscScalar v   = 1.0 + (PetscScalar)(row % 7);
+
+    PetscCall(MatSetValues(Rx, 1, &row, 1, &col, &v, INSERT_VALUES));
+  }
+  PetscCall(MatAssemblyBegin(Rx, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(Rx, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatConvert(Rx, MATAIJFUSED, MAT_INITIAL_MATRIX, &X));
+  PetscCall(MatAXPY(X, -1.5, B, UNKNOWN_NONZERO_PATTERN));
+  PetscCall(MatAXPY(Rx, -1.5, Rb, UNKNOWN_NONZERO_PATTERN));
+  PetscCall(Agree(X, Rx, PETSC_BOOL3_TRUE, "MatAXPY unknown pattern, each with entries of its own"));
+  {
+    MatInfo fi, ri;
+
+    PetscCall(MatGetInfo(X, MAT_GLOBAL_SUM, &fi));
+    PetscCall(MatGetInfo(Rx, MAT_GLOBAL_SUM, &ri));
+    PetscCall(Check((PetscBool)(fi.nz_used == ri.nz_used), "MatAXPY unknown pattern: %g entries, PETSc's %g", (double)fi.nz_used, (double)ri.nz_used));
+  }
+  {
+    Mat Xd, Rd;
+
+    PetscCall(MatDuplicate(X, MAT_COPY_VALUES, &Xd));
+    PetscCall(MatDuplicate(Rx, MAT_COPY_VALUES, &Rd));
+    PetscCall(MatAXPY(X, 0.5, Xd, UNKNOWN_NONZERO_PATTERN));
+    PetscCall(MatAXPY(Rx, 0.5, Rd, UNKNOWN_NONZERO_PATTERN));
+    PetscCall(Agree(X, Rx, PETSC_BOOL3_TRUE, "MatAXPY unknown pattern, the same"));
+    PetscCall(MatDestroy(&Xd));
+    PetscCall(MatDestroy(&Rd));
+  }
+  PetscCall(MatDestroy(&X));
+  PetscCall(MatDestroy(&Rx));
   /* MatDiagonalScale, MatZeroRows, MatZeroRowsColumns */
   PetscCall(MatCreateVecs(B, &r, &l));
   PetscCall(MatCreateVecs(Rb, &rr, &lr));

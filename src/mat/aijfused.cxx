@@ -48,7 +48,8 @@ namespace
   X(lufactor, MatLUFactor_SeqAIJFused)                                                                                                                                                                                                                   \
   X(ilufactor, MatILUFactor_SeqAIJFused)                                                                                                                                                                                                                 \
   X(choleskyfactor, MatCholeskyFactor_SeqAIJFused)                                                                                                                                                                                                       \
-  X(iccfactor, MatICCFactor_SeqAIJFused)
+  X(iccfactor, MatICCFactor_SeqAIJFused)                                                                                                                                                                                                                 \
+  X(axpy, MatAXPY_SeqAIJFused)
 
 /* MATSEQAIJ's implementations of those operations, called for the host work */
 struct HostOps {
@@ -272,6 +273,74 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, MirrorValues(m), va));
   PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Y = a X + Y.  X a MATSEQAIJ (fused or not) whose nonzero pattern differs from Y's: the union pattern merged row by
+   row on the host (the rows are sorted), the new matrix preallocated row by row with every column index at once and
+   its header merged into Y, as MATSEQAIJ does; MATSEQAIJ's own merge inserts each entry through MatSetValues(), which
+   made most of PCGAMG's prolongator smoothing on the fused types.  The same or a subset pattern: MATSEQAIJ's.        */
+PetscErrorCode MatAXPY_SeqAIJFused(Mat Y, PetscScalar a, Mat X, MatStructure str)
+{
+  MatFusedData         *d = Data(Y);
+  const PetscInt       *yi, *yj, *xi, *xj;
+  PetscScalar          *ya, *xa, *ba;
+  PetscInt              m, n, xm, xn;
+  PetscBool             seqaij, same = PETSC_FALSE;
+  std::vector<PetscInt> lengths, cols;
+  Mat                   B;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)X, &seqaij, MATSEQAIJ, MATSEQAIJFUSED, ""));
+  if (str == SAME_NONZERO_PATTERN || str == SUBSET_NONZERO_PATTERN || !seqaij || X->structure_only || Y->structure_only || !X->assembled || !Y->assembled) {
+    PetscCall(d->host.axpy(Y, a, X, str));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(SeqAIJHostCSR(Y, &m, &n, &yi, &yj, &ya));
+  PetscCall(SeqAIJHostCSR(X, &xm, &xn, &xi, &xj, &xa));
+  PetscCheck(m == xm && n == xn, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "MatAXPY of a %" PetscInt_FMT " x %" PetscInt_FMT " and a %" PetscInt_FMT " x %" PetscInt_FMT " matrix", m, n, xm, xn);
+  if (str == UNKNOWN_NONZERO_PATTERN && xi[m] == yi[m]) {
+    PetscCall(PetscArraycmp(xi, yi, m + 1, &same));
+    if (same) PetscCall(PetscArraycmp(xj, yj, yi[m], &same));
+  }
+  if (same) {
+    PetscCall(d->host.axpy(Y, a, X, SAME_NONZERO_PATTERN));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  FusedKSPCallCXX(lengths.assign(m, 0); cols.reserve(PetscMax(xi[m], yi[m])));
+  for (PetscInt i = 0; i < m; ++i) {
+    PetscInt p = yi[i], q = xi[i];
+
+    while (p < yi[i + 1] || q < xi[i + 1]) {
+      const PetscInt c = q == xi[i + 1] || (p < yi[i + 1] && yj[p] < xj[q]) ? yj[p] : xj[q];
+
+      if (p < yi[i + 1] && yj[p] == c) ++p;
+      if (q < xi[i + 1] && xj[q] == c) ++q;
+      FusedKSPCallCXX(cols.push_back(c));
+      ++lengths[i];
+    }
+  }
+  PetscCall(MatCreate(PetscObjectComm((PetscObject)Y), &B));
+  PetscCall(PetscObjectSetName((PetscObject)B, ((PetscObject)Y)->name));
+  PetscCall(MatSetLayouts(B, Y->rmap, Y->cmap));
+  PetscCall(MatSetType(B, ((PetscObject)Y)->type_name));
+  PetscCall(MatSeqAIJSetPreallocation(B, 0, lengths.data()));
+  if (!cols.empty()) PetscCall(MatSeqAIJSetColumnIndices(B, cols.data()));
+  PetscCall(MatSeqAIJGetArrayWrite(B, &ba));
+  for (PetscInt i = 0, k = 0; i < m; ++i) {
+    PetscInt p = yi[i], q = xi[i];
+
+    for (PetscInt e = 0; e < lengths[i]; ++e, ++k) {
+      ba[k] = 0;
+      if (p < yi[i + 1] && yj[p] == cols[k]) ba[k] += ya[p++];
+      if (q < xi[i + 1] && xj[q] == cols[k]) ba[k] += a * xa[q++];
+    }
+  }
+  PetscCall(MatSeqAIJRestoreArrayWrite(B, &ba));
+  PetscCall(MatAssemblyBegin(B, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(B, MAT_FINAL_ASSEMBLY));
+  PetscCall(PetscLogFlops(2.0 * xi[m]));
+  PetscCall(MatHeaderMerge(Y, &B));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
