@@ -62,6 +62,19 @@ PetscErrorCode Allocate(size_t bytes, void **ptr)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A cuSPARSE work buffer, zeroed on the backend's stream: SpGEMMreuse_copy's scan reads parts of its buffers it has
+   not written (compute-sanitizer initcheck) */
+PetscErrorCode AllocateWork(size_t bytes, void **ptr)
+{
+  cudaStream_t stream;
+
+  PetscFunctionBegin;
+  PetscCall(Allocate(bytes, ptr));
+  PetscCall(GetStream(&stream));
+  FusedKSPCallCUDA(cudaMemsetAsync(*ptr, 0, bytes, stream));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode Release(void **ptr)
 {
   PetscFunctionBegin;
@@ -101,10 +114,10 @@ PetscErrorCode SpGEMMSymbolic(SpGEMMView *G)
   FusedKSPCallCUSPARSE(cusparseCreateCsr(&plan->c, A.nrows, B.ncols, 0, G->rowptr, nullptr, nullptr, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_PETSCINT, CUSPARSE_INDEX_BASE_ZERO, CUDA_PETSCSCALAR));
   FusedKSPCallCUSPARSE(cusparseSpGEMM_createDescr(&plan->desc));
   FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_workEstimation(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[0], nullptr));
-  PetscCall(Allocate(size[0], &plan->buffers[0]));
+  PetscCall(AllocateWork(size[0], &plan->buffers[0]));
   FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_workEstimation(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[0], plan->buffers[0]));
   FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_nnz(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[1], nullptr, &size[2], nullptr, &size[3], nullptr));
-  for (int i = 1; i < 4; ++i) PetscCall(Allocate(size[i], &plan->buffers[i]));
+  for (int i = 1; i < 4; ++i) PetscCall(AllocateWork(size[i], &plan->buffers[i]));
   FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_nnz(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[1], plan->buffers[1], &size[2], plan->buffers[2], &size[3], plan->buffers[3]));
   PetscCall(Release(&plan->buffers[0]));
   PetscCall(Release(&plan->buffers[1]));
@@ -115,7 +128,7 @@ PetscErrorCode SpGEMMSymbolic(SpGEMMView *G)
   PetscCall(Allocate(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&G->vals));
   FusedKSPCallCUSPARSE(cusparseCsrSetPointers(plan->c, G->rowptr, G->colidx, G->vals));
   FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_copy(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[4], nullptr));
-  PetscCall(Allocate(size[4], &plan->buffers[4]));
+  PetscCall(AllocateWork(size[4], &plan->buffers[4]));
   FusedKSPCallCUSPARSE(cusparseSpGEMMreuse_copy(h, OP_N, OP_N, plan->a, plan->b, plan->c, ALG, plan->desc, &size[4], plan->buffers[4]));
   PetscCall(Release(&plan->buffers[2]));
   counters.launches++;
