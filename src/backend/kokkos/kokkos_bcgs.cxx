@@ -29,10 +29,16 @@ PetscErrorCode BCGSUpdate(PetscInt n, PetscScalar alpha, PetscScalar omega, Pets
   const bool third = ndots > 2;
   PetscCall(ChunkedReduce<3>(
       "fusedksp::bcgs_update", n, ndots, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
-        const PetscScalar ri = BCGSUpdateEntry(alpha, omega, beta, s[i], As[i], Ap[i], wr, wr ? wr[i] : 1, x[i], r[i], p[i]);
-        part[0] += ri * rstar[i];
-        part[1] += ri * ri;
-        if (third) part[2] += ri * rhat[i];
+        const PetscScalar si = s[i], Asi = As[i], Api = Ap[i], wri = wr ? wr[i] : 1, rsi = rstar[i], rhi = third ? rhat[i] : 0;
+        PetscScalar       xi = x[i], ri = r[i], pi = p[i];
+        const PetscScalar rnew = BCGSUpdateEntry(alpha, omega, beta, si, Asi, Api, wr, wri, xi, ri, pi);
+
+        x[i] = xi; /* stored after every load (see CGUpdate()) */
+        r[i] = ri;
+        p[i] = pi;
+        part[0] += rnew * rsi;
+        part[1] += rnew * rnew;
+        if (third) part[2] += rnew * rhi;
       }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -7,14 +7,23 @@ namespace fusedksp
 namespace kokkos
 {
 
-/* See Backend::cg_update: one pass over the vectors */
+/* See Backend::cg_update: one pass over the vectors; an entry reads all it needs before it stores (the compiler
+   cannot tell the arrays apart: loads after a store would wait for the ones before it on a GPU) */
 PetscErrorCode CGUpdate(PetscInt n, PetscScalar a, PetscScalar b, PetscScalar *x, PetscScalar *r, PetscScalar *z, PetscScalar *p, const PetscScalar *q, const PetscScalar *u, const PetscScalar *w, PetscScalar dots[3])
 {
   PetscFunctionBegin;
   PetscCall(ChunkedReduce<3>(
       "fusedksp::cg_update", n, 3, dots, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT part) {
+        const bool        zu = !w && z;
+        const PetscScalar qi = q[i], wi = w ? w[i] : 0, zi = zu ? z[i] : 0, ui = zu ? u[i] : 0;
+        PetscScalar       xi = x[i], ri = r[i], pi = p[i], znew = 0;
+
         CGUpdateEntry(
-            a, b, q[i], [&](PetscScalar ri) { return w ? w[i] * ri : (z ? z[i] = z[i] - a * u[i] : ri); }, x[i], r[i], p[i], part);
+            a, b, qi, [&](PetscScalar rnew) { return w ? wi * rnew : (zu ? znew = zi - a * ui : rnew); }, xi, ri, pi, part);
+        x[i] = xi;
+        r[i] = ri;
+        p[i] = pi;
+        if (zu) z[i] = znew;
       }));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -37,6 +37,8 @@ struct Buffers {
   std::vector<PendingFinish>                     pending;  /* their second stages, in call order */
   Kokkos::View<char *, MemSpace>                 pointers; /* an array of pointers, as bytes */
   Kokkos::View<PetscScalar *, MemSpace>          coefficients;
+  Kokkos::View<char *, PartialsHostSpace>        staging; /* the ring of StageArgs() */
+  size_t                                         staged = 0;
 };
 static Buffers  *buffers         = nullptr;
 static PetscBool finalize_kokkos = PETSC_FALSE; /* this library initialized Kokkos */
@@ -99,6 +101,39 @@ template <class Dst, class Src> static void CopyFenced(const Dst &dst, const Src
     Kokkos::deep_copy(ExecSpace(), dst, src);
     ExecSpace().fence("fusedksp copy");
   }
+}
+
+/* Arguments of a kernel (pointer and coefficient arrays) to dst in the backend's memory, in order with the kernels
+   queued on the execution space's stream, without waiting for them: through the next room of a ring in pinned
+   host memory (a copy from pageable memory may wait for the stream), the execution space waited for once each
+   time the ring wraps around (then every earlier copy out of it has run).  Each call's dst must be free of the
+   kernels queued before it, which the stream's order gives for one buffer reused by successive kernels.      */
+static PetscErrorCode StageArgs(void *dst, const void *src, size_t bytes)
+{
+  constexpr size_t RING = 1 << 20, ALIGN = 64;
+  const size_t     room = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+
+  PetscFunctionBegin;
+  if constexpr (host_memory || std::is_same_v<PartialsHostSpace, Kokkos::HostSpace>) {
+    PetscCall(CopyArgsToBackend(dst, src, bytes));
+  } else if (room > RING) { /* larger than the ring: a copy that waits */
+    PetscCall(CopyArgsToBackend(dst, src, bytes));
+  } else if (bytes) {
+    if (buffers->staging.extent(0) < RING) {
+      buffers->staging = Kokkos::View<char *, PartialsHostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp staging"), RING);
+      buffers->staged  = 0;
+    }
+    if (buffers->staged + room > RING) {
+      ExecSpace().fence("fusedksp staging wraps");
+      buffers->staged = 0;
+    }
+    char *slot = buffers->staging.data() + buffers->staged;
+
+    std::memcpy(slot, src, bytes);
+    Kokkos::deep_copy(ExecSpace(), Bytes((char *)dst, bytes), Kokkos::View<const char *, PartialsHostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(slot, bytes));
+    buffers->staged += room;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode CopyArgsToBackend(void *dst, const void *src, size_t bytes)
@@ -270,7 +305,7 @@ PetscErrorCode PointerArray(PetscInt nv, const PetscScalar *const *V, const Pets
     const size_t bytes = nv * sizeof(const PetscScalar *);
 
     if (buffers->pointers.extent(0) < bytes) buffers->pointers = Kokkos::View<char *, MemSpace>("fusedksp pointers", bytes);
-    PetscCall(CopyArgsToBackend(buffers->pointers.data(), V, bytes));
+    PetscCall(StageArgs(buffers->pointers.data(), V, bytes));
     *dev = reinterpret_cast<const PetscScalar *const *>(buffers->pointers.data());
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -284,7 +319,7 @@ PetscErrorCode CoefficientArray(PetscInt nv, const PetscScalar *coef, const Pets
   else {
     PetscCheck(buffers, PETSC_COMM_SELF, PETSC_ERR_ORDER, "The Kokkos backend is used before KokkosBackendInitialize()");
     if ((PetscInt)buffers->coefficients.extent(0) < nv) buffers->coefficients = Kokkos::View<PetscScalar *, MemSpace>("fusedksp coefficients", nv);
-    PetscCall(CopyArgsToBackend(buffers->coefficients.data(), coef, nv * sizeof(PetscScalar)));
+    PetscCall(StageArgs(buffers->coefficients.data(), coef, nv * sizeof(PetscScalar)));
     *dev = buffers->coefficients.data();
   }
   PetscFunctionReturn(PETSC_SUCCESS);

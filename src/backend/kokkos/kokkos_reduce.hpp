@@ -160,10 +160,11 @@ template <class Kernel> TeamPolicy TeamSize(PetscInt league, int want, const Ker
 }
 
 /* The frame of a reduction, around its kernel: ChunkFrameBegin() gives *nchunks = ReduceChunks(n, maxblocks) chunks
-   of width *chunk (none unless runs) and room for their nd partials; with no chunk there is no kernel to run
+   of width *chunk (none unless runs; with align > 1 the width rounded up to a multiple of align, so fewer chunks
+   may do) and room for their nd partials; with no chunk there is no kernel to run
    (*run false) and the second stage runs at once, on no partials.  ChunkFrameEnd() counts the launch and runs the
    second stage finish(nchunks, partials in host memory), or defers it to batch_end().                      */
-template <class F> PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks, int nd, bool runs, PetscInt *nchunks, PetscInt *chunk, PartialsRoom *room, const F &finish, bool *run)
+template <class F> PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks, int nd, bool runs, PetscInt *nchunks, PetscInt *chunk, PartialsRoom *room, const F &finish, bool *run, PetscInt align = 1)
 {
   PetscFunctionBegin;
   *nchunks = runs ? ReduceChunks(n, maxblocks) : 0;
@@ -172,7 +173,8 @@ template <class F> PetscErrorCode ChunkFrameBegin(PetscInt n, PetscInt maxblocks
     PetscCall(finish(0, nullptr));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  *chunk = (n + *nchunks - 1) / *nchunks;
+  *chunk   = ((n + *nchunks - 1) / *nchunks + align - 1) / align * align;
+  *nchunks = (n + *chunk - 1) / *chunk;
   PetscCall(Partials(*nchunks * nd, room));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -192,7 +194,8 @@ template <class F> PetscErrorCode ChunkFrameEnd(const PartialsRoom &room, PetscI
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks, nd <= ND sums joined by
+/* The per-chunk partials of a reduction of n entries in ReduceChunks(n, maxblocks) chunks (align: see
+   ChunkFrameBegin()), nd <= ND sums joined by
    Join (SumJoin: added) from 0.  On the host one work item per chunk runs chunk(start, end, part), the work of the
    entries [start, end) adding their terms to part[0..nd) (in index order, or in SIMD lanes); on a GPU one team per
    chunk runs entry(i, part) for each entry i of the chunk (the same work, one entry at a time), its threads
@@ -227,14 +230,14 @@ template <int ND, class Join, class Chunk, class Entry> void ChunkRangeKernel(co
         });
 }
 
-template <int ND, class Join = SumJoin, class Chunk, class Entry, class F> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish)
+template <int ND, class Join = SumJoin, class Chunk, class Entry, class F> PetscErrorCode ChunkRangePartials(const char *label, PetscInt n, PetscInt maxblocks, int nd, const Chunk &chunkbody, const Entry &entry, const F &finish, PetscInt align = 1)
 {
   PartialsRoom room;
   PetscInt     nchunks, chunk;
   bool         run;
 
   PetscFunctionBegin;
-  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0, &nchunks, &chunk, &room, finish, &run));
+  PetscCall(ChunkFrameBegin(n, maxblocks, nd, n > 0, &nchunks, &chunk, &room, finish, &run, align));
   if (!run) PetscFunctionReturn(PETSC_SUCCESS);
   ChunkRangeKernel<ND, Join>(label, n, nd, nchunks, chunk, room.dev, chunkbody, entry);
   PetscCall(ChunkFrameEnd(room, nchunks, finish));

@@ -6,30 +6,57 @@ namespace fusedksp
 namespace kokkos
 {
 
+/* Unrolls the loop that follows by 4 on a GPU, so that the loads of 4 entries are in flight at once */
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define FUSEDKSP_UNROLL4 _Pragma("unroll 4")
+#else
+#define FUSEDKSP_UNROLL4
+#endif
+
 /* The product of row i of a CSR matrix with wr .* in */
 KOKKOS_INLINE_FUNCTION PetscScalar CSRRow(const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, const PetscScalar *wr, const PetscScalar *in, PetscInt i)
 {
-  PetscScalar sum = 0;
-  if (wr)
-    for (PetscInt k = rowptr[i]; k < rowptr[i + 1]; ++k) sum += vals[k] * (wr[colidx[k]] * in[colidx[k]]);
-  else
-    for (PetscInt k = rowptr[i]; k < rowptr[i + 1]; ++k) sum += vals[k] * in[colidx[k]];
+  const PetscInt end = rowptr[i + 1];
+  PetscScalar    sum = 0;
+
+  if (wr) {
+    FUSEDKSP_UNROLL4
+    for (PetscInt k = rowptr[i]; k < end; ++k) sum += vals[k] * (wr[colidx[k]] * in[colidx[k]]);
+  } else {
+    FUSEDKSP_UNROLL4
+    for (PetscInt k = rowptr[i]; k < end; ++k) sum += vals[k] * in[colidx[k]];
+  }
   return sum;
 }
 
-/* The product of row i of a SELL-P matrix (FUSED_SELL_HEIGHT rows per slice, T entries per row and step) */
-KOKKOS_INLINE_FUNCTION PetscScalar SELLRow(const PetscInt64 *sliceptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt64 T, const PetscScalar *wr, const PetscScalar *in, PetscInt i)
-{
-  const PetscInt64 H = FUSED_SELL_HEIGHT, s = i / H, begin = sliceptr[s], len = (sliceptr[s + 1] - begin) / (H * T);
-  PetscScalar      sum = 0;
-  for (PetscInt64 j = 0; j < len; ++j)
-    for (PetscInt64 t = 0; t < T; ++t) {
-      const PetscInt64 k = begin + (j * H + i % H) * T + t;
-      const PetscInt   c = colidx[k];
-      if (c >= 0) sum += vals[k] * (wr ? wr[c] * in[c] : in[c]);
-    }
-  return sum;
-}
+/* The product of row i of a SELL-P matrix (FUSED_SELL_HEIGHT rows per slice, T entries per row and step; T = 0: the
+   matrix's threads per row, A->threads, at run time): the steps of the row FUSED_SELL_HEIGHT * T entries apart, the
+   T entries of a step in turn */
+template <int T> struct SELLRows {
+  /* an input read at the rows' column indices: through the read-only data cache on a GPU */
+  using Gathered = Kokkos::View<const PetscScalar *, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged | Kokkos::RandomAccess>>;
+
+  const PetscInt64  *sliceptr;
+  const PetscInt    *colidx;
+  const PetscScalar *vals;
+  Gathered           wr, in; /* wr.data() NULL: no column scaling */
+  PetscInt64         threads;
+
+  KOKKOS_INLINE_FUNCTION PetscScalar operator()(PetscInt i) const
+  {
+    constexpr PetscInt64 H = FUSED_SELL_HEIGHT;
+    const PetscInt64     t = T ? T : threads, s = i / H, end = sliceptr[s + 1];
+    PetscScalar          sum = 0;
+
+    FUSEDKSP_UNROLL4
+    for (PetscInt64 step = sliceptr[s] + (i % H) * t; step < end; step += H * t)
+      for (PetscInt64 k = step; k < step + t; ++k) {
+        const PetscInt c = colidx[k];
+        if (c >= 0) sum += vals[k] * (wr.data() ? wr(c) * in(c) : in(c));
+      }
+    return sum;
+  }
+};
 
 /* The sum of term(i) over [start, end), in SIMD lanes */
 template <class Term> KOKKOS_INLINE_FUNCTION PetscScalar SimdSum(PetscInt start, PetscInt end, Term term)
@@ -60,16 +87,23 @@ KOKKOS_INLINE_FUNCTION PetscScalar ChunkDot(const DotSpec &s, PetscInt start, Pe
   return 0;
 }
 
+/* wl[i] row(i) */
+template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowValue(const Row &row, const PetscScalar *wl, PetscInt i)
+{
+  const PetscScalar sum = row(i);
+  return wl ? wl[i] * sum : sum;
+}
+
 /* out[i] = wl[i] row(i), and the value */
 template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowOut(const Row &row, const PetscScalar *wl, PetscScalar *out, PetscInt i)
 {
-  const PetscScalar sum = row(i);
-  return out[i]         = wl ? wl[i] * sum : sum;
+  return out[i] = RowValue(row, wl, i);
 }
 
 /* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count, stored to dots (or the reduce target): on
    the host each chunk computes its rows of out, then the dot products over them while they are in cache, one loop
-   per dot; on a GPU each row adds its dot terms at once */
+   per dot; on a GPU each row adds its dot terms at once, read before out[i] is stored (the compiler cannot tell
+   out from the dot products' vectors: their loads would wait for the store) */
 template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *dots)
 {
   PetscFunctionBegin;
@@ -80,15 +114,17 @@ template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, 
         for (int d = 0; d < ND; ++d) p[d] = ChunkDot(sp.spec[d], start, end, in, out);
       },
       KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) {
-        const PetscScalar oi = RowOut(row, wl, out, i);
+        const PetscScalar oi = RowValue(row, wl, i);
         for (int d = 0; d < ND; ++d) p[d] += DotTerm(sp.spec[d], i, in, oi);
+        out[i] = oi;
       },
       [dots](PetscInt nchunks, const PetscScalar *part) {
         PetscScalar all[ND];
 
         SumPartials(nchunks, ND, part, all);
         return StoreResults(ND, all, dots);
-      }));
+      },
+      FUSED_SELL_HEIGHT)); /* chunks of whole slices: a warp reads one slice (the products' partials need not follow ReduceChunks()) */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -151,8 +187,11 @@ PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const Pets
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
-  PetscCall(RowsDots(
-      "fusedksp::spmv_sell_dots", A->nrows, KOKKOS_LAMBDA(const PetscInt i) { return SELLRow(sliceptr, colidx, vals, T, wr, in, i); }, wl, in, out, ndots, specs, dots));
+  const SELLRows<0>::Gathered gwr(wr, wr ? A->ncols : 0), gin(in, A->ncols);
+  if (T == 1) /* rows of fewer than 16 entries on average (SELLThreadsPerRow()): the loop over a row's steps alone */
+    PetscCall(RowsDots("fusedksp::spmv_sell_dots", A->nrows, SELLRows<1>{sliceptr, colidx, vals, gwr, gin, T}, wl, in, out, ndots, specs, dots));
+  else
+    PetscCall(RowsDots("fusedksp::spmv_sell_dots", A->nrows, SELLRows<0>{sliceptr, colidx, vals, gwr, gin, T}, wl, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
