@@ -42,7 +42,8 @@ Options:\n\
                               takes more than -rule_tol times the classical one; the last line counts the pairs and the broken ones\n\
   -rule_check                 end with an error when the rule is broken (a benchmark run as a test)\n\
 Columns: us/it med and min = median and fastest solve / iterations; GB/s = bytes of the model below / median time;\n\
-setup ms = KSPSetUp() + PCSetUp() of the row (once, fenced), solve ms = the median solve;\n\
+setup ms = KSPSetUp() + PCSetUp() of the row (once, fenced), solve ms = the median solve, first ms = the first (warm-up)\n\
+solve, not in the median: with the work of a first use (copies to the device, explicit transposes), what a single solve costs;\n\
 CSV reductions_per_it, exchanges_per_it: global reductions and halo exchanges (MPI_Startall) per iteration of the timed solves,\n\
 counted through the MPI profiling interface (0 on one rank); GMRES-family rows under MPI also print them per restart cycle;\n\
 x model (CUDA backend) = median time / (device floor + model bytes / device copy bandwidth), 1 = at the floor;\n\
@@ -431,7 +432,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscInt           fit;
   PetscLogDouble    *times;
   PetscReal          us_median, us_min, bytes, GBs;
-  PetscLogDouble     t0, t1, dt, setup, solve;
+  PetscLogDouble     t0, t1, dt, setup, solve, first;
   char               ratio[32] = "-";
   PetscInt64         red0, xch0;
   PetscReal          red_per_it, xch_per_it;
@@ -466,9 +467,14 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCallMPI(MPIU_Allreduce(&dt, &setup, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));
 
-  /* warm-up (first-use copies to the device), then the timed solves; the first one sizes the row */ PetscCall(VecSet(x, bench->x0));
+  /* warm-up (first-use copies to the device), timed, then the timed solves; the first one sizes the row */ PetscCall(VecSet(x, bench->x0));
+  PetscCallMPI(MPI_Barrier(PETSC_COMM_WORLD));
+  PetscCall(PetscTime(&t0));
   PetscCall(KSPSolve(ksp, b, x));
   PetscCall(FenceWait(fence));
+  PetscCall(PetscTime(&t1));
+  dt = t1 - t0;
+  PetscCallMPI(MPIU_Allreduce(&dt, &first, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
   if (s->interval > 1) { /* several processes without -fused_reduction nccl on a GPU, say: k = 1 */
     PetscInt chunks;
 
@@ -500,8 +506,8 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
     PetscCall(PetscSNPrintf(ratio, sizeof(ratio), "%.2f", us_median / (floor + bytes / (bench->bandwidth * 1.0e3))));
   }
 
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s %4" PetscInt_FMT " %11.2f %11.2f %9.1f %8s %9.2f %9.2f%s\n", problem, N, (double)nnz / N, s->name, TypeSetNames[t], its, (double)us_median, (double)us_min,
-                        (double)GBs, ratio, 1.0e3 * setup, 1.0e3 * solve, reps < bench->reps ? "  (fewer timed solves)" : ""));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10" PetscInt_FMT " %7.1f  %-12s %-7s %4" PetscInt_FMT " %11.2f %11.2f %9.1f %8s %9.2f %9.2f %9.2f%s\n", problem, N, (double)nnz / N, s->name, TypeSetNames[t], its, (double)us_median, (double)us_min,
+                        (double)GBs, ratio, 1.0e3 * setup, 1.0e3 * solve, 1.0e3 * first, reps < bench->reps ? "  (fewer timed solves)" : ""));
   if (s->gmres && red_per_it + xch_per_it > 0)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    per restart cycle of %" PetscInt_FMT ": %.1f ms, %.1f global reductions, %.1f halo exchanges\n", bench->restart, 1.0e-3 * us_median * bench->restart, (double)(red_per_it * bench->restart),
                           (double)(xch_per_it * bench->restart)));
@@ -509,8 +515,8 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   if (reps < bench->reps)
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "    note: a solve takes %.2f s, so %" PetscInt_FMT " timed solve%s instead of %" PetscInt_FMT " (-row_time %g)%s\n", times[reps / 2], reps, reps > 1 ? "s" : "", bench->reps, (double)bench->row_time,
                           *slow ? "; larger sizes skipped" : ""));
-  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench->csv, "%s,%s,%s,%" PetscInt_FMT ",%" PetscInt64_FMT ",%s,%s,%" PetscInt_FMT ",%.4f,%.4f,%.0f,%.3f,%s,%.6f,%.6f,%.4f,%.4f\n", bench->date, bench->gpu, problem, N, nnz, s->name, TypeSetNames[t], its,
-                         (double)us_median, (double)us_min, (double)bytes, (double)GBs, bench->pc, (double)setup, (double)solve, (double)red_per_it, (double)xch_per_it));
+  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench->csv, "%s,%s,%s,%" PetscInt_FMT ",%" PetscInt64_FMT ",%s,%s,%" PetscInt_FMT ",%.4f,%.4f,%.0f,%.3f,%s,%.6f,%.6f,%.4f,%.4f,%.6f\n", bench->date, bench->gpu, problem, N, nnz, s->name, TypeSetNames[t],
+                         its, (double)us_median, (double)us_min, (double)bytes, (double)GBs, bench->pc, (double)setup, (double)solve, (double)red_per_it, (double)xch_per_it, (double)first));
   if (bench->csv) fflush(bench->csv);
   fflush(PETSC_STDOUT);
   PetscCall(PetscFree(times));
@@ -730,7 +736,7 @@ int main(int argc, char **argv)
   PetscCall(GetGPUName(bench.gpu, sizeof(bench.gpu)));
   PetscCheck(strftime(bench.date, sizeof(bench.date), "%Y-%m-%dT%H:%M:%SZ", gmtime(&now)), PETSC_COMM_SELF, PETSC_ERR_SYS, "strftime failed");
   PetscCall(PetscFOpen(PETSC_COMM_WORLD, csvname, "w", &bench.csv));
-  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs,pc,setup_s,solve_s,reductions_per_it,exchanges_per_it\n"));
+  PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "date,gpu,problem,N,nnz,solver,types,its,us_per_it_median,us_per_it_min,bytes_per_it_model,achieved_GBs,pc,setup_s,solve_s,reductions_per_it,exchanges_per_it,first_solve_s\n"));
   if (bench.rtol > 0.0)
     PetscCall(PetscSNPrintf(solves, sizeof(solves), "solves to rtol %g", (double)bench.rtol));
   else
@@ -748,7 +754,7 @@ int main(int argc, char **argv)
     PetscCall(PetscFPrintf(PETSC_COMM_WORLD, bench.csv, "%s,%s,,,,graphfloor,cuda,,%.4f,%.4f,,,,,\n", bench.date, bench.gpu, (double)bench.graph_floor_median, (double)bench.graph_floor_min));
   } else
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "# no device floor: the FusedKSP backend is %s (the last column needs the CUDA backend)\n", backend));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10s %7s  %-12s %-7s %4s %11s %11s %9s %8s %9s %9s\n", "problem", "N", "nnz/row", "solver", "types", "its", "us/it med", "us/it min", "GB/s", "x model", "setup ms", "solve ms"));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%-13s %10s %7s  %-12s %-7s %4s %11s %11s %9s %8s %9s %9s %9s\n", "problem", "N", "nnz/row", "solver", "types", "its", "us/it med", "us/it min", "GB/s", "x model", "setup ms", "solve ms", "first ms"));
 
   for (PetscInt p = 0; p < nproblems; p++) {
     const ProblemInfo *info;

@@ -2,6 +2,7 @@
 #include "mat/mirror.hpp"
 #include "mat/aijfused_private.hpp"
 #include <petsc/private/matimpl.h>
+#include <utility>
 #include <vector>
 
 namespace fusedksp
@@ -56,30 +57,34 @@ PetscErrorCode MirrorFree(const Backend *be, Mirror *m)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/*
-   MirrorBuild - see mirror.hpp
-*/
-PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m)
+/* MirrorBuild() of the pattern whose row offsets ai are host memory and whose column indices are host memory (aj)
+   or, with daj given, the backend's (*daj): then no diagonal positions are kept (the mirror of a transpose, which
+   no diagonal operation reads) and a CSR mirror takes the array over (*daj set to NULL)                         */
+static PetscErrorCode MirrorBuildFrom(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscInt **daj, PetscBool alias, Mirror *m)
 {
   const PetscInt          nnz     = ai[nrows];
   const int               threads = SELLThreadsPerRow(nrows, nnz);
+  const bool              host    = !daj; /* the column indices are aj */
   std::vector<PetscInt64> diag, sliceptr;
 
   PetscFunctionBegin;
+  PetscCheck(host || !alias, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A mirror aliases host column indices only");
   PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
   PetscCall(MirrorFree(be, m));
-  FusedKSPCallCXX(diag.assign(nrows, -1));
   m->format     = ChooseFormat(be, requested, nrows, ai, threads);
-  m->alldiag    = PETSC_TRUE;
+  m->alldiag    = host ? PETSC_TRUE : PETSC_FALSE;
   m->generation = ++generations;
   m->nnz        = nnz;
   if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLSlicePointers(nrows, ai, threads, &sliceptr));
-  for (PetscInt i = 0; i < nrows; ++i) {
-    for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
-      if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? SELLPosition(sliceptr.data(), threads, i, k - ai[i]) : k;
-    if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
+  if (host) {
+    FusedKSPCallCXX(diag.assign(nrows, -1));
+    for (PetscInt i = 0; i < nrows; ++i) {
+      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
+        if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? SELLPosition(sliceptr.data(), threads, i, k - ai[i]) : k;
+      if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
+    }
+    PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
   }
-  PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
   if (m->format == MAT_AIJFUSED_SELL) { /* the CSR arrays go up as they are, the backend places them in the slices */
     PetscInt      *csrcol = nullptr;
     PetscErrorCode ierr;
@@ -94,15 +99,18 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
     m->sell.threads  = threads;
     m->sell.sliceptr = m->sliceptr;
     m->sell.colidx   = m->colidx;
-    PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&csrcol));
-    ierr = be->sell_from_csr(&m->sell, m->rowptr, csrcol, nullptr, m->colidx, nullptr);
+    if (host && !alias) PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&csrcol));
+    ierr = be->sell_from_csr(&m->sell, m->rowptr, !host ? *daj : alias ? aj : csrcol, nullptr, m->colidx, nullptr);
     PetscCall(FreeBackend(be, csrcol));
     PetscCall(ierr);
   } else {
     m->nvals = nnz;
     if (!alias) {
       PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
-      PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&m->colidx));
+      if (host)
+        PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&m->colidx));
+      else
+        std::swap(m->colidx, *daj);
       PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&m->vals));
     }
     m->csr.nrows  = nrows;
@@ -113,6 +121,14 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
   }
   PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MirrorBuild - see mirror.hpp
+*/
+PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m)
+{
+  return MirrorBuildFrom(be, requested, nrows, ncols, ai, aj, nullptr, alias, m);
 }
 
 /* Values in the CSR order of the mirror's pattern, in the backend's memory, into the mirror's value array */
@@ -130,8 +146,9 @@ static PetscErrorCode MirrorSetBackendValues(const Backend *be, const PetscScala
 }
 
 /*
-   MirrorTransposeRefresh - see mirror.hpp; A^T by the backend's csr_transpose (A's CSR arrays go up, A^T's structure
-   comes down for the mirror's layout), or by the host backend's on host arrays when the backend has none
+   MirrorTransposeRefresh - see mirror.hpp; A^T by the backend's csr_transpose (A's CSR arrays go up; of A^T's structure
+   only the row offsets come down, for the mirror's layout, its column indices staying in the backend's memory), or by
+   the host backend's on host arrays when the backend has none
 */
 PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, Mirror *m)
 {
@@ -143,7 +160,7 @@ PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat reque
 
   PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
-  FusedKSPCallCXX(tai.resize(ncols + 1); taj.resize(nnz));
+  FusedKSPCallCXX(tai.resize(ncols + 1));
   A.nrows = nrows;
   A.ncols = ncols;
   A.nnz   = nnz;
@@ -164,20 +181,20 @@ PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat reque
       ierr     = be->csr_transpose(&A, dtai, dtaj, tvals);
     }
     if (!ierr && structure) ierr = be->copy_to_host(tai.data(), dtai, sizeof(PetscInt) * (ncols + 1));
-    if (!ierr && structure && nnz) ierr = be->copy_to_host(taj.data(), dtaj, sizeof(PetscInt) * nnz);
-    if (!ierr && structure) ierr = PetscLogGpuToCpu((PetscLogDouble)(sizeof(PetscInt) * (ncols + 1 + nnz)));
+    if (!ierr && structure) ierr = PetscLogGpuToCpu((PetscLogDouble)(sizeof(PetscInt) * (ncols + 1)));
+    if (!ierr && structure) ierr = MirrorBuildFrom(be, requested, ncols, nrows, tai.data(), nullptr, &dtaj, PETSC_FALSE, m);
     for (void *ptr : {(void *)dai, (void *)daj, (void *)daa, (void *)dtai, (void *)dtaj}) PetscCall(FreeBackend(be, ptr));
   } else {
     std::vector<PetscScalar> hvals;
 
-    FusedKSPCallCXX(hvals.resize(nnz));
+    FusedKSPCallCXX(hvals.resize(nnz); taj.resize(nnz));
     A.rowptr = ai;
     A.colidx = aj;
     A.vals   = aa;
     ierr     = HostBackend()->csr_transpose(&A, tai.data(), taj.data(), hvals.data());
     if (!ierr) ierr = Upload(be, hvals.data(), sizeof(PetscScalar) * nnz, (void **)&tvals);
+    if (!ierr && structure) ierr = MirrorBuild(be, requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m);
   }
-  if (!ierr && structure) ierr = MirrorBuild(be, requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m);
   if (!ierr) ierr = MirrorSetBackendValues(be, tvals, m);
   PetscCall(FreeBackend(be, tvals));
   PetscCall(ierr);

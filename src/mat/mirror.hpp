@@ -44,7 +44,8 @@ PetscErrorCode StateAfterOperation(PetscObject obj, PetscObjectState *state);
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m);
 
 /* The mirror of the transpose of the nrows x ncols CSR matrix ai/aj/aa (host arrays): its structure first when
-   `structure`, then its values; the transpose made by the backend (Backend::csr_transpose) when it can */
+   `structure`, then its values; the transpose made by the backend (Backend::csr_transpose) when it can.  No
+   diagonal positions (no diagonal operation reads the mirror of a transpose) when the backend makes it.    */
 PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, Mirror *m);
 
 /* Copies the values (in the CSR order of the mirror's pattern) into the mirror's existing value array
