@@ -39,6 +39,11 @@ struct Tuning {
                                                    average) of a resident chunk kernel: its rows of the matrix live
                                                    in shared memory                                                  */
 
+  /* Kokkos backend on a GPU */
+  PetscInt kokkos_staging_bytes = 1 << 20; /* pinned host memory through which the kernels' pointer and coefficient
+                                              arrays go to the device in stream order: each time it is used up the
+                                              host waits for the device once (a restart cycle of fusedsgmres stages
+                                              under 20 KB)                                                      */
   /* Triangular solves of ILU(0)/ICC(0) (-pc_factor_fused_trsv auto) */
   PetscReal trsv_jacobi_max_theta = 0.75; /* Jacobi sweeps when theta (the largest absolute row sum of the Jacobi
                                              iteration matrices of both factors) is at most this, else exact

@@ -110,8 +110,8 @@ template <class Dst, class Src> static void CopyFenced(const Dst &dst, const Src
    kernels queued before it, which the stream's order gives for one buffer reused by successive kernels.      */
 static PetscErrorCode StageArgs(void *dst, const void *src, size_t bytes)
 {
-  constexpr size_t RING = 1 << 20, ALIGN = 64;
-  const size_t     room = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+  constexpr size_t ALIGN = 64;
+  const size_t     RING = (size_t)tuning.kokkos_staging_bytes / ALIGN * ALIGN, room = (bytes + ALIGN - 1) / ALIGN * ALIGN;
 
   PetscFunctionBegin;
   if constexpr (host_memory || std::is_same_v<PartialsHostSpace, Kokkos::HostSpace>) {
@@ -119,7 +119,8 @@ static PetscErrorCode StageArgs(void *dst, const void *src, size_t bytes)
   } else if (room > RING) { /* larger than the ring: a copy that waits */
     PetscCall(CopyArgsToBackend(dst, src, bytes));
   } else if (bytes) {
-    if (buffers->staging.extent(0) < RING) {
+    if (buffers->staging.extent(0) != RING) {
+      ExecSpace().fence("fusedksp staging resized"); /* copies out of the old ring may be queued */
       buffers->staging = Kokkos::View<char *, PartialsHostSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "fusedksp staging"), RING);
       buffers->staged  = 0;
     }
