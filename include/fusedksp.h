@@ -66,6 +66,7 @@ PETSC_EXTERN PetscErrorCode FusedKSPMeasureDeviceGraphFloor(PetscInt reps, Petsc
 /* Work done by the active backend since the program started: fused kernel launches (host backend:
    fused loops), device->host and host->device copies.  For tests of kernels per iteration. */
 PETSC_EXTERN PetscErrorCode FusedKSPGetBackendCounters(PetscInt64 *launches, PetscInt64 *device_to_host, PetscInt64 *host_to_device);
+PETSC_EXTERN PetscErrorCode FusedKSPGetBackendUploadedBytes(PetscInt64 *bytes);
 
 /* How the last chunk of iterations (-ksp_fused_check_interval k > 1) ran on the active backend: "steps",
    "cooperative grid", "grid as one cluster" or "resident", and the thread blocks of its persistent

@@ -761,6 +761,41 @@ PetscErrorCode TestGatherScatter(Tester &t, PetscInt n, bool weighted)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* copy_within: random values into an array poisoned with NaN, whole and from an offset into the middle (in order
+   with the copies before and after it; its own counters untouched)                                             */
+PetscErrorCode TestCopyWithin(Tester &t, PetscInt n)
+{
+  const Array       data = t.RandomArray(n);
+  const PetscInt    half = n / 2;
+  Array             poison(n, NaN), back(n);
+  PetscScalar      *dsrc, *ddst;
+  BackendCounters   before;
+  const std::string label = Label("copy_within", "whole and half", n);
+
+  PetscFunctionBegin;
+  PetscCall(t.dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&dsrc));
+  PetscCall(t.dev->malloc_bytes(n * sizeof(PetscScalar), (void **)&ddst));
+  PetscCall(t.dev->copy_to_backend(dsrc, data.data(), n * sizeof(PetscScalar)));
+  PetscCall(t.dev->copy_to_backend(ddst, poison.data(), n * sizeof(PetscScalar)));
+  before = *t.dev->counters;
+  PetscCall(t.dev->copy_within(ddst + (n - half), dsrc + 1, half * sizeof(PetscScalar)));
+  PetscCall(Record(t, t.dev->counters->h2d == before.h2d && t.dev->counters->d2h == before.d2h, label, "counters: expected no host copy", 0, 0));
+  PetscCall(t.dev->copy_to_host(back.data(), ddst, n * sizeof(PetscScalar)));
+  {
+    bool untouched = true;
+
+    for (PetscInt i = 0; i < n - half; ++i) untouched = untouched && std::isnan(back[i]);
+    PetscCall(Record(t, untouched, label, "entries before the copied range keep their poison", 0, 0));
+  }
+  PetscCall(CheckVector(t, label, "half", Array(back.begin() + (n - half), back.end()), Array(data.begin() + 1, data.begin() + 1 + half)));
+  PetscCall(t.dev->copy_within(ddst, dsrc, n * sizeof(PetscScalar)));
+  PetscCall(t.dev->copy_to_host(back.data(), ddst, n * sizeof(PetscScalar)));
+  PetscCall(CheckVector(t, label, "whole", back, data));
+  PetscCall(t.dev->free_bytes(dsrc));
+  PetscCall(t.dev->free_bytes(ddst));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The staging path of the halo exchange: pinned host buffers, an asynchronous host->device copy,
    a kernel reading it, an asynchronous device->host copy of its result, a fence */
 PetscErrorCode TestAsyncCopies(Tester &t, PetscInt n)
@@ -1905,6 +1940,7 @@ PetscErrorCode RunAll(Tester &t)
     for (MatrixKind kind : {MatrixKind::SHORT_0_2, MatrixKind::RECTANGULAR_0_12}) PetscCall(TestOffDiagMatrix(t, kind, n));
     for (bool weighted : {false, true}) PetscCall(TestGatherScatter(t, n, weighted));
     PetscCall(TestAsyncCopies(t, n));
+    PetscCall(TestCopyWithin(t, n));
     for (PetscInt nv : nvs) {
       if (nv > 40 && n > 1000) continue; /* 300 vectors of 10^6: 2.4 GB, no new code path */
       for (PetscBool selfdot : {PETSC_FALSE, PETSC_TRUE})

@@ -979,6 +979,90 @@ static PetscErrorCode BackendProducts(PetscInt n, Mat F, Mat R, PetscBool expect
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Bytes the backend copied from the host (FusedKSPGetBackendUploadedBytes()) in the first MatMult() and MatMultTranspose()
+   of F, on fused vectors already on the device: the copies of F these make                                         */
+static PetscErrorCode FirstProductsUpload(Mat F, PetscInt64 *bytes)
+{
+  Vec        x, y;
+  PetscInt64 start;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatCreateVecs(F, &x, &y));
+  PetscCall(VecSet(x, 1.0));
+  PetscCall(VecSet(y, 1.0));
+  PetscCall(FusedKSPGetBackendUploadedBytes(&start));
+  PetscCall(MatMult(F, x, y));
+  PetscCall(MatMultTranspose(F, y, x));
+  PetscCall(FusedKSPGetBackendUploadedBytes(bytes));
+  *bytes -= start;
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Bytes of arrays with an entry per row or column (row offsets, diagonal and slice positions) of F and F^T: what
+   making their mirrors may upload when no entry is copied                                                 */
+static PetscInt64 RowArrayBytes(Mat F)
+{
+  PetscInt m = 0, n = 0;
+
+  (void)MatGetLocalSize(F, &m, &n);
+  return (PetscInt64)(m + n + 2) * (PetscInt64)(sizeof(PetscInt) + sizeof(PetscInt64));
+}
+
+/* The CSR copies the backend's products share (one process): P^T A P with A and P fused reads both operands' own
+   copies, P^T transposed on the backend; the result's copy is the product's own result, so its MatMult and P's
+   MatMultTranspose() upload no entries (expect: the products run on the backend); after MatScale() (the mirror
+   updated in place, the copy left behind) A^T and the reused product see the new values; an operand changed in place
+   to MATSEQAIJ after the symbolic phase makes the reuse an error                                                  */
+static PetscErrorCode BackendOperandCopies(PetscInt n, Mat F, Mat R, PetscBool expect)
+{
+  Mat            Pf, Pr, Cf, Cr, Af;
+  PetscLogDouble before;
+  PetscInt64     up;
+  MatInfo        info;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatDuplicate(F, MAT_COPY_VALUES, &Af));
+  PetscCall(Prolongation(PETSC_COMM_SELF, n * n, MATAIJFUSED, &Pf));
+  PetscCall(Prolongation(PETSC_COMM_SELF, n * n, MATAIJ, &Pr));
+  PetscCall(BackendProductCount(&before));
+  PetscCall(MatPtAP(Af, Pf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatPtAP(R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "operand copies: PtAP of fused A and P"));
+  PetscCall(FirstProductsUpload(Cf, &up));
+  PetscCall(MatGetInfo(Cf, MAT_LOCAL, &info));
+  if (expect) PetscCall(Check((PetscBool)(up <= RowArrayBytes(Cf)), "operand copies: the result's mirror and transpose uploaded %" PetscInt64_FMT " bytes for %g entries (its copy is the product's result)", up, info.nz_used));
+  PetscCall(AgreeProducts(Cf, Cr, "operand copies: the result's products"));
+  PetscCall(FirstProductsUpload(Pf, &up));
+  PetscCall(MatGetInfo(Pf, MAT_LOCAL, &info));
+  if (expect) PetscCall(Check((PetscBool)(up <= RowArrayBytes(Pf)), "operand copies: P's mirror and transpose uploaded %" PetscInt64_FMT " bytes for %g entries (made from P's copy)", up, info.nz_used));
+  PetscCall(AgreeProducts(Pf, Pr, "operand copies: P's products"));
+  PetscCall(MatScale(Pf, 3.0));
+  PetscCall(MatScale(Pr, 3.0));
+  PetscCall(AgreeProducts(Pf, Pr, "operand copies: P's products after MatScale"));
+  PetscCall(BackendProductCount(&before));
+  PetscCall(MatPtAP(Af, Pf, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cf));
+  PetscCall(MatPtAP(R, Pr, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(AgreeBackend(Cf, Cr, expect, before, 1, "operand copies: PtAP reused after MatScale of P"));
+  PetscCall(AgreeProducts(Cf, Cr, "operand copies: the reused result's products"));
+  if (expect) {
+    PetscErrorCode ierr;
+
+    PetscCall(MatConvert(Pf, MATSEQAIJ, MAT_INPLACE_MATRIX, &Pf));
+    PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, NULL));
+    ierr = MatPtAP(Af, Pf, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cf);
+    PetscCall(PetscPopErrorHandler());
+    PetscCall(Check((PetscBool)(ierr == PETSC_ERR_ARG_WRONGSTATE), "operand copies: reuse after an operand became MATSEQAIJ is an error (%d)", (int)ierr));
+  }
+  PetscCall(MatDestroy(&Cf));
+  PetscCall(MatDestroy(&Cr));
+  PetscCall(MatDestroy(&Pf));
+  PetscCall(MatDestroy(&Pr));
+  PetscCall(MatDestroy(&Af));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 int main(int argc, char **argv)
 {
   MPI_Comm   comm;
@@ -1025,7 +1109,10 @@ int main(int argc, char **argv)
   PetscCall(Conversions(comm, n, F, R));
   PetscCall(Arithmetic(comm, n, F, R));
   PetscCall(Products(comm, n, F, R));
-  if (backend_products != PETSC_BOOL3_UNKNOWN) PetscCall(BackendProducts(n, F, R, backend_products == PETSC_BOOL3_TRUE ? PETSC_TRUE : PETSC_FALSE));
+  if (backend_products != PETSC_BOOL3_UNKNOWN) {
+    PetscCall(BackendProducts(n, F, R, backend_products == PETSC_BOOL3_TRUE ? PETSC_TRUE : PETSC_FALSE));
+    PetscCall(BackendOperandCopies(n, F, R, backend_products == PETSC_BOOL3_TRUE ? PETSC_TRUE : PETSC_FALSE));
+  }
   PetscCall(Submatrices(comm, n, F, R));
   PetscCall(AssemblyAndIO(comm, n, F, R));
   PetscCall(Solve(comm, F, R, KSPGMRES, PCGAMG, NULL));

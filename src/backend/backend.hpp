@@ -132,10 +132,11 @@ FUSED_HD inline PetscScalar DotTerm(const DotSpec &s, PetscInt64 i, const PetscS
 
 /* Work counters (for tests asserting kernels and transfers per iteration) */
 struct BackendCounters {
-  PetscInt64 launches = 0; /* kernel launches (host backend: fused loops run) */
-  PetscInt64 d2h      = 0; /* device->host copies of partial sums or data     */
-  PetscInt64 h2d      = 0; /* host->device copies of data                     */
-  PetscInt64 graphs   = 0; /* captured chunks replayed (each also counts its kernels and copies above) */
+  PetscInt64 launches  = 0; /* kernel launches (host backend: fused loops run) */
+  PetscInt64 d2h       = 0; /* device->host copies of partial sums or data     */
+  PetscInt64 h2d       = 0; /* host->device copies of data                     */
+  PetscInt64 h2d_bytes = 0; /* bytes of the copies of copy_to_backend (the matrices' and factors' data) */
+  PetscInt64 graphs    = 0; /* captured chunks replayed (each also counts its kernels and copies above) */
 
   const char *chunk_form = nullptr; /* how the last chunk of iterations ran: "steps" (one operation per step),
                                        "cooperative grid", "grid as one cluster" or "resident" (persistent kernels) */
@@ -323,11 +324,14 @@ struct Backend {
   const char *name; /* "host", "cuda" or "kokkos" */
 
   /* Memory in the backend's space.  malloc_bytes fails with a PETSc error naming the bytes
-     requested (PETSC_ERR_MEM); copies are complete when the call returns.                  */
+     requested (PETSC_ERR_MEM); copies to and from the host are complete when the call returns.
+     copy_within copies between two arrays of the backend's memory, in order with the work queued
+     (what is queued after it sees the copy), without waiting for the device.                */
   PetscErrorCode (*malloc_bytes)(size_t bytes, void **ptr);
   PetscErrorCode (*free_bytes)(void *ptr);
   PetscErrorCode (*copy_to_backend)(void *dst, const void *hostsrc, size_t bytes);
   PetscErrorCode (*copy_to_host)(void *hostdst, const void *src, size_t bytes);
+  PetscErrorCode (*copy_within)(void *dst, const void *src, size_t bytes);
 
   BackendCounters *counters;
 

@@ -64,7 +64,9 @@ struct MatFusedData {
   PetscBool         keep_transpose = PETSC_FALSE; /* -mat_aijfused_transpose: build A^T with the mirror */
   Mirror            mirror;
   Mirror            transpose; /* of A^T, built at the first MatMultTranspose() and kept */
-  HostOps           host;
+  Mirror            operand;   /* A in CSR, without diagonal positions, for the backend's sparse products (see
+                                  MatSeqAIJFusedOperand()); once there, the source of A's other copies      */
+  HostOps host;
 };
 
 inline MatFusedData *Data(Mat A)
@@ -72,15 +74,40 @@ inline MatFusedData *Data(Mat A)
   return static_cast<MatFusedData *>(A->spptr);
 }
 
+/* Brings the CSR copy of A for the backend's products up to date with A as of the object state `state` (as
+   RefreshMirror()): its structure when A's nonzero state changed (or at the first call), then its values   */
+PetscErrorCode RefreshOperand(Mat A, PetscObjectState state)
+{
+  MatFusedData   *d = Data(A);
+  Mirror         *c = &d->operand;
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscInt        nr, nc;
+
+  PetscFunctionBegin;
+  if (c->generation >= 0 && state == c->state && A->nonzerostate == c->nonzerostate) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
+  if (c->generation < 0 || A->nonzerostate != c->nonzerostate) {
+    PetscCall(MirrorBuildOperand(d->backend, nr, nc, ai, aj, c));
+    c->nonzerostate = A->nonzerostate;
+  }
+  PetscCall(MirrorSetValues(d->backend, aa, PETSC_FALSE, c));
+  c->state = state;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Brings the mirror of A up to date with A as of the object state `state` (the current one, or the
    one A will have when the PETSc operation now running returns): nothing when it is current at that
    state, else the values, into the existing arrays, and first the structure (a new generation) when
-   the nonzero state changed or a CSR mirror aliasing PETSc's arrays no longer finds them there     */
+   the nonzero state changed or a CSR mirror aliasing PETSc's arrays no longer finds them there.  When
+   A has a CSR copy for products, the mirror is made from it on the backend (only it is refreshed from
+   the host arrays)                                                                                  */
 PetscErrorCode RefreshMirror(Mat A, PetscObjectState state)
 {
   MatFusedData   *d     = Data(A);
   Mirror         *m     = &d->mirror;
   const PetscBool alias = d->backend->host_memory;
+  const bool      from  = d->operand.generation >= 0; /* from the operand copy */
   const PetscInt *ai, *aj;
   PetscScalar    *aa;
   PetscInt        nr, nc;
@@ -89,12 +116,19 @@ PetscErrorCode RefreshMirror(Mat A, PetscObjectState state)
   PetscFunctionBegin;
   if (state == m->state) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
+  if (from) PetscCall(RefreshOperand(A, state));
   moved = (alias && m->format == MAT_AIJFUSED_CSR && (m->csr.rowptr != ai || m->csr.colidx != aj || m->csr.vals != aa)) ? PETSC_TRUE : PETSC_FALSE;
   if (A->nonzerostate != m->nonzerostate || moved) {
-    PetscCall(MirrorBuild(d->backend, d->requested, nr, nc, ai, aj, alias, m));
+    if (from)
+      PetscCall(MirrorBuildOnBackend(d->backend, d->requested, nr, nc, ai, aj, d->operand.csr.colidx, m));
+    else
+      PetscCall(MirrorBuild(d->backend, d->requested, nr, nc, ai, aj, alias, m));
     m->nonzerostate = A->nonzerostate;
   }
-  PetscCall(MirrorSetValues(d->backend, aa, alias, m));
+  if (from)
+    PetscCall(MirrorSetBackendValues(d->backend, d->operand.csr.vals, m));
+  else
+    PetscCall(MirrorSetValues(d->backend, aa, alias, m));
   m->state = state;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -114,8 +148,13 @@ PetscErrorCode RefreshTransposeMirror(Mat A, PetscObjectState state)
   PetscFunctionBegin;
   PetscCall(RefreshMirror(A, state));
   if (state == m->state) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
-  PetscCall(MirrorTransposeRefresh(d->backend, d->requested, nrows, ncols, ai, aj, aa, A->nonzerostate != m->nonzerostate ? PETSC_TRUE : PETSC_FALSE, m));
+  if (d->operand.generation >= 0 && d->backend->csr_transpose) {
+    PetscCall(RefreshOperand(A, state)); /* a mirror updated in place (MatScale()) leaves it behind */
+    PetscCall(MirrorTransposeFromBackend(d->backend, d->requested, &d->operand.csr, A->nonzerostate != m->nonzerostate ? PETSC_TRUE : PETSC_FALSE, m));
+  } else {
+    PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
+    PetscCall(MirrorTransposeRefresh(d->backend, d->requested, nrows, ncols, ai, aj, aa, A->nonzerostate != m->nonzerostate ? PETSC_TRUE : PETSC_FALSE, m));
+  }
   m->nonzerostate = A->nonzerostate;
   m->state        = state;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -221,16 +260,21 @@ struct SeqAIJFusedType {
     PetscFunctionBegin;
     PetscCall(MirrorFree(d->backend, &d->mirror));
     PetscCall(MirrorFree(d->backend, &d->transpose));
+    PetscCall(MirrorFree(d->backend, &d->operand));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  /* A new format frees the backend copies (their generation becomes -1): they are built again, in that format, at
-     the next final assembly or product                                                                        */
+  /* A new format frees the mirror and the transpose (their generation becomes -1): they are built again, in that
+     format, at the next final assembly or product.  The CSR copy of the products stays (products made before
+     read it).                                                                                              */
   static PetscErrorCode SetFormat(Mat A, MatAIJFusedFormat format)
   {
     MatFusedData *d = Data(A);
 
     PetscFunctionBegin;
-    if (format != d->requested) PetscCall(FreeContents(d));
+    if (format != d->requested) {
+      PetscCall(MirrorFree(d->backend, &d->mirror));
+      PetscCall(MirrorFree(d->backend, &d->transpose));
+    }
     d->requested = format;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -528,6 +572,48 @@ PetscErrorCode MatSeqAIJFusedGetView(Mat A, const CSRView **csr, const SELLView 
   *csr  = m->format == MAT_AIJFUSED_CSR ? &m->csr : nullptr;
   *sell = m->format == MAT_AIJFUSED_SELL ? &m->sell : nullptr;
   *nnz  = MirrorEntries(m);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+  MatSeqAIJFusedOperand - see aijfused_private.hpp
+*/
+PetscErrorCode MatSeqAIJFusedOperand(Mat A, const Backend *be, const Mirror **csr)
+{
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  *csr = nullptr;
+  if (!MatAIJFusedIsType<SeqAIJFusedType>(A) || Data(A)->backend != be || be->host_memory || !A->assembled || A->structure_only) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+  PetscCall(RefreshOperand(A, state));
+  *csr = &Data(A)->operand;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+  MatSeqAIJFusedOperandFromProduct - see aijfused_private.hpp
+*/
+PetscErrorCode MatSeqAIJFusedOperandFromProduct(Mat C, const Backend *be, const SpGEMMView *G)
+{
+  MatFusedData   *d;
+  Mirror         *c;
+  const PetscInt *ci, *cj;
+  PetscScalar    *ca;
+  PetscInt        m, n;
+
+  PetscFunctionBegin;
+  if (!MatAIJFusedIsType<SeqAIJFusedType>(C) || Data(C)->backend != be || be->host_memory) PetscFunctionReturn(PETSC_SUCCESS);
+  d = Data(C);
+  c = &d->operand;
+  PetscCall(SeqAIJHostCSR(C, &m, &n, &ci, &cj, &ca));
+  PetscCheck(ci[m] == G->nnz, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A product's result has %" PetscInt_FMT " entries on the host and %" PetscInt64_FMT " on the backend", ci[m], G->nnz);
+  if (c->generation < 0 || C->nonzerostate != c->nonzerostate) {
+    PetscCall(MirrorBuildOnBackend(be, MAT_AIJFUSED_CSR, m, n, ci, nullptr, G->colidx, c));
+    c->nonzerostate = C->nonzerostate;
+  }
+  PetscCall(MirrorSetBackendValues(be, G->vals, c));
+  PetscCall(StateAfterOperation((PetscObject)C, &c->state));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

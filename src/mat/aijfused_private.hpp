@@ -210,6 +210,17 @@ PetscErrorCode MatProductSetFromOptions_AIJFused(Mat C);
    whether it did (else PETSc's host products apply)                                                        */
 PetscErrorCode MatProductSetFromOptions_SeqAIJFusedBackend(Mat C, PetscBool *done);
 
+/* The CSR copy of the MATSEQAIJFUSED A in the memory of `be` (a backend with memory of its own, A's backend),
+   current with A: made at the first call (its structure and values uploaded), its values uploaded again when A
+   changed.  The sparse products read it (an operand used by several products is copied once), and once A has it,
+   A's mirror and transpose are made from it on the backend.  *csr NULL for other matrices and backends.        */
+PetscErrorCode MatSeqAIJFusedOperand(Mat A, const Backend *be, const Mirror **csr);
+
+/* Gives the MATSEQAIJFUSED C, a product's result whose host values were just set from G (C = G, rows in the same order,
+   columns ascending), its CSR copy for products from G's arrays, on the backend: to be called right before C's final
+   MatAssemblyBegin(), the copy being current at the state C has after MatAssemblyEnd().  Other matrices: nothing. */
+PetscErrorCode MatSeqAIJFusedOperandFromProduct(Mat C, const Backend *be, const SpGEMMView *G);
+
 /* MATSEQAIJ's (MATMPIAIJ's) MatProductSetFromOptions() saved by a MATSEQAIJFUSED (MATMPIAIJFUSED) A;
    NULL when A is not of that type                                                                 */
 PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat));

@@ -4,13 +4,16 @@
    These are the products of PCGAMG's setup (the smoothed prolongator A P0 and the Galerkin operators P^T A P)
    and of PCMG's Galerkin coarse operators; on the host their flops make most of GAMG's setup time.
 
-   The operands' host CSR arrays (the values PETSc's assembly made) are copied to the backend - their patterns
-   once, at the symbolic phase, their values at each numeric phase - in CSR (mirror.hpp, whatever format the
-   operand's own mirror has); a transposed operand is transposed by the backend (Backend::csr_transpose), each
-   time its values change.  The products, the part whose work grows with the flops, run on the backend
-   (Backend::spgemm_*).  P^T A P is (P^T)(A P): the intermediate A P stays in the backend's memory.  C is a
-   MATSEQAIJFUSED whose host arrays receive the pattern (symbolic) and the values (numeric), so every PETSc host
-   operation keeps working on it; its assembly then brings its own mirror up to date.
+   A fused operand is read from its own CSR copy on the backend (MatSeqAIJFusedOperand(): made at its first
+   product, its values copied again only when they changed, shared by every product of that operand, and the
+   source of its mirror and transpose); a plain MATSEQAIJ operand's host CSR arrays are copied for the product -
+   their pattern once, at the symbolic phase, their values at each numeric phase.  A transposed operand is
+   transposed by the backend (Backend::csr_transpose), each time its values change.  The products, the part whose
+   work grows with the flops, run on the backend (Backend::spgemm_*).  P^T A P is (P^T)(A P): the intermediate
+   A P stays in the backend's memory.  C is a MATSEQAIJFUSED whose host arrays receive the pattern (symbolic) and
+   the values (numeric), so every PETSc host operation keeps working on it, and whose CSR copy on the backend is
+   the product's result itself (MatSeqAIJFusedOperandFromProduct()): the next products of C (the next level of a
+   multigrid hierarchy), its mirror and its transpose copy nothing from the host.
 
    Other product types, operands of other types, host-memory backends (where PETSc's products are the
    reference) and -mat_product_algorithm_backend_cpu (PETSc's option for its device matrices; with the
@@ -29,10 +32,13 @@ namespace fusedksp
 {
 namespace
 {
-/* A copy in the backend's memory of a MATSEQAIJ operand or of its transpose */
+/* An operand of a product in the backend's memory: `csr`, the operand's own CSR copy (a MATSEQAIJFUSED's), or `copy`,
+   a copy the product owns (of a plain MATSEQAIJ, or of a transpose)                                               */
 struct Operand {
+  CSRView          csr;
   Mirror           copy;
   PetscBool        transposed = PETSC_FALSE;
+  PetscInt64       shared     = -1; /* the generation of the operand's own copy csr (or copy) was made from; -1: none */
   PetscObjectState state = -1, nonzerostate = -1;
 };
 
@@ -46,26 +52,39 @@ struct DeviceProduct {
   std::vector<PetscScalar> staging;       /* C's values in the backend's order, when they are reordered */
 };
 
-/* Brings the copy of M (transposed: of M^T) up to date: its structure at the first call, its values when M
-   changed since the last one; a different nonzero pattern since the symbolic phase is an error            */
+/* Brings the operand M (transposed: M^T) up to date: its structure at the first call, its values when M changed
+   since the last one; a different nonzero pattern, or another copy of a fused operand, since the symbolic phase
+   is an error (the product's analysis holds the arrays of then)                                              */
 PetscErrorCode OperandRefresh(const Backend *be, Mat M, Operand *op, PetscBool first)
 {
   PetscObjectState state;
+  const Mirror    *own;
   const PetscInt  *ai, *aj;
   PetscScalar     *aa;
   PetscInt         nr, nc;
 
   PetscFunctionBegin;
   PetscCheck(first || M->nonzerostate == op->nonzerostate, PetscObjectComm((PetscObject)M), PETSC_ERR_ARG_WRONGSTATE, "The nonzero pattern of an operand changed since the product's symbolic phase: make the product again (MAT_INITIAL_MATRIX)");
+  PetscCall(MatSeqAIJFusedOperand(M, be, &own));
+  PetscCheck(first || (own ? own->generation : -1) == op->shared, PetscObjectComm((PetscObject)M), PETSC_ERR_ARG_WRONGSTATE, "An operand changed type or backend copy since the product's symbolic phase: make the product again (MAT_INITIAL_MATRIX)");
   PetscCall(PetscObjectStateGet((PetscObject)M, &state));
   if (!first && state == op->state) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(SeqAIJHostCSR(M, &nr, &nc, &ai, &aj, &aa));
-  if (op->transposed)
-    PetscCall(MirrorTransposeRefresh(be, MAT_AIJFUSED_CSR, nr, nc, ai, aj, aa, first, &op->copy));
-  else {
-    if (first) PetscCall(MirrorBuild(be, MAT_AIJFUSED_CSR, nr, nc, ai, aj, PETSC_FALSE, &op->copy));
-    PetscCall(MirrorSetValues(be, aa, PETSC_FALSE, &op->copy));
+  if (own && !op->transposed)
+    op->csr = own->csr;
+  else if (own && be->csr_transpose) {
+    PetscCall(MirrorTransposeFromBackend(be, MAT_AIJFUSED_CSR, &own->csr, first, &op->copy));
+    op->csr = op->copy.csr;
+  } else {
+    PetscCall(SeqAIJHostCSR(M, &nr, &nc, &ai, &aj, &aa));
+    if (op->transposed)
+      PetscCall(MirrorTransposeRefresh(be, MAT_AIJFUSED_CSR, nr, nc, ai, aj, aa, first, &op->copy));
+    else {
+      if (first) PetscCall(MirrorBuild(be, MAT_AIJFUSED_CSR, nr, nc, ai, aj, PETSC_FALSE, &op->copy));
+      PetscCall(MirrorSetValues(be, aa, PETSC_FALSE, &op->copy));
+    }
+    op->csr = op->copy.csr;
   }
+  op->shared       = own ? own->generation : -1;
   op->state        = state;
   op->nonzerostate = M->nonzerostate;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -119,6 +138,7 @@ PetscErrorCode ProductNumeric(Mat C)
   PetscCall(PetscLogGpuToCpu((PetscLogDouble)(sizeof(PetscScalar) * G.nnz)));
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
   PetscCall(PetscLogEventEnd(events.spgemm, C, 0, 0, 0));
+  if (d->order.empty()) PetscCall(MatSeqAIJFusedOperandFromProduct(C, d->be, &G));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -192,11 +212,11 @@ PetscErrorCode ProductSymbolic(Mat C)
   for (int i = 0; i < 3; ++i)
     if (mats[i]) PetscCall(OperandRefresh(d->be, mats[i], &d->ops[i], PETSC_TRUE));
   PetscCall(PetscLogEventBegin(events.spgemm, C, 0, 0, 0));
-  d->first.A = d->ops[0].copy.csr;
-  d->first.B = d->ops[1].copy.csr;
+  d->first.A = d->ops[0].csr;
+  d->first.B = d->ops[1].csr;
   PetscCall(d->be->spgemm_symbolic(&d->first));
   if (d->two) {
-    d->second.A = d->ops[2].copy.csr;
+    d->second.A = d->ops[2].csr;
     d->second.B = CSRView{d->first.A.nrows, d->first.B.ncols, d->first.rowptr, d->first.colidx, d->first.vals, d->first.nnz};
     PetscCall(d->be->spgemm_symbolic(&d->second));
   }

@@ -57,30 +57,31 @@ PetscErrorCode MirrorFree(const Backend *be, Mirror *m)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* MirrorBuild() of the pattern whose row offsets ai are host memory and whose column indices are host memory (aj)
-   or, with daj given, the backend's (*daj): then no diagonal positions are kept (the mirror of a transpose, which
-   no diagonal operation reads) and a CSR mirror takes the array over (*daj set to NULL)                         */
-static PetscErrorCode MirrorBuildFrom(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscInt **daj, PetscBool alias, Mirror *m)
+/* The structure of a mirror of the nrows x ncols pattern with the host row offsets ai (MirrorBuild()), its column indices
+   from the host array haj (uploaded; with `alias` used in place), or from the backend array daj (a SELL-P mirror places
+   them, a CSR mirror copies them), or from the backend array *take (a CSR mirror takes it over, *take set to NULL).
+   The diagonal positions are kept when `diagonal` (they are found in haj).                                          */
+static PetscErrorCode BuildStructure(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *haj, const PetscInt *daj, PetscInt **take, PetscBool diagonal, PetscBool alias, Mirror *m)
 {
   const PetscInt          nnz     = ai[nrows];
   const int               threads = SELLThreadsPerRow(nrows, nnz);
-  const bool              host    = !daj; /* the column indices are aj */
+  const PetscInt         *dcol    = take ? *take : daj; /* the column indices in the backend's memory, if there */
   std::vector<PetscInt64> diag, sliceptr;
 
   PetscFunctionBegin;
-  PetscCheck(host || !alias, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A mirror aliases host column indices only");
+  PetscCheck((!nnz || haj || dcol) && (!alias || !dcol) && (!nnz || !diagonal || haj), PETSC_COMM_SELF, PETSC_ERR_PLIB, "Inconsistent sources of a mirror's column indices");
   PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
   PetscCall(MirrorFree(be, m));
   m->format     = ChooseFormat(be, requested, nrows, ai, threads);
-  m->alldiag    = host ? PETSC_TRUE : PETSC_FALSE;
+  m->alldiag    = diagonal;
   m->generation = ++generations;
   m->nnz        = nnz;
   if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLSlicePointers(nrows, ai, threads, &sliceptr));
-  if (host) {
+  if (diagonal) {
     FusedKSPCallCXX(diag.assign(nrows, -1));
     for (PetscInt i = 0; i < nrows; ++i) {
       for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
-        if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? SELLPosition(sliceptr.data(), threads, i, k - ai[i]) : k;
+        if (haj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? SELLPosition(sliceptr.data(), threads, i, k - ai[i]) : k;
       if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
     }
     PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
@@ -99,25 +100,28 @@ static PetscErrorCode MirrorBuildFrom(const Backend *be, MatAIJFusedFormat reque
     m->sell.threads  = threads;
     m->sell.sliceptr = m->sliceptr;
     m->sell.colidx   = m->colidx;
-    if (host && !alias) PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&csrcol));
-    ierr = be->sell_from_csr(&m->sell, m->rowptr, !host ? *daj : alias ? aj : csrcol, nullptr, m->colidx, nullptr);
+    if (!dcol && !alias) PetscCall(Upload(be, haj, sizeof(PetscInt) * nnz, (void **)&csrcol));
+    ierr = be->sell_from_csr(&m->sell, m->rowptr, dcol ? dcol : alias ? haj : csrcol, nullptr, m->colidx, nullptr);
     PetscCall(FreeBackend(be, csrcol));
     PetscCall(ierr);
   } else {
     m->nvals = nnz;
     if (!alias) {
       PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
-      if (host)
-        PetscCall(Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&m->colidx));
-      else
-        std::swap(m->colidx, *daj);
+      if (take)
+        std::swap(m->colidx, *take);
+      else if (daj) {
+        PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(nnz, 1), (void **)&m->colidx));
+        PetscCall(be->copy_within(m->colidx, daj, sizeof(PetscInt) * nnz));
+      } else
+        PetscCall(Upload(be, haj, sizeof(PetscInt) * nnz, (void **)&m->colidx));
       PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&m->vals));
     }
     m->csr.nrows  = nrows;
     m->csr.ncols  = ncols;
     m->csr.nnz    = nnz;
     m->csr.rowptr = alias ? ai : m->rowptr;
-    m->csr.colidx = alias ? aj : m->colidx;
+    m->csr.colidx = alias ? haj : m->colidx;
   }
   PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -128,76 +132,123 @@ static PetscErrorCode MirrorBuildFrom(const Backend *be, MatAIJFusedFormat reque
 */
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m)
 {
-  return MirrorBuildFrom(be, requested, nrows, ncols, ai, aj, nullptr, alias, m);
+  return BuildStructure(be, requested, nrows, ncols, ai, aj, nullptr, nullptr, PETSC_TRUE, alias, m);
 }
 
-/* Values in the CSR order of the mirror's pattern, in the backend's memory, into the mirror's value array */
-static PetscErrorCode MirrorSetBackendValues(const Backend *be, const PetscScalar *vals, Mirror *m)
+/*
+   MirrorBuildOnBackend - see mirror.hpp
+*/
+PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscInt *daj, Mirror *m)
+{
+  return BuildStructure(be, requested, nrows, ncols, ai, aj, daj, nullptr, aj ? PETSC_TRUE : PETSC_FALSE, PETSC_FALSE, m);
+}
+
+/*
+   MirrorBuildOperand - see mirror.hpp
+*/
+PetscErrorCode MirrorBuildOperand(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, Mirror *m)
+{
+  return BuildStructure(be, MAT_AIJFUSED_CSR, nrows, ncols, ai, aj, nullptr, nullptr, PETSC_FALSE, PETSC_FALSE, m);
+}
+
+/*
+   MirrorSetBackendValues - see mirror.hpp
+*/
+PetscErrorCode MirrorSetBackendValues(const Backend *be, const PetscScalar *vals, Mirror *m)
 {
   PetscFunctionBegin;
   if (m->format == MAT_AIJFUSED_SELL) {
     PetscCall(be->sell_from_csr(&m->sell, m->rowptr, nullptr, vals, nullptr, m->vals));
     m->sell.vals = m->vals;
   } else {
-    PetscCall(MatFusedBlas(be)->copy((PetscInt)m->nvals, vals, m->vals));
+    PetscCall(be->copy_within(m->vals, vals, sizeof(PetscScalar) * m->nvals));
     m->csr.vals = m->vals;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/*
-   MirrorTransposeRefresh - see mirror.hpp; A^T by the backend's csr_transpose (A's CSR arrays go up; of A^T's structure
-   only the row offsets come down, for the mirror's layout, its column indices staying in the backend's memory), or by
-   the host backend's on host arrays when the backend has none
-*/
-PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, Mirror *m)
+/* The mirror of A^T, A in CSR in the backend's memory, by the backend's csr_transpose: of A^T's structure only the row
+   offsets come to the host (for the layout), its column indices staying in the backend's memory                    */
+static PetscErrorCode TransposeOnBackend(const Backend *be, MatAIJFusedFormat requested, const CSRView *A, PetscBool structure, Mirror *m)
 {
-  const PetscInt        nnz = ai[nrows];
-  std::vector<PetscInt> tai, taj;
-  PetscScalar          *tvals = nullptr; /* A^T's values in the backend's memory */
-  CSRView               A;
+  std::vector<PetscInt> tai;
+  PetscInt             *dtai = nullptr, *dtaj = nullptr;
+  PetscScalar          *tvals = nullptr;
   PetscErrorCode        ierr;
 
   PetscFunctionBegin;
+  PetscCheck(be->csr_transpose, PETSC_COMM_SELF, PETSC_ERR_PLIB, "The %s backend has no transpose", be->name);
+  FusedKSPCallCXX(tai.resize(A->ncols + 1));
+  ierr = be->malloc_bytes(sizeof(PetscInt) * (A->ncols + 1), (void **)&dtai);
+  if (!ierr) ierr = be->malloc_bytes(sizeof(PetscInt) * PetscMax(A->nnz, 1), (void **)&dtaj);
+  if (!ierr) ierr = be->malloc_bytes(sizeof(PetscScalar) * PetscMax(A->nnz, 1), (void **)&tvals);
+  if (!ierr) ierr = be->csr_transpose(A, dtai, dtaj, tvals);
+  if (!ierr && structure) ierr = be->copy_to_host(tai.data(), dtai, sizeof(PetscInt) * (A->ncols + 1));
+  if (!ierr && structure) ierr = PetscLogGpuToCpu((PetscLogDouble)(sizeof(PetscInt) * (A->ncols + 1)));
+  if (!ierr && structure) ierr = BuildStructure(be, requested, A->ncols, A->nrows, tai.data(), nullptr, nullptr, &dtaj, PETSC_FALSE, PETSC_FALSE, m);
+  if (!ierr) ierr = MirrorSetBackendValues(be, tvals, m);
+  for (void *ptr : {(void *)dtai, (void *)dtaj, (void *)tvals}) PetscCall(FreeBackend(be, ptr));
+  PetscCall(ierr);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MirrorTransposeRefresh - see mirror.hpp; A^T by the backend's csr_transpose on uploaded copies of A's arrays
+   (TransposeOnBackend()), or by the host backend's on host arrays when the backend has none
+*/
+PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, Mirror *m)
+{
+  const PetscInt nnz = ai[nrows];
+  CSRView        A;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
   PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
-  FusedKSPCallCXX(tai.resize(ncols + 1));
   A.nrows = nrows;
   A.ncols = ncols;
   A.nnz   = nnz;
   if (be->csr_transpose) {
-    PetscInt    *dai = nullptr, *daj = nullptr, *dtai = nullptr, *dtaj = nullptr;
+    PetscInt    *dai = nullptr, *daj = nullptr;
     PetscScalar *daa = nullptr;
 
     ierr = Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&dai);
     if (!ierr) ierr = Upload(be, aj, sizeof(PetscInt) * nnz, (void **)&daj);
     if (!ierr) ierr = Upload(be, aa, sizeof(PetscScalar) * nnz, (void **)&daa);
-    if (!ierr) ierr = be->malloc_bytes(sizeof(PetscInt) * (ncols + 1), (void **)&dtai);
-    if (!ierr) ierr = be->malloc_bytes(sizeof(PetscInt) * PetscMax(nnz, 1), (void **)&dtaj);
-    if (!ierr) ierr = be->malloc_bytes(sizeof(PetscScalar) * PetscMax(nnz, 1), (void **)&tvals);
     if (!ierr) {
       A.rowptr = dai;
       A.colidx = daj;
       A.vals   = daa;
-      ierr     = be->csr_transpose(&A, dtai, dtaj, tvals);
+      ierr     = TransposeOnBackend(be, requested, &A, structure, m);
     }
-    if (!ierr && structure) ierr = be->copy_to_host(tai.data(), dtai, sizeof(PetscInt) * (ncols + 1));
-    if (!ierr && structure) ierr = PetscLogGpuToCpu((PetscLogDouble)(sizeof(PetscInt) * (ncols + 1)));
-    if (!ierr && structure) ierr = MirrorBuildFrom(be, requested, ncols, nrows, tai.data(), nullptr, &dtaj, PETSC_FALSE, m);
-    for (void *ptr : {(void *)dai, (void *)daj, (void *)daa, (void *)dtai, (void *)dtaj}) PetscCall(FreeBackend(be, ptr));
+    for (void *ptr : {(void *)dai, (void *)daj, (void *)daa}) PetscCall(FreeBackend(be, ptr));
   } else {
+    std::vector<PetscInt>    tai, taj;
     std::vector<PetscScalar> hvals;
+    PetscScalar             *tvals = nullptr;
 
-    FusedKSPCallCXX(hvals.resize(nnz); taj.resize(nnz));
+    FusedKSPCallCXX(tai.resize(ncols + 1); hvals.resize(nnz); taj.resize(nnz));
     A.rowptr = ai;
     A.colidx = aj;
     A.vals   = aa;
     ierr     = HostBackend()->csr_transpose(&A, tai.data(), taj.data(), hvals.data());
     if (!ierr) ierr = Upload(be, hvals.data(), sizeof(PetscScalar) * nnz, (void **)&tvals);
     if (!ierr && structure) ierr = MirrorBuild(be, requested, ncols, nrows, tai.data(), taj.data(), PETSC_FALSE, m);
+    if (!ierr) ierr = MirrorSetBackendValues(be, tvals, m);
+    PetscCall(FreeBackend(be, tvals));
   }
-  if (!ierr) ierr = MirrorSetBackendValues(be, tvals, m);
-  PetscCall(FreeBackend(be, tvals));
   PetscCall(ierr);
+  PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MirrorTransposeFromBackend - see mirror.hpp
+*/
+PetscErrorCode MirrorTransposeFromBackend(const Backend *be, MatAIJFusedFormat requested, const CSRView *A, PetscBool structure, Mirror *m)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
+  PetscCall(TransposeOnBackend(be, requested, A, structure, m));
   PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

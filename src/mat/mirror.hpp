@@ -43,10 +43,24 @@ PetscErrorCode StateAfterOperation(PetscObject obj, PetscObjectState *state);
    generation; alias: a CSR mirror on the host backend uses ai/aj (and later the values) themselves */
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m);
 
+/* MirrorBuild() with the column indices taken from daj, the same indices in the backend's memory (placed or copied
+   there, nothing uploaded): the diagonal positions are found in the host array aj, none are kept when aj is NULL */
+PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscInt *daj, Mirror *m);
+
+/* MirrorBuild() of a CSR copy without diagonal positions (the operand of the backend's sparse products) */
+PetscErrorCode MirrorBuildOperand(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, Mirror *m);
+
+/* Values in the CSR order of the mirror's pattern, already in the backend's memory, into the mirror's value array */
+PetscErrorCode MirrorSetBackendValues(const Backend *be, const PetscScalar *vals, Mirror *m);
+
 /* The mirror of the transpose of the nrows x ncols CSR matrix ai/aj/aa (host arrays): its structure first when
    `structure`, then its values; the transpose made by the backend (Backend::csr_transpose) when it can.  No
    diagonal positions (no diagonal operation reads the mirror of a transpose) when the backend makes it.    */
 PetscErrorCode MirrorTransposeRefresh(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, Mirror *m);
+
+/* MirrorTransposeRefresh() of a CSR matrix A whose arrays are in the backend's memory (nothing uploaded), on a backend
+   with csr_transpose                                                                                               */
+PetscErrorCode MirrorTransposeFromBackend(const Backend *be, MatAIJFusedFormat requested, const CSRView *A, PetscBool structure, Mirror *m);
 
 /* Copies the values (in the CSR order of the mirror's pattern) into the mirror's existing value array
    (alias: points the mirror at aa); nothing is reallocated                                          */

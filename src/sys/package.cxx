@@ -459,6 +459,30 @@ PetscErrorCode FusedKSPGetBackendCounters(PetscInt64 *launches, PetscInt64 *devi
 }
 
 /*@C
+  FusedKSPGetBackendUploadedBytes - Bytes the active backend copied from the host to its memory as data (the
+  backend copies of matrices and factors) since the program started.
+
+  Not Collective
+
+  Output Parameter:
+. bytes - the bytes
+
+  Level: developer
+
+  Note:
+  Tests use differences to check which operations copy a matrix's entries (with -fused_debug_mirror too, where
+  PETSc's own transfer log, `PetscLogCpuToGpu()`, counts nothing without a device).
+
+.seealso: `FusedKSPGetBackendCounters()`
+@*/
+PetscErrorCode FusedKSPGetBackendUploadedBytes(PetscInt64 *bytes)
+{
+  PetscFunctionBegin;
+  *bytes = fusedksp::ActiveBackend()->counters->h2d_bytes;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*@C
   FusedKSPGetLastChunkForm - How the last chunk of iterations ran on the active backend.
 
   Not Collective

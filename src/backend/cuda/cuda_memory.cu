@@ -459,12 +459,25 @@ PetscErrorCode FreeBuffers(std::initializer_list<void *> buffers)
 /* Backend::copy_to_backend, copy_to_host: complete on return */
 static PetscErrorCode CopyToBackend(void *dst, const void *hostsrc, size_t bytes)
 {
+  counters.h2d_bytes += (PetscInt64)bytes;
   return CopyOnStream(dst, hostsrc, bytes, cudaMemcpyHostToDevice, true);
 }
 
 static PetscErrorCode CopyToHost(void *hostdst, const void *src, size_t bytes)
 {
   return CopyOnStream(hostdst, src, bytes, cudaMemcpyDeviceToHost, true);
+}
+
+/* Backend::copy_within: queued on the backend's stream */
+static PetscErrorCode CopyWithin(void *dst, const void *src, size_t bytes)
+{
+  cudaStream_t s;
+
+  PetscFunctionBegin;
+  if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(GetStream(&s));
+  FusedKSPCallCUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 } // namespace cuda
@@ -481,6 +494,7 @@ const Backend *CUDABackend()
                                   cuda::FreeBytes,
                                   cuda::CopyToBackend,
                                   cuda::CopyToHost,
+                                  cuda::CopyWithin,
                                   &cuda::counters,
                                   cuda::CGUpdate,
                                   cuda::SpMVDots,

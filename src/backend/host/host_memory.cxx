@@ -32,6 +32,7 @@ static PetscErrorCode CopyToBackend(void *dst, const void *src, size_t bytes)
   PetscFunctionBegin;
   if (bytes) std::memcpy(dst, src, bytes);
   counters.h2d++;
+  counters.h2d_bytes += (PetscInt64)bytes;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -43,6 +44,13 @@ static PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static PetscErrorCode CopyWithin(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (bytes) std::memmove(dst, src, bytes);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The host backend's table; host_memory: whether the fused types use PETSc's host arrays as its memory */
 static Backend Table(PetscBool host_memory)
 {
@@ -51,6 +59,7 @@ static Backend Table(PetscBool host_memory)
                  host::FreeBytes,
                  host::CopyToBackend,
                  host::CopyToHost,
+                 host::CopyWithin,
                  &host::counters,
                  host::CGUpdate,
                  host::SpMVDots,

@@ -154,6 +154,7 @@ PetscErrorCode CopyArgsToHost(void *dst, const void *src, size_t bytes)
 PetscErrorCode CopyToBackend(void *dst, const void *src, size_t bytes)
 {
   if (bytes) counters.h2d++;
+  counters.h2d_bytes += (PetscInt64)bytes;
   return CopyArgsToBackend(dst, src, bytes);
 }
 
@@ -161,6 +162,14 @@ PetscErrorCode CopyToHost(void *dst, const void *src, size_t bytes)
 {
   if (bytes) counters.d2h++;
   return CopyArgsToHost(dst, src, bytes);
+}
+
+/* Backend::copy_within: queued on the execution space */
+static PetscErrorCode CopyWithin(void *dst, const void *src, size_t bytes)
+{
+  PetscFunctionBegin;
+  if (bytes) Kokkos::deep_copy(ExecSpace(), Bytes((char *)dst, bytes), CBytes((const char *)src, bytes));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* count partials to the host (one copy, fenced), counted unless they go to a reduce target */
@@ -485,6 +494,7 @@ const Backend *KokkosBackend()
                                   kokkos::FreeBytes,
                                   kokkos::CopyToBackend,
                                   kokkos::CopyToHost,
+                                  kokkos::CopyWithin,
                                   &kokkos::counters,
                                   kokkos::CGUpdate,
                                   kokkos::SpMVDots,
