@@ -120,7 +120,7 @@ PetscErrorCode RefreshMirror(Mat A, PetscObjectState state)
   moved = (alias && m->format == MAT_AIJFUSED_CSR && (m->csr.rowptr != ai || m->csr.colidx != aj || m->csr.vals != aa)) ? PETSC_TRUE : PETSC_FALSE;
   if (A->nonzerostate != m->nonzerostate || moved) {
     if (from)
-      PetscCall(MirrorBuildOnBackend(d->backend, d->requested, nr, nc, ai, aj, d->operand.csr.colidx, m));
+      PetscCall(MirrorBuildOnBackend(d->backend, d->requested, nr, nc, ai, d->operand.csr.rowptr, d->operand.csr.colidx, m));
     else
       PetscCall(MirrorBuild(d->backend, d->requested, nr, nc, ai, aj, alias, m));
     m->nonzerostate = A->nonzerostate;
@@ -295,6 +295,21 @@ struct SeqAIJFusedType {
   static void RestoreOps(Mat A, const HostOps &host);
 };
 
+/* The diagonal positions of A's mirror (MirrorDiagonal()) when the mirror has A's current pattern */
+PetscErrorCode MirrorDiagonalOf(Mat A)
+{
+  MatFusedData   *d = Data(A);
+  const PetscInt *ai, *aj;
+  PetscScalar    *aa;
+  PetscInt        nr, nc;
+
+  PetscFunctionBegin;
+  if (d->mirror.generation < 0 || d->mirror.diagonal || A->nonzerostate != d->mirror.nonzerostate) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
+  PetscCall(MirrorDiagonal(d->backend, ai, aj, &d->mirror));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* On the backend from the mirror when A has one; else on the host: a matrix used only on the host (PCGAMG's graph,
    whose diagonal scales it) gets no mirror for its diagonal                                                     */
 PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
@@ -314,6 +329,7 @@ PetscErrorCode MatGetDiagonal_SeqAIJFused(Mat A, Vec v)
   PetscCall(VecGetLocalSize(v, &n));
   PetscCheck(n == A->rmap->n, PETSC_COMM_SELF, PETSC_ERR_ARG_SIZ, "Vector has %" PetscInt_FMT " local entries, the matrix %" PetscInt_FMT " rows", n, A->rmap->n);
   PetscCall(GetMirror(A, PETSC_FALSE, &m));
+  PetscCall(MirrorDiagonalOf(A));
   PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscCall(d->backend->diag_get(A->rmap->n, m->diagpos, MirrorValues(m), va));
   PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
@@ -450,6 +466,7 @@ PetscErrorCode MatShift_SeqAIJFused(Mat A, PetscScalar a)
   MatFusedData *d = Data(A);
 
   PetscFunctionBegin;
+  PetscCall(MirrorDiagonalOf(A));
   PetscCall(RepeatOnMirror(
       A, d->mirror.alldiag, [&] { return d->host.shift(A, a); }, [&] { return d->backend->diag_shift(PetscMin(A->rmap->n, A->cmap->n), d->mirror.diagpos, a, d->mirror.vals); }));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -609,7 +626,7 @@ PetscErrorCode MatSeqAIJFusedOperandFromProduct(Mat C, const Backend *be, const 
   PetscCall(SeqAIJHostCSR(C, &m, &n, &ci, &cj, &ca));
   PetscCheck(ci[m] == G->nnz, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A product's result has %" PetscInt_FMT " entries on the host and %" PetscInt64_FMT " on the backend", ci[m], G->nnz);
   if (c->generation < 0 || C->nonzerostate != c->nonzerostate) {
-    PetscCall(MirrorBuildOnBackend(be, MAT_AIJFUSED_CSR, m, n, ci, nullptr, G->colidx, c));
+    PetscCall(MirrorBuildOnBackend(be, MAT_AIJFUSED_CSR, m, n, ci, G->rowptr, G->colidx, c));
     c->nonzerostate = C->nonzerostate;
   }
   PetscCall(MirrorSetBackendValues(be, G->vals, c));

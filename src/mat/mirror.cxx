@@ -57,42 +57,45 @@ PetscErrorCode MirrorFree(const Backend *be, Mirror *m)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The structure of a mirror of the nrows x ncols pattern with the host row offsets ai (MirrorBuild()), its column indices
-   from the host array haj (uploaded; with `alias` used in place), or from the backend array daj (a SELL-P mirror places
-   them, a CSR mirror copies them), or from the backend array *take (a CSR mirror takes it over, *take set to NULL).
-   The diagonal positions are kept when `diagonal` (they are found in haj).                                          */
-static PetscErrorCode BuildStructure(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *haj, const PetscInt *daj, PetscInt **take, PetscBool diagonal, PetscBool alias, Mirror *m)
+/* Allocates in the backend's memory the row offsets `ai` (host) of a mirror, copied from dai (the same offsets in the
+   backend's memory) when given, else uploaded                                                                      */
+static PetscErrorCode RowOffsets(const Backend *be, PetscInt nrows, const PetscInt *ai, const PetscInt *dai, PetscInt **rowptr)
+{
+  PetscFunctionBegin;
+  if (dai) {
+    PetscCall(be->malloc_bytes(sizeof(PetscInt) * (nrows + 1), (void **)rowptr));
+    PetscCall(be->copy_within(*rowptr, dai, sizeof(PetscInt) * (nrows + 1)));
+  } else
+    PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)rowptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The structure of a mirror of the nrows x ncols pattern with the host row offsets ai (MirrorBuild()), also in the
+   backend's memory when dai is given; its column indices from the host array haj (uploaded; with `alias` used in
+   place), or from the backend array daj (a SELL-P mirror places them, a CSR mirror copies them), or from the backend
+   array *take (a CSR mirror takes it over, *take set to NULL).  No diagonal positions (MirrorDiagonal()).          */
+static PetscErrorCode BuildStructure(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *dai, const PetscInt *haj, const PetscInt *daj, PetscInt **take, PetscBool alias, Mirror *m)
 {
   const PetscInt          nnz     = ai[nrows];
   const int               threads = SELLThreadsPerRow(nrows, nnz);
   const PetscInt         *dcol    = take ? *take : daj; /* the column indices in the backend's memory, if there */
-  std::vector<PetscInt64> diag, sliceptr;
+  std::vector<PetscInt64> sliceptr;
 
   PetscFunctionBegin;
-  PetscCheck((!nnz || haj || dcol) && (!alias || !dcol) && (!nnz || !diagonal || haj), PETSC_COMM_SELF, PETSC_ERR_PLIB, "Inconsistent sources of a mirror's column indices");
+  PetscCheck((!nnz || haj || dcol) && (!alias || (!dcol && !dai)), PETSC_COMM_SELF, PETSC_ERR_PLIB, "Inconsistent sources of a mirror's column indices");
   PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
   PetscCall(MirrorFree(be, m));
   m->format     = ChooseFormat(be, requested, nrows, ai, threads);
-  m->alldiag    = diagonal;
   m->generation = ++generations;
   m->nnz        = nnz;
-  if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLSlicePointers(nrows, ai, threads, &sliceptr));
-  if (diagonal) {
-    FusedKSPCallCXX(diag.assign(nrows, -1));
-    for (PetscInt i = 0; i < nrows; ++i) {
-      for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
-        if (haj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? SELLPosition(sliceptr.data(), threads, i, k - ai[i]) : k;
-      if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
-    }
-    PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
-  }
   if (m->format == MAT_AIJFUSED_SELL) { /* the CSR arrays go up as they are, the backend places them in the slices */
     PetscInt      *csrcol = nullptr;
     PetscErrorCode ierr;
 
+    PetscCall(SELLSlicePointers(nrows, ai, threads, &sliceptr));
     m->nvals = sliceptr.back();
     PetscCall(Upload(be, sliceptr.data(), sizeof(PetscInt64) * sliceptr.size(), (void **)&m->sliceptr));
-    PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
+    PetscCall(RowOffsets(be, nrows, ai, dai, &m->rowptr));
     PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(m->nvals, 1), (void **)&m->colidx));
     PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(m->nvals, 1), (void **)&m->vals));
     m->sell.nrows    = nrows;
@@ -107,7 +110,7 @@ static PetscErrorCode BuildStructure(const Backend *be, MatAIJFusedFormat reques
   } else {
     m->nvals = nnz;
     if (!alias) {
-      PetscCall(Upload(be, ai, sizeof(PetscInt) * (nrows + 1), (void **)&m->rowptr));
+      PetscCall(RowOffsets(be, nrows, ai, dai, &m->rowptr));
       if (take)
         std::swap(m->colidx, *take);
       else if (daj) {
@@ -132,15 +135,42 @@ static PetscErrorCode BuildStructure(const Backend *be, MatAIJFusedFormat reques
 */
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m)
 {
-  return BuildStructure(be, requested, nrows, ncols, ai, aj, nullptr, nullptr, PETSC_TRUE, alias, m);
+  return BuildStructure(be, requested, nrows, ncols, ai, nullptr, aj, nullptr, nullptr, alias, m);
 }
 
 /*
    MirrorBuildOnBackend - see mirror.hpp
 */
-PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscInt *daj, Mirror *m)
+PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *dai, const PetscInt *daj, Mirror *m)
 {
-  return BuildStructure(be, requested, nrows, ncols, ai, aj, daj, nullptr, aj ? PETSC_TRUE : PETSC_FALSE, PETSC_FALSE, m);
+  return BuildStructure(be, requested, nrows, ncols, ai, dai, nullptr, daj, nullptr, PETSC_FALSE, m);
+}
+
+/*
+   MirrorDiagonal - see mirror.hpp
+*/
+PetscErrorCode MirrorDiagonal(const Backend *be, const PetscInt *ai, const PetscInt *aj, Mirror *m)
+{
+  const PetscInt          nrows   = m->format == MAT_AIJFUSED_SELL ? m->sell.nrows : m->csr.nrows;
+  const PetscInt          ncols   = m->format == MAT_AIJFUSED_SELL ? m->sell.ncols : m->csr.ncols;
+  const int               threads = m->sell.threads;
+  std::vector<PetscInt64> diag, sliceptr;
+
+  PetscFunctionBegin;
+  if (m->diagonal || m->generation < 0) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
+  if (m->format == MAT_AIJFUSED_SELL) PetscCall(SELLSlicePointers(nrows, ai, threads, &sliceptr));
+  FusedKSPCallCXX(diag.assign(nrows, -1));
+  m->alldiag = PETSC_TRUE;
+  for (PetscInt i = 0; i < nrows; ++i) {
+    for (PetscInt k = ai[i]; k < ai[i + 1]; ++k)
+      if (aj[k] == i) diag[i] = m->format == MAT_AIJFUSED_SELL ? SELLPosition(sliceptr.data(), threads, i, k - ai[i]) : k;
+    if (i < ncols && diag[i] < 0) m->alldiag = PETSC_FALSE;
+  }
+  PetscCall(Upload(be, diag.data(), sizeof(PetscInt64) * nrows, (void **)&m->diagpos));
+  m->diagonal = PETSC_TRUE;
+  PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*
@@ -148,7 +178,7 @@ PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat request
 */
 PetscErrorCode MirrorBuildOperand(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, Mirror *m)
 {
-  return BuildStructure(be, MAT_AIJFUSED_CSR, nrows, ncols, ai, aj, nullptr, nullptr, PETSC_FALSE, PETSC_FALSE, m);
+  return BuildStructure(be, MAT_AIJFUSED_CSR, nrows, ncols, ai, nullptr, aj, nullptr, nullptr, PETSC_FALSE, m);
 }
 
 /*
@@ -185,7 +215,7 @@ static PetscErrorCode TransposeOnBackend(const Backend *be, MatAIJFusedFormat re
   if (!ierr) ierr = be->csr_transpose(A, dtai, dtaj, tvals);
   if (!ierr && structure) ierr = be->copy_to_host(tai.data(), dtai, sizeof(PetscInt) * (A->ncols + 1));
   if (!ierr && structure) ierr = PetscLogGpuToCpu((PetscLogDouble)(sizeof(PetscInt) * (A->ncols + 1)));
-  if (!ierr && structure) ierr = BuildStructure(be, requested, A->ncols, A->nrows, tai.data(), nullptr, nullptr, &dtaj, PETSC_FALSE, PETSC_FALSE, m);
+  if (!ierr && structure) ierr = BuildStructure(be, requested, A->ncols, A->nrows, tai.data(), dtai, nullptr, nullptr, &dtaj, PETSC_FALSE, m);
   if (!ierr) ierr = MirrorSetBackendValues(be, tvals, m);
   for (void *ptr : {(void *)dtai, (void *)dtaj, (void *)tvals}) PetscCall(FreeBackend(be, ptr));
   PetscCall(ierr);

@@ -16,9 +16,10 @@ struct Mirror {
                                                             the CSR one, for value refreshes (Backend::sell_from_csr) */
   PetscInt64      *sliceptr = nullptr, *diagpos = nullptr;
   PetscScalar     *vals = nullptr, *work = nullptr; /* work: nrows entries for MatMultAdd          */
-  PetscInt64       nvals   = 0;                     /* entries of vals (SELL-P: with padding)     */
-  PetscInt64       nnz     = 0;                     /* stored entries of the matrix              */
-  PetscBool        alldiag = PETSC_FALSE;           /* every row i < ncols stores (i, i)          */
+  PetscInt64       nvals    = 0;                    /* entries of vals (SELL-P: with padding)     */
+  PetscInt64       nnz      = 0;                    /* stored entries of the matrix              */
+  PetscBool        diagonal = PETSC_FALSE;          /* diagpos and alldiag are known (MirrorDiagonal()) */
+  PetscBool        alldiag  = PETSC_FALSE;          /* every row i < ncols stores (i, i)          */
   PetscObjectState state = -1, nonzerostate = -1;
   PetscInt64       generation = -1; /* of the arrays: new (process-unique) at each MirrorBuild(), -1 when freed */
 };
@@ -39,15 +40,21 @@ PetscErrorCode MirrorFree(const Backend *be, Mirror *m);
 PetscErrorCode StateAfterOperation(PetscObject obj, PetscObjectState *state);
 
 /* Builds the structure of a mirror of the nrows x ncols CSR pattern ai/aj in the requested format
-   (MAT_AIJFUSED_AUTO: see MatAIJFusedSetFormat()), with the diagonal positions, and gives it a new
-   generation; alias: a CSR mirror on the host backend uses ai/aj (and later the values) themselves */
+   (MAT_AIJFUSED_AUTO: see MatAIJFusedSetFormat()) and gives it a new generation; alias: a CSR mirror on
+   the host backend uses ai/aj (and later the values) themselves.  The diagonal positions come when
+   asked for (MirrorDiagonal()).                                                                   */
 PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, PetscBool alias, Mirror *m);
 
-/* MirrorBuild() with the column indices taken from daj, the same indices in the backend's memory (placed or copied
-   there, nothing uploaded): the diagonal positions are found in the host array aj, none are kept when aj is NULL */
-PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, const PetscInt *daj, Mirror *m);
+/* MirrorBuild() from the same pattern in the backend's memory, dai/daj (copied or placed there; of the host arrays
+   only the row offsets ai are read, for the layout)                                                           */
+PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *dai, const PetscInt *daj, Mirror *m);
 
-/* MirrorBuild() of a CSR copy without diagonal positions (the operand of the backend's sparse products) */
+/* The diagonal positions (diagpos, alldiag) of the mirror m of the CSR pattern ai/aj (host arrays, the pattern the
+   mirror was built from), found and uploaded at the first call after a build: only matrices whose diagonal is
+   read (MatGetDiagonal(), MatShift()) pay for them                                                           */
+PetscErrorCode MirrorDiagonal(const Backend *be, const PetscInt *ai, const PetscInt *aj, Mirror *m);
+
+/* MirrorBuild() of a CSR copy (the operand of the backend's sparse products) */
 PetscErrorCode MirrorBuildOperand(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, Mirror *m);
 
 /* Values in the CSR order of the mirror's pattern, already in the backend's memory, into the mirror's value array */

@@ -387,6 +387,16 @@ PetscErrorCode MatGetDiagonal_MPIAIJFused(Mat A, Vec v)
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(Refresh(A, d));
+  {
+    const PetscInt *ai, *aj;
+    PetscScalar    *aa;
+    PetscInt        m, n;
+    Mat             Ad;
+
+    PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, nullptr, nullptr));
+    PetscCall(SeqAIJHostCSR(Ad, &m, &n, &ai, &aj, &aa));
+    PetscCall(MirrorDiagonal(d->backend, ai, aj, &d->diag));
+  }
   PetscCall(VecFusedGetArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
   PetscCall(d->backend->diag_get(A->rmap->n, d->diag.diagpos, MirrorValues(&d->diag), va));
   PetscCall(VecFusedRestoreArray(v, PETSC_MEMORY_ACCESS_WRITE, &va));
