@@ -542,6 +542,32 @@ PetscErrorCode UploadSELL(Tester &t, Matrix &A, int threads)
   PetscCall(t.dev->copy_to_host(dvals.data(), vals, nv * sizeof(PetscScalar)));
   for (PetscInt64 p = 0; p < nv; ++p) same = same && dcol[p] == rcol[p] && rcol[p] >= -1 && dvals[p] == rvals[p];
   PetscCall(Record(t, same, label, "the device's slots differ from the host reference's, or a slot was not written", 0, 0));
+  { /* csr_from_sell, the inverse: the CSR arrays again, on both backends, into poisoned arrays */
+    const PetscInt64      nnz = (PetscInt64)A.colidx.size();
+    std::vector<PetscInt> hcol(nnz, -7), back(nnz, -7);
+    Array                 hvals(nnz, NaN), bvals(nnz, NaN);
+    PetscInt             *ccol;
+    PetscScalar          *cvals;
+
+    ref.colidx = rcol.data();
+    ref.vals   = rvals.data();
+    PetscCall(t.host->csr_from_sell(&ref, A.rowptr.data(), hcol.data(), hvals.data()));
+    PetscCall(t.dev->malloc_bytes(std::max<PetscInt64>(nnz, 1) * sizeof(PetscInt), (void **)&ccol));
+    PetscCall(t.dev->malloc_bytes(std::max<PetscInt64>(nnz, 1) * sizeof(PetscScalar), (void **)&cvals));
+    PetscCall(t.dev->copy_to_backend(ccol, back.data(), nnz * sizeof(PetscInt)));
+    PetscCall(t.dev->copy_to_backend(cvals, bvals.data(), nnz * sizeof(PetscScalar)));
+    before = *t.dev->counters;
+    PetscCall(t.dev->csr_from_sell(&A.sell, A.dev.rowptr, ccol, nullptr));
+    PetscCall(t.dev->csr_from_sell(&A.sell, A.dev.rowptr, nullptr, cvals));
+    PetscCall(CheckCounters(t, label + " csr_from_sell", before, A.nrows ? 2 : 0, 0));
+    PetscCall(t.dev->copy_to_host(back.data(), ccol, nnz * sizeof(PetscInt)));
+    PetscCall(t.dev->copy_to_host(bvals.data(), cvals, nnz * sizeof(PetscScalar)));
+    PetscCall(t.dev->free_bytes(ccol));
+    PetscCall(t.dev->free_bytes(cvals));
+    same = true;
+    for (PetscInt64 p = 0; p < nnz; ++p) same = same && hcol[p] == A.colidx[p] && back[p] == A.colidx[p] && hvals[p] == A.vals[p] && bvals[p] == A.vals[p];
+    PetscCall(Record(t, same, label, "csr_from_sell does not give the CSR arrays back (host reference or device)", 0, 0));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

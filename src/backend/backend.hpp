@@ -90,6 +90,19 @@ FUSEDKSP_HOST_DEVICE inline void SELLFromCSRLane(PetscInt64 i, PetscInt nrows, i
     if (svals) svals[pos] = e < len ? vals[start + e] : 0;
   }
 }
+/* Lane i of a SELL-P layout back to CSR: the body of every backend's Backend::csr_from_sell, the inverse of
+   SELLFromCSRLane() (colidx or vals may be NULL) */
+FUSEDKSP_HOST_DEVICE inline void CSRFromSELLLane(PetscInt64 i, PetscInt nrows, int threads, const PetscInt64 *sliceptr, const PetscInt *rowptr, const PetscInt *scolidx, const PetscScalar *svals, PetscInt *colidx, PetscScalar *vals)
+{
+  const PetscInt64 start = i < nrows ? rowptr[i] : 0, len = i < nrows ? rowptr[i + 1] - start : 0;
+
+  for (PetscInt64 e = 0; e < len; ++e) {
+    const PetscInt64 pos = SELLPosition(sliceptr, threads, i, e);
+
+    if (colidx) colidx[start + e] = scolidx[pos];
+    if (vals) vals[start + e] = svals[pos];
+  }
+}
 struct SELLView {
   PetscInt           nrows = 0, ncols = 0;
   int                threads  = 1;       /* threads per row: 1, 2, 4 or 8                         */
@@ -360,6 +373,9 @@ struct Backend {
      column -1 and value 0 past the row's length (the padding, and every slot of the lanes past the last row).
      colidx and scolidx, or vals and svals, may be NULL: the structure, or the values, alone.                       */
   PetscErrorCode (*sell_from_csr)(const SELLView *S, const PetscInt *rowptr, const PetscInt *colidx, const PetscScalar *vals, PetscInt *scolidx, PetscScalar *svals);
+  /* The inverse: the CSR arrays colidx and vals (either may be NULL) of the rows of S (its colidx and vals read),
+     whose CSR row offsets are rowptr                                                                          */
+  PetscErrorCode (*csr_from_sell)(const SELLView *S, const PetscInt *rowptr, PetscInt *colidx, PetscScalar *vals);
 
   /* The dot products of spmv_dots alone, for an `out` computed elsewhere (MPI or matrix-free
      operators): dots[k] as in spmv_dots with `in` the operator's input.                     */

@@ -10,6 +10,7 @@ PetscErrorCode SpMVSELLDots(const SELLView *, const PetscScalar *, const PetscSc
 PetscErrorCode DiagGet(PetscInt, const PetscInt64 *, const PetscScalar *, PetscScalar *);
 PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar *);
 PetscErrorCode SELLFromCSR(const SELLView *, const PetscInt *, const PetscInt *, const PetscScalar *, PetscInt *, PetscScalar *);
+PetscErrorCode CSRFromSELL(const SELLView *, const PetscInt *, PetscInt *, PetscScalar *);
 PetscErrorCode TrsvAnalysis(TriangularView *, PetscInt, const PetscInt *, const PetscInt *);
 PetscErrorCode TrsvCSR(const TriangularView *, const PetscScalar *, PetscScalar *);
 PetscErrorCode TrsvFree(TriangularView *);

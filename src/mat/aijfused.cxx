@@ -75,24 +75,31 @@ inline MatFusedData *Data(Mat A)
 }
 
 /* Brings the CSR copy of A for the backend's products up to date with A as of the object state `state` (as
-   RefreshMirror()): its structure when A's nonzero state changed (or at the first call), then its values   */
+   RefreshMirror()): its structure when A's nonzero state changed (or at the first call), then its values; made
+   on the backend from A's mirror when that is current (nothing uploaded), else from A's host arrays          */
 PetscErrorCode RefreshOperand(Mat A, PetscObjectState state)
 {
   MatFusedData   *d = Data(A);
   Mirror         *c = &d->operand;
+  const Mirror   *m = &d->mirror;
   const PetscInt *ai, *aj;
   PetscScalar    *aa;
   PetscInt        nr, nc;
+  PetscBool       structure, mirrored;
 
   PetscFunctionBegin;
   if (c->generation >= 0 && state == c->state && A->nonzerostate == c->nonzerostate) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(SeqAIJHostCSR(A, &nr, &nc, &ai, &aj, &aa));
-  if (c->generation < 0 || A->nonzerostate != c->nonzerostate) {
-    PetscCall(MirrorBuildOperand(d->backend, nr, nc, ai, aj, c));
-    c->nonzerostate = A->nonzerostate;
+  structure = (c->generation < 0 || A->nonzerostate != c->nonzerostate) ? PETSC_TRUE : PETSC_FALSE;
+  mirrored  = (m->generation >= 0 && m->state == state && m->nonzerostate == A->nonzerostate && m->rowptr && m->vals && d->backend->csr_from_sell) ? PETSC_TRUE : PETSC_FALSE;
+  if (mirrored)
+    PetscCall(MirrorCSRFrom(d->backend, ai, m, structure, c));
+  else {
+    if (structure) PetscCall(MirrorBuildOperand(d->backend, nr, nc, ai, aj, c));
+    PetscCall(MirrorSetValues(d->backend, aa, PETSC_FALSE, c));
   }
-  PetscCall(MirrorSetValues(d->backend, aa, PETSC_FALSE, c));
-  c->state = state;
+  c->nonzerostate = A->nonzerostate; /* after a build, which resets the mirror */
+  c->state        = state;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

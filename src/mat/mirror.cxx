@@ -174,6 +174,45 @@ PetscErrorCode MirrorDiagonal(const Backend *be, const PetscInt *ai, const Petsc
 }
 
 /*
+   MirrorCSRFrom - see mirror.hpp
+*/
+PetscErrorCode MirrorCSRFrom(const Backend *be, const PetscInt *ai, const Mirror *src, PetscBool structure, Mirror *m)
+{
+  const bool sell = src->format == MAT_AIJFUSED_SELL;
+
+  PetscFunctionBegin;
+  PetscCheck(src->rowptr && src->vals && be->csr_from_sell, PETSC_COMM_SELF, PETSC_ERR_PLIB, "A CSR copy is made on the backend from a mirror with arrays of its own");
+  PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
+  if (structure) {
+    const PetscInt nrows = sell ? src->sell.nrows : src->csr.nrows;
+
+    PetscCall(MirrorFree(be, m));
+    m->format     = MAT_AIJFUSED_CSR;
+    m->generation = ++generations;
+    m->nnz = m->nvals = src->nnz;
+    PetscCall(RowOffsets(be, nrows, ai, src->rowptr, &m->rowptr));
+    PetscCall(be->malloc_bytes(sizeof(PetscInt) * PetscMax(m->nnz, 1), (void **)&m->colidx));
+    PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(m->nnz, 1), (void **)&m->vals));
+    if (sell)
+      PetscCall(be->csr_from_sell(&src->sell, src->rowptr, m->colidx, nullptr));
+    else
+      PetscCall(be->copy_within(m->colidx, src->colidx, sizeof(PetscInt) * m->nnz));
+    m->csr.nrows  = nrows;
+    m->csr.ncols  = sell ? src->sell.ncols : src->csr.ncols;
+    m->csr.nnz    = m->nnz;
+    m->csr.rowptr = m->rowptr;
+    m->csr.colidx = m->colidx;
+  }
+  if (sell)
+    PetscCall(be->csr_from_sell(&src->sell, src->rowptr, nullptr, m->vals));
+  else
+    PetscCall(be->copy_within(m->vals, src->vals, sizeof(PetscScalar) * m->nvals));
+  m->csr.vals = m->vals;
+  PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
    MirrorBuildOperand - see mirror.hpp
 */
 PetscErrorCode MirrorBuildOperand(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, Mirror *m)

@@ -54,6 +54,10 @@ PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat request
    read (MatGetDiagonal(), MatShift()) pay for them                                                           */
 PetscErrorCode MirrorDiagonal(const Backend *be, const PetscInt *ai, const PetscInt *aj, Mirror *m);
 
+/* The CSR copy m (the operand of the backend's sparse products) of a matrix made on the backend from src, its mirror
+   (arrays of its own, current), whose host row offsets are ai: the structure first when `structure`, then the values */
+PetscErrorCode MirrorCSRFrom(const Backend *be, const PetscInt *ai, const Mirror *src, PetscBool structure, Mirror *m);
+
 /* MirrorBuild() of a CSR copy (the operand of the backend's sparse products) */
 PetscErrorCode MirrorBuildOperand(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *aj, Mirror *m);
 

@@ -23,6 +23,12 @@ __global__ void SELLFromCSRKernel(PetscInt nlanes, PetscInt nrows, int threads, 
   for (PetscInt64 i = blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x; i < nlanes; i += (PetscInt64)gridDim.x * blockDim.x) SELLFromCSRLane(i, nrows, threads, sliceptr, rowptr, colidx, vals, scolidx, svals);
 }
 
+/* One thread per row */
+__global__ void CSRFromSELLKernel(PetscInt nrows, int threads, const PetscInt64 *sliceptr, const PetscInt *rowptr, const PetscInt *scolidx, const PetscScalar *svals, PetscInt *colidx, PetscScalar *vals)
+{
+  for (PetscInt64 i = blockIdx.x * (PetscInt64)blockDim.x + threadIdx.x; i < nrows; i += (PetscInt64)gridDim.x * blockDim.x) CSRFromSELLLane(i, nrows, threads, sliceptr, rowptr, scolidx, svals, colidx, vals);
+}
+
 static int GridSize(PetscInt n)
 {
   return (int)PetscMin((n + BLOCK_SIZE - 1) / BLOCK_SIZE, (PetscInt)FUSED_REDUCE_BLOCKS);
@@ -62,6 +68,12 @@ PetscErrorCode SELLFromCSR(const SELLView *S, const PetscInt *rowptr, const Pets
   const PetscInt nlanes = (PetscInt)((S->nrows + (PetscInt64)FUSED_SELL_HEIGHT - 1) / FUSED_SELL_HEIGHT * FUSED_SELL_HEIGHT);
 
   return LaunchEntries(nlanes, SELLFromCSRKernel, S->nrows, S->threads, S->sliceptr, rowptr, colidx, vals, scolidx, svals);
+}
+
+/* CSRFromSELL - Backend::csr_from_sell on the device: one kernel launch (none without rows) */
+PetscErrorCode CSRFromSELL(const SELLView *S, const PetscInt *rowptr, PetscInt *colidx, PetscScalar *vals)
+{
+  return LaunchEntries(S->nrows, CSRFromSELLKernel, S->threads, S->sliceptr, rowptr, S->colidx, S->vals, colidx, vals);
 }
 
 } // namespace cuda

@@ -502,6 +502,7 @@ const Backend *CUDABackend()
                                   cuda::DiagGet,
                                   cuda::DiagShift,
                                   cuda::SELLFromCSR,
+                                  cuda::CSRFromSELL,
                                   cuda::Dots,
                                   cuda::WAXPYDot,
                                   cuda::BCGSUpdate,

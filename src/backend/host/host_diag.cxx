@@ -38,5 +38,14 @@ PetscErrorCode SELLFromCSR(const SELLView *S, const PetscInt *rowptr, const Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* See Backend::csr_from_sell: row by row */
+PetscErrorCode CSRFromSELL(const SELLView *S, const PetscInt *rowptr, PetscInt *colidx, PetscScalar *vals)
+{
+  PetscFunctionBegin;
+  for (PetscInt64 i = 0; i < S->nrows; ++i) CSRFromSELLLane(i, S->nrows, S->threads, S->sliceptr, rowptr, S->colidx, S->vals, colidx, vals);
+  if (S->nrows) counters.launches++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace host
 } // namespace fusedksp

@@ -67,6 +67,7 @@ static Backend Table(PetscBool host_memory)
                  host::DiagGet,
                  host::DiagShift,
                  host::SELLFromCSR,
+                 host::CSRFromSELL,
                  host::Dots,
                  host::WAXPYDot,
                  host::BCGSUpdate,

@@ -44,6 +44,22 @@ PetscErrorCode SELLFromCSR(const SELLView *S, const PetscInt *rowptr, const Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* See Backend::csr_from_sell: one work item per row */
+PetscErrorCode CSRFromSELL(const SELLView *S, const PetscInt *rowptr, PetscInt *colidx, PetscScalar *vals)
+{
+  const PetscInt64  *sliceptr = S->sliceptr;
+  const PetscInt    *scolidx  = S->colidx;
+  const PetscScalar *svals    = S->vals;
+  const PetscInt     nrows    = S->nrows;
+  const int          threads  = S->threads;
+
+  PetscFunctionBegin;
+  if (nrows)
+    ForEach(
+        "fusedksp::csr_from_sell", nrows, KOKKOS_LAMBDA(const PetscInt i) { CSRFromSELLLane(i, nrows, threads, sliceptr, rowptr, scolidx, svals, colidx, vals); });
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* See Backend::gather */
 PetscErrorCode Gather(PetscInt n, const PetscInt *idx, const PetscScalar *w, const PetscScalar *x, PetscScalar *buf)
 {

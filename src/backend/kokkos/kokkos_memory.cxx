@@ -502,6 +502,7 @@ const Backend *KokkosBackend()
                                   kokkos::DiagGet,
                                   kokkos::DiagShift,
                                   kokkos::SELLFromCSR,
+                                  kokkos::CSRFromSELL,
                                   kokkos::Dots,
                                   kokkos::WAXPYDot,
                                   kokkos::BCGSUpdate,
