@@ -1042,10 +1042,10 @@ static PetscErrorCode BackendOperandCopies(PetscInt n, Mat F, Mat R, PetscBool e
   PetscCall(MatPtAP(Af, Pf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cf));
   PetscCall(UploadedSince(start, &up));
   if (expect) PetscCall(Check((PetscBool)(up <= RowArrayBytes(Af) + RowArrayBytes(Pf)), "operand copies: PtAP of A and P with mirrors uploaded %" PetscInt64_FMT " bytes (their copies made from the mirrors)", up));
-  PetscCall(MatPtAP(R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
-  PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "operand copies: PtAP of fused A and P"));
   PetscCall(FirstProductsUpload(Cf, &up));
   if (expect) PetscCall(Check((PetscBool)(up <= RowArrayBytes(Cf)), "operand copies: the result's mirror and transpose uploaded %" PetscInt64_FMT " bytes (its copy is the product's result)", up));
+  PetscCall(MatPtAP(R, Pr, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Cr));
+  PetscCall(AgreeBackend(Cf, Cr, expect, before, 2, "operand copies: PtAP of fused A and P"));
   PetscCall(AgreeProducts(Cf, Cr, "operand copies: the result's products"));
   PetscCall(BackendProductCount(&before));
   PetscCall(MatPtAP(Af, Qf, MAT_INITIAL_MATRIX, PETSC_DETERMINE, &Df));
@@ -1058,6 +1058,8 @@ static PetscErrorCode BackendOperandCopies(PetscInt n, Mat F, Mat R, PetscBool e
   PetscCall(AgreeProducts(Qf, Pr, "operand copies: P's products after MatScale"));
   PetscCall(BackendProductCount(&before));
   PetscCall(MatPtAP(Af, Qf, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Df));
+  PetscCall(FirstProductsUpload(Df, &up));
+  if (expect) PetscCall(Check((PetscBool)(up <= RowArrayBytes(Df)), "operand copies: the reused result's products uploaded %" PetscInt64_FMT " bytes (its copies refreshed on the device)", up));
   PetscCall(MatPtAP(R, Pr, MAT_REUSE_MATRIX, PETSC_DETERMINE, &Cr));
   PetscCall(AgreeBackend(Df, Cr, expect, before, 1, "operand copies: PtAP reused after MatScale of P"));
   PetscCall(AgreeProducts(Df, Cr, "operand copies: the reused result's products"));

@@ -642,6 +642,21 @@ PetscErrorCode MatSeqAIJFusedOperandFromProduct(Mat C, const Backend *be, const 
 }
 
 /*
+  MatSeqAIJFusedKeepCurrent - see aijfused_private.hpp
+*/
+PetscErrorCode MatSeqAIJFusedKeepCurrent(Mat C)
+{
+  PetscObjectState state;
+
+  PetscFunctionBegin;
+  if (!MatAIJFusedIsType<SeqAIJFusedType>(C)) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscObjectStateGet((PetscObject)C, &state));
+  for (Mirror *m : {&Data(C)->mirror, &Data(C)->transpose, &Data(C)->operand})
+    if (m->generation >= 0 && m->state == state) m->state = state + 1;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
   MatAIJFusedGetArraysGeneration - see aijfused.hpp
 */
 PetscErrorCode MatAIJFusedGetArraysGeneration(Mat A, PetscInt64 *generation)

@@ -221,6 +221,11 @@ PetscErrorCode MatSeqAIJFusedOperand(Mat A, const Backend *be, const Mirror **cs
    MatAssemblyBegin(), the copy being current at the state C has after MatAssemblyEnd().  Other matrices: nothing. */
 PetscErrorCode MatSeqAIJFusedOperandFromProduct(Mat C, const Backend *be, const SpGEMMView *G);
 
+/* Marks the backend copies of the MATSEQAIJFUSED C that are current at C's present object state as current at the next
+   one: for the end of a product's numeric phase, after which MatProductNumeric() increases C's state once without
+   changing a value.  Other matrices: nothing.                                                                    */
+PetscErrorCode MatSeqAIJFusedKeepCurrent(Mat C);
+
 /* MATSEQAIJ's (MATMPIAIJ's) MatProductSetFromOptions() saved by a MATSEQAIJFUSED (MATMPIAIJFUSED) A;
    NULL when A is not of that type                                                                 */
 PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**f)(Mat));

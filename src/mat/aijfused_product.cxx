@@ -141,6 +141,7 @@ PetscErrorCode ProductNumeric(Mat C)
   if (d->order.empty()) PetscCall(MatSeqAIJFusedOperandFromProduct(C, d->be, &G));
   PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
   PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatSeqAIJFusedKeepCurrent(C));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
