@@ -666,6 +666,85 @@ PetscErrorCode TestSpMVDots(Tester &t, const Matrix &A, const char *matrix, bool
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The row updates of spmv_update, each checked against the plain product (spmv_dots of the host backend) updated here,
+   entry by entry, and against the host backend's spmv_update: out = alpha u + beta v + gamma wl (add + sign A in) */
+enum class UpdateVariant { MULT_ADD, MULT_ADD_IN_PLACE, RESIDUAL, CHEBYSHEV, CHEBYSHEV_ON_U, GENERAL };
+static const char *const UPDATE_VARIANT_NAMES[] = {"A in + add", "A in + out (in place)", "add - A in", "Chebyshev step", "Chebyshev step on u (in place)", "u, v and wl without add"};
+
+PetscErrorCode TestSpMVUpdate(Tester &t, const Matrix &A, const char *matrix, UpdateVariant variant)
+{
+  const bool           inplace = variant == UpdateVariant::MULT_ADD_IN_PLACE || variant == UpdateVariant::CHEBYSHEV_ON_U;
+  const bool           cheb    = variant == UpdateVariant::CHEBYSHEV || variant == UpdateVariant::CHEBYSHEV_ON_U || variant == UpdateVariant::GENERAL;
+  Operands             ops(t);
+  const int            in = ops.Add("in", t.RandomArray(A.ncols)), out = ops.Add("out", inplace ? t.RandomArray(A.nrows) : Array(A.nrows, NaN));
+  const int            add = variant != UpdateVariant::GENERAL && variant != UpdateVariant::MULT_ADD_IN_PLACE ? ops.Add("add", t.RandomArray(A.nrows)) : NONE;
+  const int            wl  = cheb ? ops.Add("wl", t.RandomArray(A.nrows)) : NONE;
+  const int            u   = variant == UpdateVariant::CHEBYSHEV || variant == UpdateVariant::GENERAL ? ops.Add("u", t.RandomArray(A.nrows)) : NONE;
+  const int            v   = cheb ? ops.Add("v", t.RandomArray(A.nrows)) : NONE;
+  const Array          out0 = ops.RefArray(out);
+  Array                prod(A.nrows, NaN), expected(A.nrows);
+  RowUpdate            rf, df;
+  BackendCounters      before;
+  std::string          label;
+  char                 variant_name[160];
+
+  PetscFunctionBegin;
+  PetscCall(PetscSNPrintf(variant_name, sizeof(variant_name), "%s, %s%s", matrix, UPDATE_VARIANT_NAMES[(int)variant], A.sell.threads ? (", SELL-P " + std::to_string(A.sell.threads) + " threads per row").c_str() : ""));
+  label = Label("spmv_update", variant_name, A.nrows);
+  PetscCall(ops.Upload());
+  rf.sign = variant == UpdateVariant::RESIDUAL || cheb ? -1 : 1;
+  if (cheb) {
+    rf.gamma = t.Random();
+    rf.alpha = t.Random();
+    rf.beta  = t.Random();
+  }
+  df = rf;
+  const int uop = variant == UpdateVariant::CHEBYSHEV_ON_U ? out : u, addop = variant == UpdateVariant::MULT_ADD_IN_PLACE ? out : add;
+  rf.add = addop != NONE ? ops.Ref(addop) : nullptr;
+  df.add = addop != NONE ? ops.Dev(addop) : nullptr;
+  rf.wl  = wl != NONE ? ops.Ref(wl) : nullptr;
+  df.wl  = wl != NONE ? ops.Dev(wl) : nullptr;
+  rf.u   = uop != NONE ? ops.Ref(uop) : nullptr;
+  df.u   = uop != NONE ? ops.Dev(uop) : nullptr;
+  rf.v   = v != NONE ? ops.Ref(v) : nullptr;
+  df.v   = v != NONE ? ops.Dev(v) : nullptr;
+  /* the expected result from the plain product, before the in-place variants overwrite their operand */
+  PetscCall(t.host->spmv_dots(&A.ref, nullptr, nullptr, ops.Ref(in), prod.data(), 0, nullptr, nullptr));
+  for (PetscInt i = 0; i < A.nrows; ++i) {
+    const PetscScalar a = addop == NONE ? 0 : (addop == out ? out0[i] : ops.RefArray(addop)[i]);
+    PetscScalar       r = (a + rf.sign * prod[i]) * (wl != NONE ? ops.RefArray(wl)[i] : 1) * rf.gamma;
+    if (uop != NONE) r += rf.alpha * (uop == out ? out0[i] : ops.RefArray(uop)[i]);
+    if (v != NONE) r += rf.beta * ops.RefArray(v)[i];
+    expected[i] = r;
+  }
+  PetscCall(t.host->spmv_update(&A.ref, nullptr, &rf, ops.Ref(in), ops.Ref(out)));
+  before = *t.dev->counters;
+  PetscCall(t.dev->spmv_update(A.sell.threads ? nullptr : &A.dev, A.sell.threads ? &A.sell : nullptr, &df, ops.Dev(in), ops.Dev(out)));
+  PetscCall(CheckCounters(t, label, before, A.nrows > 0, 0));
+  PetscCall(CheckVector(t, label, "host reference against the update of the plain product", ops.RefArray(out), expected));
+  PetscCall(ops.CompareAndFree(label));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* spmv_update refuses an input that overlaps its output (a PETSc error, nothing written) */
+PetscErrorCode TestSpMVUpdateOverlap(Tester &t, const Matrix &A, const char *matrix)
+{
+  Operands       ops(t);
+  const int      io = ops.Add("in and out", t.RandomArray(std::max(A.nrows, A.ncols)));
+  RowUpdate      f;
+  PetscErrorCode ierr;
+
+  PetscFunctionBegin;
+  if (!A.nrows || !A.ncols) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(ops.Upload());
+  PetscCall(PetscPushErrorHandler(PetscReturnErrorHandler, nullptr));
+  ierr = t.dev->spmv_update(A.sell.threads ? nullptr : &A.dev, A.sell.threads ? &A.sell : nullptr, &f, ops.Dev(io), ops.Dev(io));
+  PetscCall(PetscPopErrorHandler());
+  PetscCall(Record(t, ierr == PETSC_ERR_ARG_IDN, Label("spmv_update", (std::string(matrix) + ", input = output").c_str(), A.nrows), "no PETSC_ERR_ARG_IDN error for an input that is the output", (PetscReal)ierr, 0));
+  PetscCall(ops.CompareAndFree(Label("spmv_update", (std::string(matrix) + ", input = output, untouched").c_str(), A.nrows)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Every weight combination with all dot kinds and with none, every single kind without weights */
 PetscErrorCode TestSpMVMatrix(Tester &t, MatrixKind kind, PetscInt n)
 {
@@ -679,10 +758,14 @@ PetscErrorCode TestSpMVMatrix(Tester &t, MatrixKind kind, PetscInt n)
     const bool all_weights = set.kinds.empty() || &set == &ALL_DOTS;
     for (int weights = 0; weights < (all_weights ? 4 : 1); ++weights) PetscCall(TestSpMVDots(t, A, MATRIX_NAMES[(int)kind], weights & 1, weights & 2, set));
   }
+  for (int variant = 0; variant <= (int)UpdateVariant::GENERAL; ++variant) PetscCall(TestSpMVUpdate(t, A, MATRIX_NAMES[(int)kind], (UpdateVariant)variant));
+  PetscCall(TestSpMVUpdateOverlap(t, A, MATRIX_NAMES[(int)kind]));
   for (int threads : {1, 2, 4, 8}) { /* SELL-P against the host's CSR product: all dots and none, every weight combination */
     PetscCall(UploadSELL(t, A, threads));
     for (const DotSet *set : {&DOT_SETS[0], &ALL_DOTS})
       for (int weights = 0; weights < 4; ++weights) PetscCall(TestSpMVDots(t, A, MATRIX_NAMES[(int)kind], weights & 1, weights & 2, *set));
+    for (int variant = 0; variant <= (int)UpdateVariant::GENERAL; ++variant) PetscCall(TestSpMVUpdate(t, A, MATRIX_NAMES[(int)kind], (UpdateVariant)variant));
+    PetscCall(TestSpMVUpdateOverlap(t, A, MATRIX_NAMES[(int)kind]));
     PetscCall(FreeSELL(t, A));
   }
   PetscCall(FreeMatrix(t, A));

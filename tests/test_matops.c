@@ -1,5 +1,5 @@
 static char help[] = "Checks the operations of MATSEQAIJFUSED against MATSEQAIJ: MatMult, MatMultAdd (y != z and y == z),\n\
-MatMultTranspose, MatMultTransposeAdd, MatGetDiagonal, and MatMult after MatScale, MatShift and a change of\n\
+MatResidual (with MatMultAdd one kernel on a device backend), MatMultTranspose, MatMultTransposeAdd, MatGetDiagonal, and MatMult after MatScale, MatShift and a change of\n\
 values, in each device format (csr, sell, auto).  Random matrices (seeded; values in [-1, 1], never 0)\n\
 with short rows (0..6 entries, some rows without a diagonal entry) and long rows (20..70), of several\n\
 sizes; outputs are filled with NaN before each product; vectors must agree to 1e-12 relative to their\n\
@@ -152,6 +152,24 @@ static PetscErrorCode CheckOperations(Ctx *ctx, PetscInt n, PetscInt minlen, Pet
   PetscCall(MatMultAdd(A, x, y, y));
   PetscCall(MatMultAdd(Af, xf, yf, yf));
   PetscCall(CheckVectors(yf, y, "MatMultAdd y == z", n, names[format]));
+  PetscCall(FusedKSPGetBackendCounters(&l0, &d0, &h0));
+  PetscCall(MatMultAdd(Af, xf, zf, yf));
+  PetscCall(FusedKSPGetBackendCounters(&l1, &d1, &h1));
+  if (ctx->device && n)
+    PetscCall(Check((PetscBool)(l1 - l0 == 1 && h1 == h0 && d1 == d0), "MatMultAdd n=%" PetscInt_FMT " format=%s: one kernel, no copy (%" PetscInt64_FMT " kernels, %" PetscInt64_FMT " + %" PetscInt64_FMT " copies)", n, names[format], l1 - l0,
+                    h1 - h0, d1 - d0));
+
+  /* r = b - A x (PETSc's default MatResidual() of MATSEQAIJ overwrites b when r is b: not compared) */
+  POISON();
+  PetscCall(MatResidual(A, z, x, y));
+  PetscCall(MatResidual(Af, zf, xf, yf));
+  PetscCall(CheckVectors(yf, y, "MatResidual", n, names[format]));
+  PetscCall(FusedKSPGetBackendCounters(&l0, &d0, &h0));
+  PetscCall(MatResidual(Af, zf, xf, yf));
+  PetscCall(FusedKSPGetBackendCounters(&l1, &d1, &h1));
+  if (ctx->device && n)
+    PetscCall(Check((PetscBool)(l1 - l0 == 1 && h1 == h0 && d1 == d0), "MatResidual n=%" PetscInt_FMT " format=%s: one kernel, no copy (%" PetscInt64_FMT " kernels, %" PetscInt64_FMT " + %" PetscInt64_FMT " copies)", n, names[format], l1 - l0,
+                    h1 - h0, d1 - d0));
 
   POISON();
   PetscCall(MatMultTranspose(A, x, y));

@@ -143,6 +143,40 @@ FUSED_HD inline PetscScalar DotTerm(const DotSpec &s, PetscInt64 i, const PetscS
   return 0;
 }
 
+/* What a sparse product does with the sum s_i = (A (wr .* in))_i of each row i (Backend::spmv_update):
+     out_i = alpha u_i + beta v_i + gamma wl_i (add_i + sign s_i)
+   NULL wl reads as 1, NULL add, u or v as 0.  The default, {wl}, is the plain product out_i = wl_i s_i of
+   Backend::spmv_dots; {add = z} is A in + z (MatMultAdd), {add = b, sign = -1} the residual b - A in, and
+   {add = b, sign = -1, wl = D^{-1}, gamma, u, alpha, v = in, beta} a step of Chebyshev's three-term recurrence.  */
+struct RowUpdate {
+  const PetscScalar *wl = nullptr, *add = nullptr, *u = nullptr, *v = nullptr;
+  PetscScalar        sign = 1, gamma = 1, alpha = 0, beta = 0;
+};
+
+/* out_i of a RowUpdate for the row sum s, as every backend computes it (in PETSc's order of VecAXPBYPCZ(): the two
+   vectors first; a default RowUpdate gives wl_i s exactly)                                                         */
+FUSED_HD inline PetscScalar RowUpdateValue(const RowUpdate &f, PetscInt64 i, PetscScalar s)
+{
+  PetscScalar t = f.add ? f.add[i] + f.sign * s : f.sign * s, o = 0;
+
+  if (f.wl) t *= f.wl[i];
+  if (f.u) o += f.alpha * f.u[i];
+  if (f.v) o += f.beta * f.v[i];
+  return (f.u || f.v) ? o + f.gamma * t : f.gamma * t;
+}
+
+/* The checks of every backend's Backend::spmv_update: exactly one matrix, an update, and an input apart from the output */
+inline PetscErrorCode CheckRowUpdate(const CSRView *csr, const SELLView *sell, const RowUpdate *f, const PetscScalar *in, const PetscScalar *out)
+{
+  PetscFunctionBegin;
+  PetscCheck(!csr != !sell, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A sparse product takes exactly one of a CSR and a SELL-P matrix");
+  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_ARG_NULL, "A sparse product with a row update needs the update");
+  const PetscInt nrows = csr ? csr->nrows : sell->nrows, ncols = csr ? csr->ncols : sell->ncols;
+  PetscCheck(nrows >= 0 && ncols >= 0, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "Negative matrix size %" PetscInt_FMT " x %" PetscInt_FMT, nrows, ncols);
+  PetscCheck(!nrows || !ncols || in + ncols <= out || out + nrows <= in, PETSC_COMM_SELF, PETSC_ERR_ARG_IDN, "The input of a sparse product overlaps its output");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Work counters (for tests asserting kernels and transfers per iteration) */
 struct BackendCounters {
   PetscInt64 launches  = 0; /* kernel launches (host backend: fused loops run) */
@@ -361,6 +395,11 @@ struct Backend {
 
   /* spmv_dots for a SELL-P matrix */
   PetscErrorCode (*spmv_sell_dots)(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+  /* out = the RowUpdate f of A in (one kernel, the body of spmv_dots and spmv_sell_dots), for exactly one of csr and
+     sell (the other NULL).  in has the matrix's ncols entries and must not overlap out; f's vectors may be out itself
+     (each row reads its entries before it stores out_i).                                                           */
+  PetscErrorCode (*spmv_update)(const CSRView *csr, const SELLView *sell, const RowUpdate *f, const PetscScalar *in, PetscScalar *out);
 
   /* The diagonal of a matrix from the positions of its diagonal entries in its value array
      (pos[i] < 0: no stored diagonal entry in row i):  get: d[i] = vals[pos[i]] (0 if none);

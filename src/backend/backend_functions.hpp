@@ -7,6 +7,7 @@
 PetscErrorCode CGUpdate(PetscInt, PetscScalar, PetscScalar, PetscScalar *, PetscScalar *, PetscScalar *, PetscScalar *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar[3]);
 PetscErrorCode SpMVDots(const CSRView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
 PetscErrorCode SpMVSELLDots(const SELLView *, const PetscScalar *, const PetscScalar *, const PetscScalar *, PetscScalar *, int, const DotSpec *, PetscScalar *);
+PetscErrorCode SpMVUpdate(const CSRView *, const SELLView *, const RowUpdate *, const PetscScalar *, PetscScalar *);
 PetscErrorCode DiagGet(PetscInt, const PetscInt64 *, const PetscScalar *, PetscScalar *);
 PetscErrorCode DiagShift(PetscInt, const PetscInt64 *, PetscScalar, PetscScalar *);
 PetscErrorCode SELLFromCSR(const SELLView *, const PetscInt *, const PetscInt *, const PetscScalar *, PetscInt *, PetscScalar *);

@@ -54,6 +54,7 @@ namespace
 /* MATSEQAIJ's implementations of those operations, called for the host work */
 struct HostOps {
   FUSED_SEQAIJ_OPS(FUSED_DECLARE_HOST_OP)
+  decltype(_MatOps::residual) residual = nullptr;
 };
 
 /* The data of a MATSEQAIJFUSED, in Mat->spptr (the slot PETSc leaves to AIJ subclasses): it moves with
@@ -207,36 +208,73 @@ PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = op(A) x + z on the backend's arrays: the product into the mirror's work array, then one BLAS-1 kernel */
-PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
+/* y = the update `terms` of op(A) x on the backend's arrays (fused vectors): one kernel.  A term's vector may be y (its
+   entries are read before they are overwritten), not x.                                                            */
+static PetscErrorCode UpdateDevice(Mat A, PetscBool transpose, const MatUpdateTerms &terms, Vec x, Vec y)
 {
-  MatFusedData      *d    = Data(A);
-  const BlasKernels *blas = MatFusedBlas(d->backend);
-  Mirror            *m;
-  PetscScalar       *xa, *ya, *za;
-  const PetscInt     n = transpose ? A->cmap->n : A->rmap->n;
+  Vec const    tv[4] = {terms.wl, terms.add, terms.u, terms.v};
+  PetscScalar *ta[4] = {}, *xa, *ya;
+  PetscBool    yread = PETSC_FALSE;
+  Mirror      *m;
+  RowUpdate    f;
 
   PetscFunctionBegin;
+  PetscCheck(x != y, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_IDN, "The input and the output of a sparse product must be different vectors");
+  for (Vec v : tv) yread = (PetscBool)(yread || v == y);
   PetscCall(GetMirror(A, transpose, &m));
-  if (!m->work && n) PetscCall(d->backend->malloc_bytes(sizeof(PetscScalar) * n, (void **)&m->work));
   PetscCall(VecFusedGetArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  PetscCall(Product(A, m, nullptr, nullptr, xa, m->work, 0, nullptr, nullptr));
+  for (int k = 0; k < 4; ++k)
+    if (tv[k] && tv[k] != y) PetscCall(VecFusedGetArray(tv[k], PETSC_MEMORY_ACCESS_READ, &ta[k]));
+  PetscCall(VecFusedGetArray(y, yread ? PETSC_MEMORY_ACCESS_READ_WRITE : PETSC_MEMORY_ACCESS_WRITE, &ya));
+  for (int k = 0; k < 4; ++k)
+    if (tv[k] == y) ta[k] = ya;
+  f.wl    = ta[0];
+  f.add   = ta[1];
+  f.u     = ta[2];
+  f.v     = ta[3];
+  f.sign  = terms.sign;
+  f.gamma = terms.gamma;
+  f.alpha = terms.alpha;
+  f.beta  = terms.beta;
+  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(MirrorProductUpdate(Data(A)->backend, m, &f, xa, ya));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(VecFusedRestoreArray(y, yread ? PETSC_MEMORY_ACCESS_READ_WRITE : PETSC_MEMORY_ACCESS_WRITE, &ya));
+  for (int k = 0; k < 4; ++k)
+    if (tv[k] && tv[k] != y) PetscCall(VecFusedRestoreArray(tv[k], PETSC_MEMORY_ACCESS_READ, &ta[k]));
   PetscCall(VecFusedRestoreArray(x, PETSC_MEMORY_ACCESS_READ, &xa));
-  if (y == z) {
-    PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
-    PetscCall(blas->axpy(n, 1.0, m->work, ya));
-    PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_READ_WRITE, &ya));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = op(A) x + z on the backend's arrays: one kernel */
+PetscErrorCode MultAddDevice(Mat A, PetscBool transpose, Vec x, Vec z, Vec y)
+{
+  MatUpdateTerms terms;
+
+  PetscFunctionBegin;
+  terms.add = z;
+  PetscCall(UpdateDevice(A, transpose, terms, x, y));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* MatResidual(): r = b - A x, on the backend in one kernel when the vectors are fused, else PETSc's default (MatMult(),
+   VecAYPX()) */
+PetscErrorCode MatResidual_SeqAIJFused(Mat A, Vec b, Vec x, Vec r)
+{
+  PetscBool backend;
+
+  PetscFunctionBegin;
+  PetscCall(MatFusedOnBackend({b, x, r}, &backend));
+  if (backend) {
+    MatUpdateTerms terms;
+
+    terms.add  = b;
+    terms.sign = -1;
+    PetscCall(UpdateDevice(A, PETSC_FALSE, terms, x, r));
   } else {
-    PetscCall(VecFusedGetArray(z, PETSC_MEMORY_ACCESS_READ, &za));
-    PetscCall(VecFusedGetArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-    PetscCall(blas->waxpy(n, 1.0, m->work, za, ya));
-    PetscCall(VecFusedRestoreArray(y, PETSC_MEMORY_ACCESS_WRITE, &ya));
-    PetscCall(VecFusedRestoreArray(z, PETSC_MEMORY_ACCESS_READ, &za));
+    PetscCall(MatMult(A, x, r));
+    PetscCall(VecAYPX(r, -1.0, b));
   }
-  if (!d->backend->host_memory)
-    PetscCall(PetscLogGpuFlops((PetscLogDouble)n));
-  else
-    PetscCall(PetscLogFlops((PetscLogDouble)n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -558,14 +596,18 @@ PetscErrorCode MatICCFactor_SeqAIJFused(Mat A, IS perm, const MatFactorInfo *inf
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The table of FUSED_SEQAIJ_OPS, and MatResidual(), which MATSEQAIJ leaves to PETSc's default (no `residual`) */
 void SeqAIJFusedType::InstallOps(Mat A, MatFusedData *d)
 {
   FUSED_SEQAIJ_OPS(FUSED_INSTALL_OP)
+  d->host.residual = A->ops->residual;
+  A->ops->residual = MatResidual_SeqAIJFused;
 }
 
 void SeqAIJFusedType::RestoreOps(Mat A, const HostOps &host)
 {
   FUSED_SEQAIJ_OPS(FUSED_RESTORE_OP)
+  A->ops->residual = host.residual;
 }
 
 } // namespace
@@ -581,6 +623,16 @@ PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**
 {
   PetscFunctionBegin;
   *f = MatAIJFusedIsType<SeqAIJFusedType>(A) ? Data(A)->host.productsetfromoptions : nullptr;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+  MatSeqAIJFusedMultUpdate - see aijfused.hpp
+*/
+PetscErrorCode MatSeqAIJFusedMultUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y)
+{
+  PetscFunctionBegin;
+  PetscCall(UpdateDevice(A, PETSC_FALSE, *terms, x, y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -13,6 +13,15 @@ PetscErrorCode MatSeqAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
 /* out = A^T in with ndots fused dot products of out, with the explicit transpose of a MATSEQAIJFUSED (built at its first
    use and kept, refreshed if A changed; see MatMultTranspose()): in has A's rows, out A's columns               */
 PetscErrorCode MatSeqAIJFusedMultTransposeDots(Mat A, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+/* What a product's update adds to A x (Backend::spmv_update, RowUpdate): y = alpha u + beta v + gamma wl .* (add + sign A x),
+   NULL vectors reading as ones (wl) or zeros */
+struct MatUpdateTerms {
+  Vec         wl = nullptr, add = nullptr, u = nullptr, v = nullptr;
+  PetscScalar sign = 1, gamma = 1, alpha = 0, beta = 0;
+};
+/* y = the update `terms` of A x for a MATSEQAIJFUSED and fused vectors of its backend, in one kernel on the backend's
+   arrays (logged as FusedSpMVDots).  x must not be y; the terms' vectors may be y (read before y is written).      */
+PetscErrorCode MatSeqAIJFusedMultUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y);
 /* The backend view of a MATSEQAIJFUSED for operations that run its products themselves (Backend::cg_chunk):
    its mirror refreshed if A changed, *csr or *sell set to the format in use, the other NULL, and the
    stored entries (for flop counts); the views stay valid until A changes                            */

@@ -52,7 +52,6 @@ PetscErrorCode MirrorFree(const Backend *be, Mirror *m)
   PetscCall(FreeBackend(be, m->sliceptr));
   PetscCall(FreeBackend(be, m->diagpos));
   PetscCall(FreeBackend(be, m->vals));
-  PetscCall(FreeBackend(be, m->work));
   *m = Mirror();
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -382,23 +381,44 @@ const PetscScalar *MirrorValues(const Mirror *m)
   return m->format == MAT_AIJFUSED_SELL ? m->sell.vals : m->csr.vals;
 }
 
-/*
-   MirrorProduct - see mirror.hpp; logs the flops (on the GPU for a device backend)
-*/
-PetscErrorCode MirrorProduct(const Backend *be, const Mirror *m, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+/* Logs the flops of a product of m with `extra` flops per row (on the GPU for a device backend) */
+static PetscErrorCode LogProductFlops(const Backend *be, const Mirror *m, PetscLogDouble extra)
 {
   const PetscInt64 nnz = MirrorEntries(m);
   const PetscInt   n   = m->format == MAT_AIJFUSED_SELL ? m->sell.nrows : m->csr.nrows;
 
   PetscFunctionBegin;
+  if (!be->host_memory)
+    PetscCall(PetscLogGpuFlops(2.0 * (PetscLogDouble)nnz + extra * n));
+  else
+    PetscCall(PetscLogFlops(2.0 * (PetscLogDouble)nnz + extra * n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MirrorProduct - see mirror.hpp; logs the flops (on the GPU for a device backend)
+*/
+PetscErrorCode MirrorProduct(const Backend *be, const Mirror *m, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  PetscFunctionBegin;
   if (m->format == MAT_AIJFUSED_SELL)
     PetscCall(be->spmv_sell_dots(&m->sell, wl, wr, in, out, ndots, specs, dots));
   else
     PetscCall(be->spmv_dots(&m->csr, wl, wr, in, out, ndots, specs, dots));
-  if (!be->host_memory)
-    PetscCall(PetscLogGpuFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));
-  else
-    PetscCall(PetscLogFlops(2.0 * (PetscLogDouble)nnz + 2.0 * ndots * n));
+  PetscCall(LogProductFlops(be, m, 2.0 * ndots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/*
+   MirrorProductUpdate - see mirror.hpp; logs the flops of the product and of the update's terms
+*/
+PetscErrorCode MirrorProductUpdate(const Backend *be, const Mirror *m, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
+{
+  const bool sell = m->format == MAT_AIJFUSED_SELL;
+
+  PetscFunctionBegin;
+  PetscCall(be->spmv_update(sell ? nullptr : &m->csr, sell ? &m->sell : nullptr, f, in, out));
+  PetscCall(LogProductFlops(be, m, (f->add ? 1.0 : 0.0) + (f->wl ? 1.0 : 0.0) + (f->u ? 2.0 : 0.0) + (f->v ? 2.0 : 0.0)));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

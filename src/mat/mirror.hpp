@@ -15,11 +15,11 @@ struct Mirror {
   PetscInt         *rowptr = nullptr, *colidx = nullptr; /* backend arrays we own (NULL: aliasing); SELL-P: rowptr is
                                                             the CSR one, for value refreshes (Backend::sell_from_csr) */
   PetscInt64      *sliceptr = nullptr, *diagpos = nullptr;
-  PetscScalar     *vals = nullptr, *work = nullptr; /* work: nrows entries for MatMultAdd          */
-  PetscInt64       nvals    = 0;                    /* entries of vals (SELL-P: with padding)     */
-  PetscInt64       nnz      = 0;                    /* stored entries of the matrix              */
-  PetscBool        diagonal = PETSC_FALSE;          /* diagpos and alldiag are known (MirrorDiagonal()) */
-  PetscBool        alldiag  = PETSC_FALSE;          /* every row i < ncols stores (i, i)          */
+  PetscScalar     *vals     = nullptr;
+  PetscInt64       nvals    = 0;           /* entries of vals (SELL-P: with padding)     */
+  PetscInt64       nnz      = 0;           /* stored entries of the matrix              */
+  PetscBool        diagonal = PETSC_FALSE; /* diagpos and alldiag are known (MirrorDiagonal()) */
+  PetscBool        alldiag  = PETSC_FALSE; /* every row i < ncols stores (i, i)          */
   PetscObjectState state = -1, nonzerostate = -1;
   PetscInt64       generation = -1; /* of the arrays: new (process-unique) at each MirrorBuild(), -1 when freed */
 };
@@ -79,6 +79,9 @@ PetscErrorCode MirrorSetValues(const Backend *be, const PetscScalar *aa, PetscBo
 
 /* out = wl .* (M (wr .* in)) with ndots fused dot products (Backend::spmv_dots), in M's format */
 PetscErrorCode MirrorProduct(const Backend *be, const Mirror *m, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+
+/* out = the RowUpdate f of M in (Backend::spmv_update: one kernel), in M's format */
+PetscErrorCode MirrorProductUpdate(const Backend *be, const Mirror *m, const RowUpdate *f, const PetscScalar *in, PetscScalar *out);
 
 /* Stored entries of the matrix (without padding) */
 PetscInt64 MirrorEntries(const Mirror *m);

@@ -53,6 +53,10 @@ PetscErrorCode PCRegisterBJacobiFused(void);
    backend for fused vectors (src/pc/asm.cxx) */
 PetscErrorCode PCRegisterASMFused(void);
 
+/* Registers KSPCHEBYSHEV again: PETSc's KSP whose first-kind steps with a fused operator, fused vectors and Jacobi (or
+   no) preconditioner run as one kernel each (src/ksp/chebyshev.cxx) */
+PetscErrorCode KSPRegisterChebyshevFused(void);
+
 } // namespace fusedksp
 
 PETSC_INTERN PetscErrorCode KSPCreate_FusedCG(KSP);

@@ -295,6 +295,7 @@ PetscErrorCode FusedKSPInitializePackage(void)
   PetscCall(fusedksp::PCRegisterBlockDiagFused());
   PetscCall(fusedksp::PCRegisterBJacobiFused());
   PetscCall(fusedksp::PCRegisterASMFused());
+  PetscCall(fusedksp::KSPRegisterChebyshevFused());
   PetscCall(PetscClassIdRegister("FusedKSP", &classid));
   PetscCall(RegisterEvent("FusedCGUpdate", classid, &fusedksp::events.cg_update));
   PetscCall(RegisterEvent("FusedSpMVDots", classid, &fusedksp::events.spmv_dots));

@@ -499,6 +499,7 @@ const Backend *CUDABackend()
                                   cuda::CGUpdate,
                                   cuda::SpMVDots,
                                   cuda::SpMVSELLDots,
+                                  cuda::SpMVUpdate,
                                   cuda::DiagGet,
                                   cuda::DiagShift,
                                   cuda::SELLFromCSR,

@@ -7,12 +7,13 @@ namespace fusedksp
 namespace cuda
 {
 
-/* Stores out[row] = wl[row] * sum and adds its dot terms (the first lane of the row) */
-__device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotList &dots, PetscScalar (&acc)[FUSED_MAX_DOTS])
+/* Stores out[row] = the RowUpdate f of the row's sum and adds its dot terms (the first lane of the row) */
+__device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const RowUpdate &f, const PetscScalar *in, PetscScalar *out, const DotList &dots, PetscScalar (&acc)[FUSED_MAX_DOTS])
 {
-  if (wl) sum *= wl[row];
-  out[row] = sum;
-  AddDotTerms(dots, row, in, sum, acc);
+  const PetscScalar o = RowUpdateValue(f, row, sum);
+
+  out[row] = o;
+  AddDotTerms(dots, row, in, o, acc);
 }
 
 /* One kernel for CSR and SELL-P (Rows: CSRRows, SELLRows): passes of BLOCK_SIZE / LANES rows dealt to the
@@ -20,7 +21,7 @@ __device__ inline void StoreRow(PetscInt64 row, PetscScalar sum, const PetscScal
    average row length; SELL-P: the format's threads per row): each thread sums its part of the row, the
    shuffles add the parts; then the block's reductions.                                               */
 template <class Rows>
-__global__ void SpMVDotsKernel(const __grid_constant__ Rows A, const PetscScalar *__restrict__ wl, const PetscScalar *__restrict__ wr, const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots,
+__global__ void SpMVDotsKernel(const __grid_constant__ Rows A, const __grid_constant__ RowUpdate f, const PetscScalar *__restrict__ wr, const PetscScalar *__restrict__ in, PetscScalar *__restrict__ out, const __grid_constant__ DotList dots,
                                const Reduction red)
 {
   constexpr int  ROWS_PER_PASS       = BLOCK_SIZE / Rows::LANES;
@@ -35,7 +36,7 @@ __global__ void SpMVDotsKernel(const __grid_constant__ Rows A, const PetscScalar
 
     if (row < range.end) sum = A.Part(row, lane, wr, in, LoadCached());
     if (Rows::LANES > 1) sum = LaneSum<Rows::LANES>(sum);
-    if (lane == 0 && row < range.end) StoreRow(row, sum, wl, in, out, dots, acc);
+    if (lane == 0 && row < range.end) StoreRow(row, sum, f, in, out, dots, acc);
   }
   ReduceBlocks(acc, dots.count, red);
 }
@@ -62,9 +63,9 @@ static PetscErrorCode CheckProduct(PetscInt nrows, PetscInt ncols, int ndots, co
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The sparse product of exactly one of csr and sell, with its dot products: one kernel launch (none for 0
-   rows) and, when ndots > 0, one device->host copy of the ndots results */
-static PetscErrorCode SpMVDotsRows(const CSRView *csr, const SELLView *sell, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+/* The sparse product of exactly one of csr and sell, each row's sum stored as the RowUpdate f, with its dot products:
+   one kernel launch (none for 0 rows) and, when ndots > 0, one device->host copy of the ndots results */
+static PetscErrorCode SpMVDotsRows(const CSRView *csr, const SELLView *sell, const RowUpdate &f, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   const PetscInt nrows = csr ? csr->nrows : sell->nrows;
   Partition      part;
@@ -82,7 +83,7 @@ static PetscErrorCode SpMVDotsRows(const CSRView *csr, const SELLView *sell, con
     if (part.nblocks) {
       PetscCall(GetStream(&stream));
       if (ndots) PetscCall(GetReduction(ndots, part.nblocks, &red));
-      SpMVDotsKernel<Rows><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(rows, wl, wr, in, out, list, red);
+      SpMVDotsKernel<Rows><<<part.nblocks, BLOCK_SIZE, 0, stream>>>(rows, f, wr, in, out, list, red);
       FusedKSPCheckLaunch();
       counters.launches++;
     }
@@ -95,13 +96,28 @@ static PetscErrorCode SpMVDotsRows(const CSRView *csr, const SELLView *sell, con
 /* SpMVDots - Backend::spmv_dots on the device (SpMVDotsRows()) */
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  return SpMVDotsRows(A, nullptr, wl, wr, in, out, ndots, specs, dots);
+  RowUpdate f;
+
+  f.wl = wl;
+  return SpMVDotsRows(A, nullptr, f, wr, in, out, ndots, specs, dots);
 }
 
 /* SpMVSELLDots - Backend::spmv_sell_dots on the device (SpMVDotsRows()) */
 PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  return SpMVDotsRows(nullptr, A, wl, wr, in, out, ndots, specs, dots);
+  RowUpdate f;
+
+  f.wl = wl;
+  return SpMVDotsRows(nullptr, A, f, wr, in, out, ndots, specs, dots);
+}
+
+/* SpMVUpdate - Backend::spmv_update on the device (SpMVDotsRows(), the same kernel) */
+PetscErrorCode SpMVUpdate(const CSRView *csr, const SELLView *sell, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
+{
+  PetscFunctionBegin;
+  PetscCall(CheckRowUpdate(csr, sell, f, in, out));
+  PetscCall(SpMVDotsRows(csr, sell, *f, nullptr, in, out, 0, nullptr, nullptr));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*

@@ -64,6 +64,7 @@ static Backend Table(PetscBool host_memory)
                  host::CGUpdate,
                  host::SpMVDots,
                  host::SpMVSELLDots,
+                 host::SpMVUpdate,
                  host::DiagGet,
                  host::DiagShift,
                  host::SELLFromCSR,

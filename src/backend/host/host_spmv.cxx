@@ -6,12 +6,13 @@ namespace fusedksp
 namespace host
 {
 
-/* out[i] = wl[i] sum and its terms of the dot products (the end of a row of every sparse product) */
-static inline void StoreRow(PetscInt i, PetscScalar sum, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *part)
+/* out[i] = the RowUpdate f of the row's sum, and its terms of the dot products (the end of a row of every sparse product) */
+static inline void StoreRow(PetscInt i, PetscScalar sum, const RowUpdate &f, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *part)
 {
-  if (wl) sum *= wl[i];
-  out[i] = sum;
-  for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in, sum);
+  const PetscScalar o = RowUpdateValue(f, i, sum);
+
+  out[i] = o;
+  for (int d = 0; d < ndots; ++d) part[d] += DotTerm(specs[d], i, in, o);
 }
 
 /* An operation that honours the reduce target (nothing once its stop flag is set): body(i, part) for
@@ -29,39 +30,71 @@ template <class Body> static PetscErrorCode ReduceRows(PetscInt n, int ndots, Pe
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::spmv_dots */
-PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+/* The sparse product of exactly one of csr and sell (the reference loop over its layout), each row's sum stored as the
+   RowUpdate f, with the dot products of the result */
+static PetscErrorCode ProductRows(const CSRView *csr, const SELLView *sell, const RowUpdate &f, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   PetscFunctionBegin;
-  PetscCall(ReduceRows(A->nrows, ndots, dots, [=](PetscInt i, PetscScalar *part) {
-    PetscScalar sum = 0;
-    for (PetscInt k = A->rowptr[i]; k < A->rowptr[i + 1]; ++k) {
-      const PetscInt c = A->colidx[k];
-      sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
-    }
-    StoreRow(i, sum, wl, in, out, ndots, specs, part);
-  }));
+  PetscCheck(!csr != !sell, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A sparse product takes exactly one of a CSR and a SELL-P matrix");
+  if (csr) {
+    const CSRView A = *csr;
+
+    PetscCall(ReduceRows(A.nrows, ndots, dots, [=](PetscInt i, PetscScalar *part) {
+      PetscScalar sum = 0;
+      for (PetscInt k = A.rowptr[i]; k < A.rowptr[i + 1]; ++k) {
+        const PetscInt c = A.colidx[k];
+        sum += A.vals[k] * (wr ? wr[c] * in[c] : in[c]);
+      }
+      StoreRow(i, sum, f, in, out, ndots, specs, part);
+    }));
+  } else {
+    const SELLView   A = *sell;
+    const PetscInt64 T = A.threads, H = FUSED_SELL_HEIGHT;
+
+    PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A.threads);
+    PetscCall(ReduceRows(A.nrows, ndots, dots, [=](PetscInt i, PetscScalar *part) {
+      const PetscInt64 s = i / H, begin = A.sliceptr[s], len = (A.sliceptr[s + 1] - begin) / (H * T);
+      PetscScalar      sum = 0;
+      for (PetscInt64 j = 0; j < len; ++j)
+        for (PetscInt64 t = 0; t < T; ++t) {
+          const PetscInt64 k = begin + (j * H + i % H) * T + t;
+          const PetscInt   c = A.colidx[k];
+          if (c >= 0) sum += A.vals[k] * (wr ? wr[c] * in[c] : in[c]);
+        }
+      StoreRow(i, sum, f, in, out, ndots, specs, part);
+    }));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::spmv_sell_dots (the reference loop over the SELL-P layout) */
-PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+/* See Backend::spmv_dots */
+PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const PetscInt64 T = A->threads, H = FUSED_SELL_HEIGHT;
+  RowUpdate f;
 
   PetscFunctionBegin;
-  PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
-  PetscCall(ReduceRows(A->nrows, ndots, dots, [=](PetscInt i, PetscScalar *part) {
-    const PetscInt64 s = i / H, begin = A->sliceptr[s], len = (A->sliceptr[s + 1] - begin) / (H * T);
-    PetscScalar      sum = 0;
-    for (PetscInt64 j = 0; j < len; ++j)
-      for (PetscInt64 t = 0; t < T; ++t) {
-        const PetscInt64 k = begin + (j * H + i % H) * T + t;
-        const PetscInt   c = A->colidx[k];
-        if (c >= 0) sum += A->vals[k] * (wr ? wr[c] * in[c] : in[c]);
-      }
-    StoreRow(i, sum, wl, in, out, ndots, specs, part);
-  }));
+  f.wl = wl;
+  PetscCall(ProductRows(A, nullptr, f, wr, in, out, ndots, specs, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::spmv_sell_dots */
+PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  RowUpdate f;
+
+  PetscFunctionBegin;
+  f.wl = wl;
+  PetscCall(ProductRows(nullptr, A, f, wr, in, out, ndots, specs, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::spmv_update */
+PetscErrorCode SpMVUpdate(const CSRView *csr, const SELLView *sell, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
+{
+  PetscFunctionBegin;
+  PetscCall(CheckRowUpdate(csr, sell, f, in, out));
+  PetscCall(ProductRows(csr, sell, *f, nullptr, in, out, 0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

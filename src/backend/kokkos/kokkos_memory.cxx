@@ -499,6 +499,7 @@ const Backend *KokkosBackend()
                                   kokkos::CGUpdate,
                                   kokkos::SpMVDots,
                                   kokkos::SpMVSELLDots,
+                                  kokkos::SpMVUpdate,
                                   kokkos::DiagGet,
                                   kokkos::DiagShift,
                                   kokkos::SELLFromCSR,

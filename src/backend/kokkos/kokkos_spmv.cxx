@@ -87,34 +87,33 @@ KOKKOS_INLINE_FUNCTION PetscScalar ChunkDot(const DotSpec &s, PetscInt start, Pe
   return 0;
 }
 
-/* wl[i] row(i) */
-template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowValue(const Row &row, const PetscScalar *wl, PetscInt i)
+/* The RowUpdate f of row(i) */
+template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowValue(const Row &row, const RowUpdate &f, PetscInt i)
 {
-  const PetscScalar sum = row(i);
-  return wl ? wl[i] * sum : sum;
+  return RowUpdateValue(f, i, row(i));
 }
 
-/* out[i] = wl[i] row(i), and the value */
-template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowOut(const Row &row, const PetscScalar *wl, PetscScalar *out, PetscInt i)
+/* out[i] = the RowUpdate f of row(i), and the value */
+template <class Row> KOKKOS_INLINE_FUNCTION PetscScalar RowOut(const Row &row, const RowUpdate &f, PetscScalar *out, PetscInt i)
 {
-  return out[i] = RowValue(row, wl, i);
+  return out[i] = RowValue(row, f, i);
 }
 
-/* out[i] = wl[i] row(i) with its ND dot products, ND a compile-time count, stored to dots (or the reduce target): on
+/* out[i] = the RowUpdate f of row(i) with its ND dot products, ND a compile-time count, stored to dots (or the reduce target): on
    the host each chunk computes its rows of out, then the dot products over them while they are in cache, one loop
    per dot; on a GPU each row adds its dot terms at once, read before out[i] is stored (the compiler cannot tell
    out from the dot products' vectors: their loads would wait for the store) */
-template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *dots)
+template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, PetscInt nrows, const Row &row, const RowUpdate &f, const PetscScalar *in, PetscScalar *out, const DotSpecs &sp, PetscScalar *dots)
 {
   PetscFunctionBegin;
   PetscCall(ChunkRangePartials<ND>(
       label, nrows, FUSED_REDUCE_BLOCKS, ND,
       KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
-        for (PetscInt i = start; i < end; ++i) RowOut(row, wl, out, i);
+        for (PetscInt i = start; i < end; ++i) RowOut(row, f, out, i);
         for (int d = 0; d < ND; ++d) p[d] = ChunkDot(sp.spec[d], start, end, in, out);
       },
       KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) {
-        const PetscScalar oi = RowValue(row, wl, i);
+        const PetscScalar oi = RowValue(row, f, i);
         for (int d = 0; d < ND; ++d) p[d] += DotTerm(sp.spec[d], i, in, oi);
         out[i] = oi;
       },
@@ -128,9 +127,9 @@ template <int ND, class Row> static PetscErrorCode RowsDotsN(const char *label, 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* out[i] = wl[i] row(i) with the dot products of out: one pass over the rows, a plain parallel loop
+/* out[i] = the RowUpdate f of row(i) with the dot products of out: one pass over the rows, a plain parallel loop
    without dot products */
-template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt nrows, const Row &row, const PetscScalar *wl, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt nrows, const Row &row, const RowUpdate &f, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   DotSpecs sp;
 
@@ -140,20 +139,51 @@ template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt 
   switch (ndots) {
   case 0:
     ForEach(
-        label, nrows, KOKKOS_LAMBDA(const PetscInt i) { RowOut(row, wl, out, i); });
+        label, nrows, KOKKOS_LAMBDA(const PetscInt i) { RowOut(row, f, out, i); });
     target = {};
     break;
   case 1:
-    PetscCall(RowsDotsN<1>(label, nrows, row, wl, in, out, sp, dots));
+    PetscCall(RowsDotsN<1>(label, nrows, row, f, in, out, sp, dots));
     break;
   case 2:
-    PetscCall(RowsDotsN<2>(label, nrows, row, wl, in, out, sp, dots));
+    PetscCall(RowsDotsN<2>(label, nrows, row, f, in, out, sp, dots));
     break;
   case 3:
-    PetscCall(RowsDotsN<3>(label, nrows, row, wl, in, out, sp, dots));
+    PetscCall(RowsDotsN<3>(label, nrows, row, f, in, out, sp, dots));
     break;
   default:
-    PetscCall(RowsDotsN<4>(label, nrows, row, wl, in, out, sp, dots));
+    PetscCall(RowsDotsN<4>(label, nrows, row, f, in, out, sp, dots));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The sparse product of exactly one of csr and sell, each row's sum stored as the RowUpdate f, with the dot products
+   of the result (nothing once the reduce target's stop flag is set) */
+static PetscErrorCode ProductRows(const CSRView *csr, const SELLView *sell, const RowUpdate &f, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  PetscFunctionBegin;
+  PetscCheck(!csr != !sell, PETSC_COMM_SELF, PETSC_ERR_ARG_WRONG, "A sparse product takes exactly one of a CSR and a SELL-P matrix");
+  if (TargetStopped()) {
+    counters.launches++;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  if (csr) {
+    const PetscInt    *rowptr = csr->rowptr, *colidx = csr->colidx;
+    const PetscScalar *vals = csr->vals;
+
+    PetscCall(RowsDots(
+        "fusedksp::spmv_dots", csr->nrows, KOKKOS_LAMBDA(const PetscInt i) { return CSRRow(rowptr, colidx, vals, wr, in, i); }, f, in, out, ndots, specs, dots));
+  } else {
+    const PetscInt64   T = sell->threads, *sliceptr = sell->sliceptr;
+    const PetscInt    *colidx = sell->colidx;
+    const PetscScalar *vals   = sell->vals;
+
+    PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", sell->threads);
+    const SELLRows<0>::Gathered gwr(wr, wr ? sell->ncols : 0), gin(in, sell->ncols);
+    if (T == 1) /* rows of fewer than 16 entries on average (SELLThreadsPerRow()): the loop over a row's steps alone */
+      PetscCall(RowsDots("fusedksp::spmv_sell_dots", sell->nrows, SELLRows<1>{sliceptr, colidx, vals, gwr, gin, T}, f, in, out, ndots, specs, dots));
+    else
+      PetscCall(RowsDots("fusedksp::spmv_sell_dots", sell->nrows, SELLRows<0>{sliceptr, colidx, vals, gwr, gin, T}, f, in, out, ndots, specs, dots));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -161,37 +191,31 @@ template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt 
 /* See Backend::spmv_dots */
 PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const PetscInt    *rowptr = A->rowptr, *colidx = A->colidx;
-  const PetscScalar *vals = A->vals;
+  RowUpdate f;
 
   PetscFunctionBegin;
-  if (TargetStopped()) {
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(RowsDots(
-      "fusedksp::spmv_dots", A->nrows, KOKKOS_LAMBDA(const PetscInt i) { return CSRRow(rowptr, colidx, vals, wr, in, i); }, wl, in, out, ndots, specs, dots));
+  f.wl = wl;
+  PetscCall(ProductRows(A, nullptr, f, wr, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* See Backend::spmv_sell_dots */
 PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
-  const PetscInt64   T = A->threads, *sliceptr = A->sliceptr;
-  const PetscInt    *colidx = A->colidx;
-  const PetscScalar *vals   = A->vals;
+  RowUpdate f;
 
   PetscFunctionBegin;
-  if (TargetStopped()) {
-    counters.launches++;
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCheck(T == 1 || T == 2 || T == 4 || T == 8, PETSC_COMM_SELF, PETSC_ERR_ARG_OUTOFRANGE, "SELL-P threads per row must be 1, 2, 4 or 8, not %d", A->threads);
-  const SELLRows<0>::Gathered gwr(wr, wr ? A->ncols : 0), gin(in, A->ncols);
-  if (T == 1) /* rows of fewer than 16 entries on average (SELLThreadsPerRow()): the loop over a row's steps alone */
-    PetscCall(RowsDots("fusedksp::spmv_sell_dots", A->nrows, SELLRows<1>{sliceptr, colidx, vals, gwr, gin, T}, wl, in, out, ndots, specs, dots));
-  else
-    PetscCall(RowsDots("fusedksp::spmv_sell_dots", A->nrows, SELLRows<0>{sliceptr, colidx, vals, gwr, gin, T}, wl, in, out, ndots, specs, dots));
+  f.wl = wl;
+  PetscCall(ProductRows(nullptr, A, f, wr, in, out, ndots, specs, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* See Backend::spmv_update */
+PetscErrorCode SpMVUpdate(const CSRView *csr, const SELLView *sell, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
+{
+  PetscFunctionBegin;
+  PetscCall(CheckRowUpdate(csr, sell, f, in, out));
+  PetscCall(ProductRows(csr, sell, *f, nullptr, in, out, 0, nullptr, nullptr));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
