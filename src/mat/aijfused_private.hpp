@@ -217,8 +217,8 @@ PetscErrorCode MatProductSetFromOptions_SeqAIJFusedBackend(Mat C, PetscBool *don
 PetscErrorCode MatSeqAIJFusedOperand(Mat A, const Backend *be, const Mirror **csr);
 
 /* Gives the MATSEQAIJFUSED C, a product's result whose host values were just set from G (C = G, rows in the same order,
-   columns ascending), its CSR copy for products from G's arrays, on the backend: to be called right before C's final
-   MatAssemblyBegin(), the copy being current at the state C has after MatAssemblyEnd().  Other matrices: nothing. */
+   columns ascending), its CSR copy for products from G's arrays, on the backend: to be called right before the one
+   increase of C's state that marks its new values, the copy being current at that state.  Other matrices: nothing. */
 PetscErrorCode MatSeqAIJFusedOperandFromProduct(Mat C, const Backend *be, const SpGEMMView *G);
 
 /* Marks the backend copies of the MATSEQAIJFUSED C that are current at C's present object state as current at the next

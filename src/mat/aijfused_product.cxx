@@ -139,8 +139,12 @@ PetscErrorCode ProductNumeric(Mat C)
   PetscCall(MatSeqAIJRestoreArrayWrite(C, &ca));
   PetscCall(PetscLogEventEnd(events.spgemm, C, 0, 0, 0));
   if (d->order.empty()) PetscCall(MatSeqAIJFusedOperandFromProduct(C, d->be, &G));
-  PetscCall(MatAssemblyBegin(C, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatAssemblyEnd(C, MAT_FINAL_ASSEMBLY));
+  /* C keeps the structure its symbolic phase assembled: instead of MatAssemblyEnd()'s passes over the rows on the host
+     (compaction, diagonal, inodes, all unchanged) its values' new state, as PETSc's own device products do.  Its
+     mirror and transpose follow at their next use (the state changed), made from the copy set above. */
+  PetscCall(PetscObjectStateIncrease((PetscObject)C));
+  C->assembled = C->was_assembled = PETSC_TRUE;
+  C->num_ass++;
   PetscCall(MatSeqAIJFusedKeepCurrent(C));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
