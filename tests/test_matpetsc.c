@@ -892,7 +892,7 @@ static PetscErrorCode AgreeBackend(Mat F, Mat R, PetscBool expect, PetscLogDoubl
 static PetscErrorCode BackendProducts(PetscInt n, Mat F, Mat R, PetscBool expect)
 {
   Mat            Pf, Pr, Cf, Cr, Xf, Xr, Yf, Yr, Wr;
-  PetscLogDouble before;
+  PetscLogDouble before, after;
 
   PetscFunctionBeginUser;
   PetscCall(Prolongation(PETSC_COMM_SELF, n * n, MATAIJFUSED, &Pf));
@@ -945,6 +945,26 @@ static PetscErrorCode BackendProducts(PetscInt n, Mat F, Mat R, PetscBool expect
     PetscCall(MatDestroy(&Xr));
     PetscCall(MatDestroy(&Wr));
     PetscCall(MatDestroy(&Yr));
+  }
+  /* a structure-only A^T A (PCGAMG's squared graph): PETSc's host product, the same pattern as MATAIJ's */
+  {
+    Mat     S[2];
+    MatInfo info[2];
+
+    PetscCall(BackendProductCount(&before));
+    for (int k = 0; k < 2; ++k) {
+      PetscCall(MatProductCreate(k ? R : F, k ? R : F, NULL, &S[k]));
+      PetscCall(MatSetOption(S[k], MAT_STRUCTURE_ONLY, PETSC_TRUE));
+      PetscCall(MatProductSetType(S[k], MATPRODUCT_AtB));
+      PetscCall(MatProductSetFromOptions(S[k]));
+      PetscCall(MatProductSymbolic(S[k]));
+      PetscCall(MatGetInfo(S[k], MAT_LOCAL, &info[k]));
+    }
+    PetscCall(BackendProductCount(&after));
+    PetscCall(Check((PetscBool)(info[0].nz_used == info[1].nz_used && info[0].nz_used > 0), "backend products: a structure-only AtB has %g stored entries, as MATAIJ's %g", info[0].nz_used, info[1].nz_used));
+    PetscCall(Check((PetscBool)(after == before), "backend products: a structure-only AtB runs on the host (%g phases on the backend)", after - before));
+    PetscCall(MatDestroy(&S[0]));
+    PetscCall(MatDestroy(&S[1]));
   }
   /* an empty P: an empty product */
   PetscCall(RandomSparse(n * n, 3, 0, 5, MATAIJ, &Yr));
