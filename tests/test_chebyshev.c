@@ -13,74 +13,9 @@ Options: -gamg, -problem ... -n ... (tutorials/problems.h).\n\n";
 #include <fusedksp.h>
 #include "problems.h"
 #include "check.h"
+#include "vectors.h"
+#include "kspview.h"
 #include <string.h>
-
-/* ||y - z|| / ||z|| of two vectors of any types (the same layout) */
-static PetscErrorCode RelDiff(Vec y, Vec z, PetscReal *d)
-{
-  const PetscScalar *ya, *za;
-  PetscInt           n;
-  PetscReal          loc[2] = {0, 0}, glob[2];
-
-  PetscFunctionBeginUser;
-  PetscCall(VecGetLocalSize(y, &n));
-  PetscCall(VecGetArrayRead(y, &ya));
-  PetscCall(VecGetArrayRead(z, &za));
-  for (PetscInt i = 0; i < n; ++i) {
-    loc[0] += PetscRealPart((ya[i] - za[i]) * PetscConj(ya[i] - za[i]));
-    loc[1] += PetscRealPart(za[i] * PetscConj(za[i]));
-  }
-  PetscCall(VecRestoreArrayRead(y, &ya));
-  PetscCall(VecRestoreArrayRead(z, &za));
-  PetscCallMPI(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, PETSC_COMM_WORLD));
-  *d = glob[1] > 0 ? PetscSqrtReal(glob[0] / glob[1]) : PetscSqrtReal(glob[0]);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* y := the values of x (any vector types, the same layout) */
-static PetscErrorCode CopyValues(Vec x, Vec y)
-{
-  const PetscScalar *xa;
-  PetscScalar       *ya;
-  PetscInt           n;
-
-  PetscFunctionBeginUser;
-  PetscCall(VecGetLocalSize(x, &n));
-  PetscCall(VecGetArrayRead(x, &xa));
-  PetscCall(VecGetArrayWrite(y, &ya));
-  PetscCall(PetscArraycpy(ya, xa, n));
-  PetscCall(VecRestoreArrayWrite(y, &ya));
-  PetscCall(VecRestoreArrayRead(x, &xa));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static char view[1 << 17];
-
-/* Whether the -ksp_view of ksp (rank 0's) contains text */
-static PetscErrorCode ViewContains(KSP ksp, const char text[], PetscBool *found)
-{
-  FILE       *fp = tmpfile();
-  PetscViewer viewer;
-  size_t      len;
-  PetscMPIInt rank;
-  int         f;
-
-  PetscFunctionBeginUser;
-  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "tmpfile() failed");
-  PetscCall(PetscViewerASCIIOpenWithFILE(PETSC_COMM_WORLD, fp, &viewer));
-  PetscCall(KSPView(ksp, viewer));
-  PetscCall(PetscViewerFlush(viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  rewind(fp);
-  len       = fread(view, 1, sizeof(view) - 1, fp);
-  view[len] = 0;
-  fclose(fp);
-  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  f = (rank > 0 || strstr(view, text)) ? 1 : 0;
-  PetscCallMPI(MPI_Bcast(&f, 1, MPI_INT, 0, PETSC_COMM_WORLD));
-  *found = f ? PETSC_TRUE : PETSC_FALSE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
 
 /* A Chebyshev KSP as a smoother: first kind, no norms, max_it steps, the bounds (emax, emin) unless emax is 0 */
 static PetscErrorCode ChebyshevCreate(Mat A, const char prefix[], PCType pctype, PetscInt steps, PetscReal emax, PetscReal emin, KSP *ksp)

@@ -21,6 +21,8 @@ Options: -ksp_type <gmres> (both), -pc_type <ilu|icc|bjacobi> (both; -sub_pc_typ
 #include <fusedksp.h>
 #include "problems.h"
 #include "check.h"
+#include "vectors.h"
+#include "kspview.h"
 #include "copies.h"
 #include <string.h>
 
@@ -64,72 +66,6 @@ static PetscErrorCode SolveDestroy(Solve *s)
   PetscFunctionBeginUser;
   PetscCall(KSPDestroy(&s->ksp));
   PetscCall(VecDestroy(&s->x));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* ||y - z|| / ||z|| of two vectors of any types (the same layout) */
-static PetscErrorCode RelDiff(Vec y, Vec z, PetscReal *d)
-{
-  const PetscScalar *ya, *za;
-  PetscInt           n;
-  PetscReal          loc[2] = {0, 0}, glob[2];
-
-  PetscFunctionBeginUser;
-  PetscCall(VecGetLocalSize(y, &n));
-  PetscCall(VecGetArrayRead(y, &ya));
-  PetscCall(VecGetArrayRead(z, &za));
-  for (PetscInt i = 0; i < n; ++i) {
-    loc[0] += PetscRealPart((ya[i] - za[i]) * PetscConj(ya[i] - za[i]));
-    loc[1] += PetscRealPart(za[i] * PetscConj(za[i]));
-  }
-  PetscCall(VecRestoreArrayRead(y, &ya));
-  PetscCall(VecRestoreArrayRead(z, &za));
-  PetscCallMPI(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, PETSC_COMM_WORLD));
-  *d = glob[1] > 0 ? PetscSqrtReal(glob[0] / glob[1]) : PetscSqrtReal(glob[0]);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* y := the values of x (any vector types, the same layout) */
-static PetscErrorCode CopyValues(Vec x, Vec y)
-{
-  const PetscScalar *xa;
-  PetscScalar       *ya;
-  PetscInt           n;
-
-  PetscFunctionBeginUser;
-  PetscCall(VecGetLocalSize(x, &n));
-  PetscCall(VecGetArrayRead(x, &xa));
-  PetscCall(VecGetArrayWrite(y, &ya));
-  PetscCall(PetscArraycpy(ya, xa, n));
-  PetscCall(VecRestoreArrayWrite(y, &ya));
-  PetscCall(VecRestoreArrayRead(x, &xa));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Whether the ASCII -ksp_view of ksp contains text */
-static PetscErrorCode ViewContains(KSP ksp, const char text[], PetscBool *found)
-{
-  FILE       *fp = tmpfile();
-  PetscViewer viewer;
-  char        buf[1 << 16];
-  size_t      len;
-  PetscMPIInt rank;
-  int         f;
-
-  PetscFunctionBeginUser;
-  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "tmpfile() failed");
-  PetscCall(PetscViewerASCIIOpenWithFILE(PETSC_COMM_WORLD, fp, &viewer));
-  PetscCall(KSPView(ksp, viewer));
-  PetscCall(PetscViewerFlush(viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  rewind(fp);
-  len      = fread(buf, 1, sizeof(buf) - 1, fp);
-  buf[len] = 0;
-  fclose(fp);
-  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  f = (rank > 0 || strstr(buf, text)) ? 1 : 0; /* rank 0 writes the view */
-  PetscCallMPI(MPI_Bcast(&f, 1, MPI_INT, 0, PETSC_COMM_WORLD));
-  *found = f ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -19,6 +19,8 @@ Options: -ksp_type <fusedcg>, -ref_ksp_type, -pc_type <pbjacobi>, -vblock_sizes,
 #include <fusedksp.h>
 #include "problems.h"
 #include "check.h"
+#include "vectors.h"
+#include "kspview.h"
 #include "copies.h"
 #include <string.h>
 
@@ -54,85 +56,6 @@ static PetscErrorCode SolveDestroy(Solve *s)
   PetscFunctionBeginUser;
   PetscCall(KSPDestroy(&s->ksp));
   PetscCall(VecDestroy(&s->x));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* ||y - z|| / ||z|| of two vectors of any types (the same layout) */
-static PetscErrorCode RelDiff(Vec y, Vec z, PetscReal *d)
-{
-  const PetscScalar *ya, *za;
-  PetscInt           n;
-  PetscReal          loc[2] = {0, 0}, glob[2];
-
-  PetscFunctionBeginUser;
-  PetscCall(VecGetLocalSize(y, &n));
-  PetscCall(VecGetArrayRead(y, &ya));
-  PetscCall(VecGetArrayRead(z, &za));
-  for (PetscInt i = 0; i < n; ++i) {
-    loc[0] += PetscRealPart((ya[i] - za[i]) * PetscConj(ya[i] - za[i]));
-    loc[1] += PetscRealPart(za[i] * PetscConj(za[i]));
-  }
-  PetscCall(VecRestoreArrayRead(y, &ya));
-  PetscCall(VecRestoreArrayRead(z, &za));
-  PetscCallMPI(MPIU_Allreduce(loc, glob, 2, MPIU_REAL, MPIU_SUM, PETSC_COMM_WORLD));
-  *d = glob[1] > 0 ? PetscSqrtReal(glob[0] / glob[1]) : PetscSqrtReal(glob[0]);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* y := the values of x (any vector types, the same layout) */
-static PetscErrorCode CopyValues(Vec x, Vec y)
-{
-  const PetscScalar *xa;
-  PetscScalar       *ya;
-  PetscInt           n;
-
-  PetscFunctionBeginUser;
-  PetscCall(VecGetLocalSize(x, &n));
-  PetscCall(VecGetArrayRead(x, &xa));
-  PetscCall(VecGetArrayWrite(y, &ya));
-  PetscCall(PetscArraycpy(ya, xa, n));
-  PetscCall(VecRestoreArrayWrite(y, &ya));
-  PetscCall(VecRestoreArrayRead(x, &xa));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* The ASCII -ksp_view of ksp (rank 0's; empty on the other ranks) into buf */
-static PetscErrorCode ViewText(KSP ksp, char buf[], size_t size)
-{
-  FILE       *fp = tmpfile();
-  PetscViewer viewer;
-  size_t      len;
-  PetscMPIInt rank;
-
-  PetscFunctionBeginUser;
-  PetscCheck(fp, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "tmpfile() failed");
-  PetscCall(PetscViewerASCIIOpenWithFILE(PETSC_COMM_WORLD, fp, &viewer));
-  PetscCall(KSPView(ksp, viewer));
-  PetscCall(PetscViewerFlush(viewer));
-  PetscCall(PetscViewerDestroy(&viewer));
-  rewind(fp);
-  len      = fread(buf, 1, size - 1, fp);
-  buf[len] = 0;
-  fclose(fp);
-  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  if (rank) buf[0] = 0;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static char view[1 << 16];
-
-/* Whether the -ksp_view of ksp contains text (rank 0's view) */
-static PetscErrorCode ViewContains(KSP ksp, const char text[], PetscBool *found)
-{
-  PetscMPIInt rank;
-  int         f;
-
-  PetscFunctionBeginUser;
-  PetscCall(ViewText(ksp, view, sizeof(view)));
-  PetscCallMPI(MPI_Comm_rank(PETSC_COMM_WORLD, &rank));
-  f = (rank > 0 || strstr(view, text)) ? 1 : 0;
-  PetscCallMPI(MPI_Bcast(&f, 1, MPI_INT, 0, PETSC_COMM_WORLD));
-  *found = f ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

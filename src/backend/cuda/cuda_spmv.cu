@@ -65,7 +65,7 @@ static PetscErrorCode CheckProduct(PetscInt nrows, PetscInt ncols, int ndots, co
 
 /* The sparse product of exactly one of csr and sell, each row's sum stored as the RowUpdate f, with its dot products:
    one kernel launch (none for 0 rows) and, when ndots > 0, one device->host copy of the ndots results */
-static PetscErrorCode SpMVDotsRows(const CSRView *csr, const SELLView *sell, const RowUpdate &f, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+static PetscErrorCode ProductRows(const CSRView *csr, const SELLView *sell, const RowUpdate &f, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   const PetscInt nrows = csr ? csr->nrows : sell->nrows;
   Partition      part;
@@ -93,32 +93,7 @@ static PetscErrorCode SpMVDotsRows(const CSRView *csr, const SELLView *sell, con
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* SpMVDots - Backend::spmv_dots on the device (SpMVDotsRows()) */
-PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
-{
-  RowUpdate f;
-
-  f.wl = wl;
-  return SpMVDotsRows(A, nullptr, f, wr, in, out, ndots, specs, dots);
-}
-
-/* SpMVSELLDots - Backend::spmv_sell_dots on the device (SpMVDotsRows()) */
-PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
-{
-  RowUpdate f;
-
-  f.wl = wl;
-  return SpMVDotsRows(nullptr, A, f, wr, in, out, ndots, specs, dots);
-}
-
-/* SpMVUpdate - Backend::spmv_update on the device (SpMVDotsRows(), the same kernel) */
-PetscErrorCode SpMVUpdate(const CSRView *csr, const SELLView *sell, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
-{
-  PetscFunctionBegin;
-  PetscCall(CheckRowUpdate(csr, sell, f, in, out));
-  PetscCall(SpMVDotsRows(csr, sell, *f, nullptr, in, out, 0, nullptr, nullptr));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+#include "backend/spmv_entries.hpp"
 
 /*
    Dots - Backend::dots on the device: one kernel launch and one device->host copy of the

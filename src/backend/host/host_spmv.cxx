@@ -67,36 +67,7 @@ static PetscErrorCode ProductRows(const CSRView *csr, const SELLView *sell, cons
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* See Backend::spmv_dots */
-PetscErrorCode SpMVDots(const CSRView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
-{
-  RowUpdate f;
-
-  PetscFunctionBegin;
-  f.wl = wl;
-  PetscCall(ProductRows(A, nullptr, f, wr, in, out, ndots, specs, dots));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* See Backend::spmv_sell_dots */
-PetscErrorCode SpMVSELLDots(const SELLView *A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
-{
-  RowUpdate f;
-
-  PetscFunctionBegin;
-  f.wl = wl;
-  PetscCall(ProductRows(nullptr, A, f, wr, in, out, ndots, specs, dots));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* See Backend::spmv_update */
-PetscErrorCode SpMVUpdate(const CSRView *csr, const SELLView *sell, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
-{
-  PetscFunctionBegin;
-  PetscCall(CheckRowUpdate(csr, sell, f, in, out));
-  PetscCall(ProductRows(csr, sell, *f, nullptr, in, out, 0, nullptr, nullptr));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
+#include "backend/spmv_entries.hpp"
 
 /* See Backend::dots */
 PetscErrorCode Dots(PetscInt n, const PetscScalar *in, const PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
