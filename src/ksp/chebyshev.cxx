@@ -141,7 +141,7 @@ static PetscErrorCode ChebyshevFusedWhyNot(KSP ksp, ChebyshevData *d, const char
   if (kind != KSP_CHEBYSHEV_FIRST)
     *why = "fourth-kind Chebyshev";
   else if (ksp->normtype != KSP_NORM_NONE)
-    *why = "residual norms requested (the fused steps compute none)";
+    *why = "residual norms requested, which the fused steps do not compute";
   else if (ksp->transpose_solve)
     *why = "a transposed solve";
   else if (!fused)
