@@ -1,4 +1,5 @@
-static char help[] = "Chebyshev (KSPCHEBYSHEV) on fused types against PETSc's on plain AIJ, on one problem (tutorials/problems.h).\n\
+static char help[] = "Chebyshev (KSPCHEBYSHEV) on fused types (or PETSc's CUDA types, -fused_mat_type aijcusparse) against PETSc's on\n\
+plain AIJ, on one problem (tutorials/problems.h).\n\
 The smoother's form (first kind, no residual norms) with -pc_type jacobi and none, a zero and a random initial guess,\n\
 1, 2, 3 and 6 steps and set eigenvalue bounds: the solutions agree to 1e-12 (relative); on one process the fused KSP\n\
 ran its steps on the backend (-ksp_view: \"solves with one kernel per step\"), a repeated solve with a nonzero guess\n\
@@ -7,8 +8,10 @@ After MatScale() of both matrices (new Jacobi weights) they agree again.  The fo
 residual norms, a PC other than jacobi/none, -ksp_chebyshev_fused false, several processes) agree too and -ksp_view\n\
 says why.  With the eigenvalues estimated by the KSP (no bounds set) the solutions agree to 1e-8.  -gamg: CG with\n\
 PCGAMG on both matrices, iterations at most 1 apart, solutions within 1e-8, and on one process every level's smoother ran the\n\
-fused steps.  Ends with 'test_chebyshev: PASS' or 'test_chebyshev: FAIL'.\n\
-Options: -gamg, -problem ... -n ... (tutorials/problems.h).\n\n";
+fused steps.  A matrix with a row without entries: the same solution, on a fused matrix by the fused steps, on PETSc's\n\
+aijcusparse by PETSc's (its device copy may hold compressed rows; -ksp_view says so).\n\
+Ends with 'test_chebyshev: PASS' or 'test_chebyshev: FAIL'.\n\
+Options: -gamg, -fused_mat_type <aijfused> (the type the fused side converts to), -problem ... -n ... (tutorials/problems.h).\n\n";
 
 #include <fusedksp.h>
 #include "problems.h"
@@ -42,6 +45,7 @@ typedef struct {
   Vec       bf, br;          /* right-hand sides */
   Vec       xf, xr, x0, x0f; /* solutions, and the random initial guess (plain, and fused) */
   PetscBool serial;
+  char      mattype[64]; /* the fused side's type (-fused_mat_type) */
 } Setting;
 
 /* Both KSPs from the same initial guess (zero, or x0); *d: the relative difference of the solutions */
@@ -88,7 +92,7 @@ static PetscErrorCode CheckSmoother(Setting *s, PCType pctype, PetscReal emax, P
           PetscCall(Check((PetscBool)(d1 == d0 && h1 == h0), "pc %s, %" PetscInt_FMT " steps: no host<->device copy in a repeated solve (%lld, %lld)", pctype, steps, (long long)(d1 - d0), (long long)(h1 - h0)));
         }
       } else {
-        PetscCall(ViewContains(kf, "by PETSc's steps (the operator is not a seqaijfused matrix", &found));
+        PetscCall(ViewContains(kf, "by PETSc's steps (the operator is neither a seqaijfused matrix", &found));
         PetscCall(Check(found, "pc %s on several processes: -ksp_view says the steps are PETSc's, and why", pctype));
       }
       PetscCall(KSPDestroy(&kf));
@@ -134,6 +138,71 @@ static PetscErrorCode WithNorms(KSP ksp)
 {
   PetscFunctionBeginUser;
   PetscCall(KSPSetNormType(ksp, KSP_NORM_PRECONDITIONED));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* An n x n diagonal matrix of type `type` (values 1, 2, ...) whose row 0 has no entries */
+static PetscErrorCode EmptyRowMatrix(PetscInt n, MatType type, Mat *A)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MatCreateSeqAIJ(PETSC_COMM_SELF, n, n, 1, NULL, A));
+  for (PetscInt i = 1; i < n; ++i) PetscCall(MatSetValue(*A, i, i, (PetscScalar)i, INSERT_VALUES));
+  PetscCall(MatAssemblyBegin(*A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(*A, MAT_FINAL_ASSEMBLY));
+  if (type) PetscCall(MatConvert(*A, type, MAT_INPLACE_MATRIX, A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Chebyshev (pc none) on a matrix with a row without entries: the fused side's type and PETSc's AIJ agree; on a fused
+   matrix the fused steps ran, on PETSc's aijcusparse PETSc's (with the reason) */
+static PetscErrorCode CheckEmptyRow(Setting *s)
+{
+  const PetscInt n = 40;
+  Mat            Af, Ar;
+  Vec            xf, bf, xr, br;
+  KSP            kf, kr;
+  PetscReal      d;
+  PetscBool      found, cusparse;
+
+  PetscFunctionBeginUser;
+  PetscCall(EmptyRowMatrix(n, s->mattype, &Af));
+  PetscCall(EmptyRowMatrix(n, NULL, &Ar));
+  PetscCall(MatCreateVecs(Af, &xf, &bf));
+  PetscCall(MatCreateVecs(Ar, &xr, &br));
+  PetscCall(VecSet(br, 1.0));
+  PetscCall(VecSet(bf, 1.0));
+  PetscCall(VecSet(xr, 0.5));
+  PetscCall(VecSet(xf, 0.5));
+  PetscCall(KSPCreate(PETSC_COMM_SELF, &kf));
+  PetscCall(KSPCreate(PETSC_COMM_SELF, &kr));
+  for (int k = 0; k < 2; ++k) {
+    KSP ksp = k ? kr : kf;
+    PC  pc;
+
+    PetscCall(KSPSetType(ksp, KSPCHEBYSHEV));
+    PetscCall(KSPSetOperators(ksp, k ? Ar : Af, k ? Ar : Af));
+    PetscCall(KSPSetTolerances(ksp, PETSC_CURRENT, PETSC_CURRENT, PETSC_CURRENT, 4));
+    PetscCall(KSPSetNormType(ksp, KSP_NORM_NONE));
+    PetscCall(KSPSetConvergenceTest(ksp, KSPConvergedSkip, NULL, NULL));
+    PetscCall(KSPChebyshevSetEigenvalues(ksp, (PetscReal)n, 1.0));
+    PetscCall(KSPSetInitialGuessNonzero(ksp, PETSC_TRUE));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCSetType(pc, PCNONE));
+    PetscCall(KSPSolve(ksp, k ? br : bf, k ? xr : xf));
+  }
+  PetscCall(RelDiff(xf, xr, &d));
+  PetscCall(Check((PetscBool)(d <= 1e-12), "a row without entries: %s and PETSc's solutions differ by %g <= 1e-12", s->mattype, (double)d));
+  PetscCall(PetscObjectTypeCompare((PetscObject)Af, MATSEQAIJCUSPARSE, &cusparse));
+  PetscCall(ViewContains(kf, cusparse ? "by PETSc's steps (PETSc's seqaijcusparse operator has a row without entries" : "solves with one kernel per step on the", &found));
+  PetscCall(Check(found, "a row without entries on %s: -ksp_view says %s", s->mattype, cusparse ? "PETSc's steps ran, and why" : "the fused steps ran"));
+  PetscCall(KSPDestroy(&kf));
+  PetscCall(KSPDestroy(&kr));
+  PetscCall(VecDestroy(&xf));
+  PetscCall(VecDestroy(&bf));
+  PetscCall(VecDestroy(&xr));
+  PetscCall(VecDestroy(&br));
+  PetscCall(MatDestroy(&Af));
+  PetscCall(MatDestroy(&Ar));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -190,12 +259,14 @@ int main(int argc, char **argv)
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(FusedKSPInitializePackage());
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-gamg", &gamg, NULL));
+  PetscCall(PetscStrncpy(s.mattype, MATAIJFUSED, sizeof(s.mattype)));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-fused_mat_type", s.mattype, sizeof(s.mattype), NULL));
   PetscCallMPI(MPI_Comm_size(PETSC_COMM_WORLD, &size));
   s.serial = size == 1 ? PETSC_TRUE : PETSC_FALSE;
   PetscCall(ProblemCreate(PETSC_COMM_WORLD, NULL, &prob));
   s.Ar = prob.A;
   s.br = prob.b;
-  PetscCall(MatConvert(prob.A, MATAIJFUSED, MAT_INITIAL_MATRIX, &s.Af));
+  PetscCall(MatConvert(prob.A, s.mattype, MAT_INITIAL_MATRIX, &s.Af));
   PetscCall(MatGetNearNullSpace(prob.A, &nns)); /* elasticity3d's rigid body modes, which MatConvert() leaves behind */
   if (nns) PetscCall(MatSetNearNullSpace(s.Af, nns));
   PetscCall(MatCreateVecs(s.Af, &s.xf, &s.bf));
@@ -243,6 +314,7 @@ int main(int argc, char **argv)
     PetscCall(Check((PetscBool)(d <= 1e-12), "after MatScale(): fused and PETSc's solutions differ by %g <= 1e-12", (double)d));
     PetscCall(KSPDestroy(&kf));
     PetscCall(KSPDestroy(&kr));
+    if (s.serial) PetscCall(CheckEmptyRow(&s));
   }
   PetscCall(MatDestroy(&s.Af));
   PetscCall(VecDestroy(&s.bf));

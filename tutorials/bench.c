@@ -16,7 +16,10 @@ Options:\n\
                               native: aijcusparse + cuda (PETSc's own GPU types; skipped when PETSc has no CUDA or no GPU);\n\
                               petsc: aij + standard vectors (PETSc's own host types: the classical solvers as PETSc runs them\n\
                               on CPUs).  The fused solvers run on the fused and the native types (on the native ones\n\
-                              their kernels take PETSc's device arrays: zero-copy), the classical ones on all\n\
+                              their kernels take PETSc's device arrays: zero-copy), the classical ones on all; the\n\
+                              classical ones on the native types run as PETSc alone (the plugin's Chebyshev smoother\n\
+                              of PCGAMG/PCMG, which reads PETSc's device arrays too, turned off for them:\n\
+                              -mg_levels_ksp_chebyshev_fused false unless given)\n\
   -its <30>                   iterations per solve\n\
   -rtol <0>                   > 0: every solve runs to this relative tolerance (PETSc's default test, at most 10000\n\
                               iterations) instead of -its iterations: time to solution, its = the iterations it took\n\
@@ -422,6 +425,9 @@ static PetscErrorCode CheckRule(Bench *bench, const char *problem, PetscInt N, T
 }
 
 /* One row: set up, warm up, time; *solve_out = the median solve time (s) */
+/* The plugin's Chebyshev steps for the smoothers of PCGAMG/PCMG (off for PETSc's classical solvers on its own CUDA types) */
+#define CHEBYSHEV_FUSED_OPTION "-mg_levels_ksp_chebyshev_fused"
+
 static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo *s, TypeSet t, Mat A, Vec b, Vec x, Fence *fence, PetscInt64 nnz, PetscBool *slow, PetscLogDouble *solve_out)
 {
   KSP                ksp;
@@ -436,6 +442,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   char               ratio[32] = "-";
   PetscInt64         red0, xch0;
   PetscReal          red_per_it, xch_per_it;
+  PetscBool          user_cheby = PETSC_FALSE;
 
   PetscFunctionBeginUser;
   PetscCall(MatGetSize(A, &N, NULL));
@@ -448,6 +455,10 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   if (s->fused) PetscCall(KSPFusedSetUsePersistent(ksp, s->persistent));
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCSetType(pc, PCNONE));
+  if (!s->fused && t == TYPES_NATIVE) { /* PETSc alone: the plugin's Chebyshev steps off for the smoothers set up below */
+    PetscCall(PetscOptionsHasName(NULL, NULL, CHEBYSHEV_FUSED_OPTION, &user_cheby));
+    if (!user_cheby) PetscCall(PetscOptionsSetValue(NULL, CHEBYSHEV_FUSED_OPTION, "false"));
+  }
   PetscCall(PCSetFromOptions(pc));
   if (bench->rtol > 0.0)
     PetscCall(KSPSetTolerances(ksp, bench->rtol, PETSC_CURRENT, PETSC_CURRENT, 10000));
@@ -463,6 +474,7 @@ static PetscErrorCode RunRow(Bench *bench, const char *problem, const SolverInfo
   PetscCall(PCSetUp(pc));
   PetscCall(FenceWait(fence));
   PetscCall(PetscTime(&t1));
+  if (!s->fused && t == TYPES_NATIVE && !user_cheby) PetscCall(PetscOptionsClearValue(NULL, CHEBYSHEV_FUSED_OPTION));
   dt = t1 - t0;
   PetscCallMPI(MPIU_Allreduce(&dt, &setup, 1, MPI_DOUBLE, MPI_MAX, PETSC_COMM_WORLD));
   PetscCall(PetscObjectTypeCompare((PetscObject)pc, PCJACOBI, &jacobi));

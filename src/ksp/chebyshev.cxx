@@ -4,9 +4,10 @@
    PETSc's first-kind Chebyshev step is a product, a vector update, the preconditioner and a second vector update
    (MatMult(), VecAYPX(), PCApply(), VecAXPBYPCZ(): four kernels, twelve vector reads and writes a row):
      p_{k+1} = (1 - omega) p_{k-1} + omega p_k + omega scale D^{-1} (b - A p_k)
-   With a MATSEQAIJFUSED operator, fused vectors and Jacobi (or no) preconditioner the plugin computes it as one
-   sparse product whose rows end in that update (Backend::spmv_update, RowUpdate): five vector reads and writes a
-   row besides the matrix.  The plugin registers the type name again (like PCPBJACOBI in src/pc/): PETSc's KSP is
+   With a MATSEQAIJFUSED operator and fused vectors, or PETSc's MATSEQAIJCUSPARSE and CUDA vectors with the cuda
+   backend (read in place, src/ops/petscdevice.hpp), and Jacobi (or no) preconditioner the plugin computes it as one
+   sparse product whose rows end in that update (OpsApplyOperatorUpdate(), Backend::spmv_update): five vector reads
+   and writes a row besides the matrix.  The plugin registers the type name again (like PCPBJACOBI in src/pc/): PETSc's KSP is
    created, and its setup, options, view and destroy are wrapped, so that the type stays KSPCHEBYSHEV - PCGAMG
    recognizes it by name and stores the eigenvalue bounds of its smoothed aggregation in PETSc's data of the type,
    and every option and function of PETSc's Chebyshev works unchanged.
@@ -14,7 +15,8 @@
      setup    PETSc's (eigenvalue estimates, the kind's solve), then the solve wrapped;
      solve    the fused steps when they apply (first kind, no residual norms, not transposed, no null space on
               the operator, PCNONE or PCJACOBI - whose weights are the PC applied to a vector of ones, so every
-              -pc_jacobi_* option holds, kept until the PC is set up again - a fused operator and fused vectors);
+              -pc_jacobi_* option holds, kept until the PC is set up again - an operator and vectors on the
+              backend: OpsOperatorOnBackend(), AllOnBackend());
               otherwise PETSc's solve;
      options  PETSc's, plus -ksp_chebyshev_fused;
      view     PETSc's, plus a line that says where the steps ran, and why not on the backend when they did not;
@@ -27,8 +29,6 @@
 */
 #include "sys/fusedksp_impl.hpp"
 #include "ksp/fusedcommon.hpp"
-#include "vec/vecfused.hpp"
-#include "mat/aijfused.hpp"
 #include <petsc/private/pcimpl.h>
 
 namespace fusedksp
@@ -114,8 +114,9 @@ static PetscErrorCode ChebyshevFusedWhyNot(KSP ksp, ChebyshevData *d, const char
   KSPChebyshevKind kind;
   Mat              A;
   MatNullSpace     ns = nullptr;
-  PetscBool        fused, fx, fb, fw = PETSC_TRUE, none, jacobi;
+  PetscBool        onbackend, vecs, none, jacobi;
   PetscReal        emax, emin;
+  const char      *opwhy;
 
   PetscFunctionBegin;
   *why = nullptr;
@@ -126,15 +127,10 @@ static PetscErrorCode ChebyshevFusedWhyNot(KSP ksp, ChebyshevData *d, const char
   if (*why) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(KSPChebyshevGetKind(ksp, &kind));
   PetscCall(PCGetOperators(ksp->pc, &A, NULL));
-  PetscCall(MatIsSeqAIJFused(A, &fused));
-  PetscCall(VecIsFused(ksp->vec_sol, &fx));
-  PetscCall(VecIsFused(ksp->vec_rhs, &fb));
-  for (PetscInt i = 0; i < 3 && i < ksp->nwork; ++i) {
-    PetscBool f;
-    PetscCall(VecIsFused(ksp->work[i], &f));
-    fw = (PetscBool)(fw && f);
-  }
-  if (fused) PetscCall(MatGetNullSpace(A, &ns));
+  PetscCall(OpsOperatorOnBackend(A, &onbackend, &opwhy));
+  vecs = (PetscBool)(ksp->nwork >= 3);
+  if (vecs) PetscCall(AllOnBackend({ksp->vec_sol, ksp->vec_rhs, ksp->work[0], ksp->work[1], ksp->work[2]}, &vecs));
+  if (onbackend) PetscCall(MatGetNullSpace(A, &ns));
   PetscCall(PetscObjectTypeCompare((PetscObject)ksp->pc, PCNONE, &none));
   PetscCall(PetscObjectTypeCompare((PetscObject)ksp->pc, PCJACOBI, &jacobi));
   ChebyshevBounds((const ChebyshevLayout *)ksp->data, &emax, &emin);
@@ -144,10 +140,10 @@ static PetscErrorCode ChebyshevFusedWhyNot(KSP ksp, ChebyshevData *d, const char
     *why = "residual norms requested, which the fused steps do not compute";
   else if (ksp->transpose_solve)
     *why = "a transposed solve";
-  else if (!fused)
-    *why = "the operator is not a seqaijfused matrix of the active backend";
-  else if (!fx || !fb || !fw || ksp->nwork < 3)
-    *why = "the vectors are not fused";
+  else if (!onbackend)
+    *why = opwhy;
+  else if (!vecs)
+    *why = "the vectors are neither fused nor PETSc's device vectors the backend reads";
   else if (ns)
     *why = "the operator has a null space";
   else if (!none && !jacobi)
@@ -223,7 +219,7 @@ static PetscErrorCode ChebyshevSolveFused(KSP ksp, ChebyshevData *d)
     terms.gamma = scale;
     terms.u     = p[km1];
     terms.alpha = 1.0;
-    PetscCall(MatSeqAIJFusedMultUpdate(A, &terms, p[km1], p[k]));
+    PetscCall(OpsApplyOperatorUpdate(A, &terms, p[km1], p[k]));
   } else {
     if (mode == PCMode::JACOBI)
       PetscCall(VecPointwiseMult(p[k], d->w, b));
@@ -242,7 +238,7 @@ static PetscErrorCode ChebyshevSolveFused(KSP ksp, ChebyshevData *d)
     terms.alpha = 1.0 - omega;
     terms.v     = p[k];
     terms.beta  = omega;
-    PetscCall(MatSeqAIJFusedMultUpdate(A, &terms, p[k], p[kp1]));
+    PetscCall(OpsApplyOperatorUpdate(A, &terms, p[k], p[kp1]));
     const PetscInt t = km1;
     km1              = k;
     k                = kp1;
@@ -295,7 +291,9 @@ static PetscErrorCode KSPSetFromOptions_ChebyshevFused(KSP ksp, PetscOptionItems
   PetscCall(ChebyshevGet(ksp, &d));
   PetscCall((*d->setfromoptions)(ksp, PetscOptionsObject));
   PetscOptionsHeadBegin(PetscOptionsObject, "KSP Chebyshev of FusedKSP");
-  PetscCall(PetscOptionsBool("-ksp_chebyshev_fused", "Each first-kind step as one sparse product with its update on the backend (fused operator and vectors, PC none or jacobi, no residual norms)", "KSPCHEBYSHEV", d->enabled, &d->enabled, NULL));
+  PetscCall(PetscOptionsBool("-ksp_chebyshev_fused",
+                             "Each first-kind step as one sparse product with its update on the backend (fused operator and vectors, or PETSc's seqaijcusparse and CUDA vectors with the cuda backend; PC none or jacobi, no residual norms)",
+                             "KSPCHEBYSHEV", d->enabled, &d->enabled, NULL));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -415,9 +415,19 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
     PetscCall(VecIsPETScDevice(ksp->vec_sol, &petscdevice));
     if (fused)
       PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: %s, the fused kernels on their backend arrays\n", ((PetscObject)ksp->vec_sol)->type_name));
-    else if (petscdevice)
+    else if (petscdevice) {
       PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: PETSc's %s, the fused kernels on their device arrays (no copy)\n", ((PetscObject)ksp->vec_sol)->type_name));
-    else
+      if (ksp->pc && ksp->pc->mat) {
+        PetscBool   inplace;
+        const char *why;
+
+        PetscCall(MatIsPETScDevice(ksp->pc->mat, &inplace, &why));
+        if (inplace)
+          PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: PETSc's %s, the fused products on its device CSR arrays (no copy)\n", ((PetscObject)ksp->pc->mat)->type_name));
+        else
+          PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: %s, its MatMult() and the dot products apart (%s)\n", ((PetscObject)ksp->pc->mat)->type_name, why ? why : "the fused products read PETSc's seqaijcusparse in place, not this type"));
+      }
+    } else
       PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: %s, the fused operations as PETSc's vector operations (not fused)\n", ((PetscObject)ksp->vec_sol)->type_name));
   }
   PetscCall(PetscViewerASCIIPrintf(viewer, "  preconditioner in the kernels: %s\n", PCModeNames[(int)mode]));

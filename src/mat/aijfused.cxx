@@ -192,6 +192,16 @@ PetscErrorCode Product(Mat A, const Mirror *m, const PetscScalar *wl, const Pets
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* MirrorProductUpdate() for the mirror m of A or of A^T, logged as A's FusedSpMVDots event */
+static PetscErrorCode ProductUpdate(Mat A, const Mirror *m, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(MirrorProductUpdate(Data(A)->backend, m, f, in, out));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* y = op(A) x on the backend's arrays (fused vectors); op(A) = A or A^T */
 PetscErrorCode MultDevice(Mat A, PetscBool transpose, Vec x, Vec y)
 {
@@ -236,9 +246,7 @@ static PetscErrorCode UpdateDevice(Mat A, PetscBool transpose, const MatUpdateTe
   f.gamma = terms.gamma;
   f.alpha = terms.alpha;
   f.beta  = terms.beta;
-  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-  PetscCall(MirrorProductUpdate(Data(A)->backend, m, &f, xa, ya));
-  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(ProductUpdate(A, m, &f, xa, ya));
   PetscCall(VecFusedRestoreArray(y, yread ? PETSC_MEMORY_ACCESS_READ_WRITE : PETSC_MEMORY_ACCESS_WRITE, &ya));
   for (int k = 0; k < 4; ++k)
     if (tv[k] && tv[k] != y) PetscCall(VecFusedRestoreArray(tv[k], PETSC_MEMORY_ACCESS_READ, &ta[k]));
@@ -629,10 +637,13 @@ PetscErrorCode MatSeqAIJFusedHostProductSetFromOptions(Mat A, PetscErrorCode (**
 /*
   MatSeqAIJFusedMultUpdate - see aijfused.hpp
 */
-PetscErrorCode MatSeqAIJFusedMultUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y)
+PetscErrorCode MatSeqAIJFusedMultUpdate(Mat A, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
 {
+  Mirror *m;
+
   PetscFunctionBegin;
-  PetscCall(UpdateDevice(A, PETSC_FALSE, *terms, x, y));
+  PetscCall(GetMirror(A, PETSC_FALSE, &m));
+  PetscCall(ProductUpdate(A, m, f, in, out));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -19,9 +19,9 @@ struct MatUpdateTerms {
   Vec         wl = nullptr, add = nullptr, u = nullptr, v = nullptr;
   PetscScalar sign = 1, gamma = 1, alpha = 0, beta = 0;
 };
-/* y = the update `terms` of A x for a MATSEQAIJFUSED and fused vectors of its backend, in one kernel on the backend's
-   arrays (logged as FusedSpMVDots).  x must not be y; the terms' vectors may be y (read before y is written).      */
-PetscErrorCode MatSeqAIJFusedMultUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y);
+/* out = the RowUpdate f of A in (Backend::spmv_update) for a MATSEQAIJFUSED, in one kernel on backend arrays, in the
+   format of its mirror (refreshed if A changed); logged as FusedSpMVDots (see OpsApplyOperatorUpdate())           */
+PetscErrorCode MatSeqAIJFusedMultUpdate(Mat A, const RowUpdate *f, const PetscScalar *in, PetscScalar *out);
 /* The backend view of a MATSEQAIJFUSED for operations that run its products themselves (Backend::cg_chunk):
    its mirror refreshed if A changed, *csr or *sell set to the format in use, the other NULL, and the
    stored entries (for flop counts); the views stay valid until A changes                            */

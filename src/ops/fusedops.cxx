@@ -100,13 +100,6 @@ PetscErrorCode AllFused(std::initializer_list<Vec> vecs, PetscBool *fused)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode AllOnBackend(std::initializer_list<Vec> vecs, PetscBool *fused)
-{
-  PetscFunctionBegin;
-  PetscCall(VecsOnBackend(vecs, PETSC_TRUE, fused));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* The local part of <x,y>, without communication */
 PetscErrorCode LocalDot(Vec x, Vec y, PetscScalar *val)
 {
@@ -174,6 +167,13 @@ public:
         PetscCall(VecFusedGetArray(v, mode, a));
       FusedKSPCallCXX(held_.push_back({v, mode, mode, petsc, *a}));
     }
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  /* A CSR mirror of PETSc's device arrays of a matrix (MatIsPETScDevice()), for this kernel */
+  PetscErrorCode GetPETScMatrix(Mat A, Mirror *m)
+  {
+    PetscFunctionBegin;
+    PetscCall(MatPETScDeviceGetMirror(A, m, &ordered_));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscErrorCode RestoreAll()
@@ -295,6 +295,13 @@ PetscErrorCode GetBCGSUpdateArrays(BackendArrays &arr, Vec wr, Vec x, Vec r, Vec
 
 } // namespace
 
+PetscErrorCode AllOnBackend(std::initializer_list<Vec> vecs, PetscBool *yes)
+{
+  PetscFunctionBegin;
+  PetscCall(VecsOnBackend(vecs, PETSC_TRUE, yes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Vec p, Vec q, Vec u, Vec w, PetscScalar dots[3])
 {
   PetscBool fused;
@@ -330,32 +337,53 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why)
+{
+  PetscFunctionBegin;
+  PetscCall(MatIsSeqAIJFused(A, yes));
+  if (*yes) {
+    if (why) *why = nullptr;
+  } else {
+    PetscCall(MatIsPETScDevice(A, yes, why));
+    if (!*yes && why && !*why) *why = "the operator is neither a seqaijfused matrix of the active backend nor PETSc's seqaijcusparse with the cuda backend";
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots)
 {
-  PetscBool fusedvecs, fusedmat, fusedmpi;
+  PetscBool fusedvecs, fusedmat, fusedmpi, petscmat;
 
   PetscFunctionBegin;
   PetscCall(AllOnBackend({wl, wr, in, out}, &fusedvecs));
   for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllOnBackend({specs[k].vec, specs[k].weight}, &fusedvecs));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
-  if (fusedvecs && (fusedmat || fusedmpi)) { /* MPI: the local rows, diagonal block overlapped with the halo exchange */
+  PetscCall(MatIsPETScDevice(A, &petscmat, NULL));
+  if (fusedvecs && (fusedmat || fusedmpi || petscmat)) { /* MPI: the local rows, diagonal block overlapped with the halo exchange */
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
     PetscScalar  *ina, *outa, *wla, *wra;
     PetscInt      rows, cols;
+    Mirror        m;
     PetscCall(MatGetLocalSize(A, &rows, &cols));
     arr.Length(cols);
     PetscCall(arr.Get({{in, READ, &ina}, {wr, READ, &wra}}));
     arr.Length(rows);
     PetscCall(arr.Get({{out, WRITE, &outa}, {wl, READ, &wla}}));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
+    if (petscmat) PetscCall(arr.GetPETScMatrix(A, &m));
     if (fusedmpi) PetscCall(CheckNoTarget("an MPI operator"));
     PetscCall(DeferBegin());
     if (fusedmpi)
       PetscCall(MatMPIAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
-    else
+    else if (fusedmat)
       PetscCall(MatSeqAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
+    else {
+      PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+      PetscCall(MirrorProduct(ActiveBackend(), &m, wla, wra, ina, outa, ndots, bspecs, dots));
+      PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+    }
     PetscCall(DeferEnd());
     PetscCall(arr.RestoreAll());
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -369,6 +397,49 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
     PetscCall(MatMult(A, in, out));
   if (wl) PetscCall(VecPointwiseMult(out, wl, out));
   PetscCall(OpsDots(in, out, ndots, specs, dots));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y)
+{
+  Vec const     tv[4] = {terms->wl, terms->add, terms->u, terms->v};
+  PetscScalar  *ta[4] = {}, *xa, *ya;
+  PetscBool     fusedvecs, fusedmat, onbackend;
+  PetscInt      rows, cols;
+  BackendArrays arr;
+  RowUpdate     f;
+  Mirror        m;
+
+  PetscFunctionBegin;
+  PetscCheck(x != y, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_IDN, "The input and the output of a sparse product must be different vectors");
+  PetscCall(AllOnBackend({x, y, tv[0], tv[1], tv[2], tv[3]}, &fusedvecs));
+  PetscCall(OpsOperatorOnBackend(A, &onbackend, NULL));
+  PetscCheck(fusedvecs && onbackend, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "A product with its update in one kernel needs an operator and vectors on the backend (OpsOperatorOnBackend(), AllOnBackend())");
+  PetscCall(CheckNoTarget("a product with its update"));
+  PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  PetscCall(MatGetLocalSize(A, &rows, &cols));
+  arr.Length(rows);
+  PetscCall(arr.Get(y, WRITE, &ya)); /* first: a term that is y then reads the same array */
+  for (int k = 0; k < 4; ++k) PetscCall(arr.Get(tv[k], READ, &ta[k]));
+  arr.Length(cols);
+  PetscCall(arr.Get(x, READ, &xa));
+  f.wl    = ta[0];
+  f.add   = ta[1];
+  f.u     = ta[2];
+  f.v     = ta[3];
+  f.sign  = terms->sign;
+  f.gamma = terms->gamma;
+  f.alpha = terms->alpha;
+  f.beta  = terms->beta;
+  if (fusedmat)
+    PetscCall(MatSeqAIJFusedMultUpdate(A, &f, xa, ya));
+  else {
+    PetscCall(arr.GetPETScMatrix(A, &m));
+    PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+    PetscCall(MirrorProductUpdate(ActiveBackend(), &m, &f, xa, ya));
+    PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  }
+  PetscCall(arr.RestoreAll());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

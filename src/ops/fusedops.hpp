@@ -10,6 +10,8 @@
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
+#include "mat/aijfused.hpp"
+#include <initializer_list>
 #include <vector>
 
 namespace fusedksp
@@ -38,6 +40,20 @@ PetscErrorCode OpsCGUpdate(PetscScalar a, PetscScalar b, Vec x, Vec r, Vec z, Ve
 /* out = wl .* (A (wr .* in)) fused with ndots dot products of out.  wl, wr may be NULL; work is
    a vector like `in`, used by the unfused path when wr is given.                           */
 PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots);
+
+/* PETSC_TRUE when every non-NULL vector is on the backend: fused, or a PETSc device vector the backend reads in place
+   (petscdevice.hpp) */
+PetscErrorCode AllOnBackend(std::initializer_list<Vec> vecs, PetscBool *yes);
+
+/* PETSC_TRUE when the products of A run on the backend from the fused operations: a MATSEQAIJFUSED of the active backend,
+   or PETSc's own device matrix read in place (MatIsPETScDevice()); otherwise, when why is not NULL, *why says why not */
+PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why);
+
+/* y = the update `terms` of A x (MatUpdateTerms: alpha u + beta v + gamma wl .* (add + sign A x)) in one kernel on the
+   backend, for an operator OpsOperatorOnBackend() accepts and vectors on the backend (fused, or PETSc's device
+   vectors); there is no unfused path (PETSC_ERR_SUP).  x must not be y; the terms' vectors may be y (read before y is
+   written).  Logged as FusedSpMVDots.                                                                          */
+PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y);
 
 /* out = A^T in fused with ndots dot products of out (one kernel for a MATSEQAIJFUSED A: its explicit transpose; otherwise
    MatMultTranspose(), on the backend for MATMPIAIJFUSED, then the dot products as OpsDots())                      */

@@ -1,7 +1,8 @@
-/* PETSc's own device vectors as operands of the fused operations: see petscdevice.hpp */
+/* PETSc's own device vectors and matrices as operands of the fused operations: see petscdevice.hpp */
 #include "ops/petscdevice.hpp"
 #include <petscdevice.h>
 #include <petsc/private/vecimpl.h>
+#include <petsc/private/matimpl.h>
 
 namespace fusedksp
 {
@@ -77,6 +78,109 @@ PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, Pet
     }
   } else
     PetscCall(VecRestoreArrayAndMemType(v, a));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* What the plugin reads of the host structure of a PETSc device matrix, for one nonzero state of it */
+struct PETScCSRStructure {
+  static constexpr const char *name         = "FusedKSPPETScCSRStructure";
+  PetscObjectState             nonzerostate = -1;
+  PetscInt64                   nnz          = 0;
+  PetscBool                    emptyrow     = PETSC_FALSE; /* a row without entries */
+};
+
+/* The structure of A (composed on it), read again from the host row offsets after a change of nonzero pattern */
+static PetscErrorCode PETScCSRStructureGet(Mat A, const PETScCSRStructure **out)
+{
+  PETScCSRStructure *s = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectContainerQuery((PetscObject)A, PETScCSRStructure::name, (PetscCtxRt)&s));
+  if (!s) {
+    PetscCall(PetscNew(&s));
+    *s = PETScCSRStructure();
+    PetscCall(PetscObjectContainerCompose((PetscObject)A, PETScCSRStructure::name, s, PetscCtxDestroyDefault));
+  }
+  if (s->nonzerostate != A->nonzerostate) {
+    const PetscInt *ai, *aj;
+    PetscInt        n;
+    PetscBool       done;
+
+    PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
+    PetscCheck(done, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Matrix of type %s gave no row offsets", ((PetscObject)A)->type_name);
+    s->emptyrow = PETSC_FALSE;
+    for (PetscInt i = 0; i < n && !s->emptyrow; ++i) s->emptyrow = (PetscBool)(ai[i + 1] == ai[i]);
+    s->nnz = ai[n];
+    PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
+    s->nonzerostate = A->nonzerostate;
+  }
+  *out = s;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, const char **why)
+{
+  const char *whynot = nullptr;
+
+  PetscFunctionBegin;
+  *yes = PETSC_FALSE;
+#if defined(PETSC_HAVE_CUDA) && !defined(PETSC_USE_64BIT_INDICES)
+  if (ActiveBackend()->wait_foreign) {
+    PetscBool cusparse;
+
+    PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJCUSPARSE, &cusparse));
+    if (cusparse) {
+      if (!A->assembled || A->structure_only)
+        whynot = "PETSc's seqaijcusparse operator is not assembled or has no values";
+      else if (A->factortype != MAT_FACTOR_NONE)
+        whynot = "PETSc's seqaijcusparse operator is a factor";
+      else if (A->boundtocpu)
+        whynot = "PETSc's seqaijcusparse operator is bound to the CPU";
+      else {
+        const PETScCSRStructure *s = nullptr;
+
+        PetscCall(PETScCSRStructureGet(A, &s));
+        if (s->emptyrow)
+          whynot = "PETSc's seqaijcusparse operator has a row without entries (its device copy may hold compressed rows)";
+        else
+          *yes = PETSC_TRUE;
+      }
+    }
+  }
+#else
+  (void)A;
+#endif
+  if (why) *why = whynot;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatPETScDeviceGetMirror(Mat A, Mirror *m, PetscBool *ordered)
+{
+  const PETScCSRStructure *s = nullptr;
+  const PetscInt          *ai, *aj;
+  PetscScalar             *aa;
+  PetscMemType             mtype;
+  void                    *stream;
+
+  PetscFunctionBegin;
+  PetscCall(PETScCSRStructureGet(A, &s));
+  PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mtype));
+  PetscCheck(PetscMemTypeDevice(mtype), PETSC_COMM_SELF, PETSC_ERR_PLIB, "Matrix of type %s gave host arrays for a fused kernel on the device", ((PetscObject)A)->type_name);
+  *m            = Mirror();
+  m->format     = MAT_AIJFUSED_CSR;
+  m->csr.nrows  = A->rmap->n;
+  m->csr.ncols  = A->cmap->n;
+  m->csr.rowptr = ai;
+  m->csr.colidx = aj;
+  m->csr.vals   = aa;
+  m->csr.nnz    = s->nnz;
+  m->nnz        = s->nnz;
+  m->nvals      = s->nnz;
+  if (!*ordered) { /* after PETSc's work on the matrix */
+    PetscCall(PETScStream(&stream));
+    PetscCall(ActiveBackend()->wait_foreign(stream));
+    *ordered = PETSC_TRUE;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -1,5 +1,5 @@
 /*
-   PETSc's own device vectors as operands of the fused operations (zero-copy on a PETSc built with CUDA).
+   PETSc's own device vectors and matrices as operands of the fused operations (zero-copy on a PETSc built with CUDA).
 
    With the CUDA backend active, a VECSEQCUDA or VECMPICUDA vector takes part in the fused kernels like a fused
    vector: the kernels get its device array (VecGetArrayAndMemType() and friends) and run on it without a copy.
@@ -12,6 +12,7 @@
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
+#include "mat/mirror.hpp"
 
 namespace fusedksp
 {
@@ -27,6 +28,18 @@ PetscErrorCode VecIsPETScDevice(Vec v, PetscBool *yes);
    reading (PETSc is then told so).                                                                              */
 PetscErrorCode VecPETScDeviceGetArray(Vec v, PetscMemoryAccessMode mode, PetscScalar **a, PetscBool *ordered);
 PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, PetscBool written, PetscScalar **a);
+
+/* PETSC_TRUE when A is a PETSc device matrix whose CSR arrays the active backend's sparse products can read in place:
+   PETSc built with CUDA (32-bit PetscInt, the width of cuSPARSE's indices), the CUDA backend active, A a MATSEQAIJCUSPARSE
+   that is assembled, has values, is not factored nor bound to the CPU, and has no row without entries (PETSc may then
+   keep its device copy in compressed rows, which are not A's rows).  Otherwise PETSC_FALSE and, when why is not NULL,
+   *why says why (NULL for a matrix of another type).                                                            */
+PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, const char **why);
+
+/* A CSR mirror of such a matrix that points at PETSc's device arrays (MatSeqAIJGetCSRAndMemType(): the values are
+   copied there first when only the host has them); it owns nothing and is valid until A changes.  The backend's work
+   then waits for PETSc's stream unless *ordered (as VecPETScDeviceGetArray()), and *ordered becomes PETSC_TRUE. */
+PetscErrorCode MatPETScDeviceGetMirror(Mat A, Mirror *m, PetscBool *ordered);
 
 /* PETSc's stream waits for the backend's work queued so far (after the kernels of a fused operation on PETSc's
    vectors) */
