@@ -42,6 +42,14 @@ MatAIJFusedFormat ChooseFormat(const Backend *be, MatAIJFusedFormat requested, P
 } // namespace
 
 /*
+   MirrorChooseFormat - see mirror.hpp
+*/
+MatAIJFusedFormat MirrorChooseFormat(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, const PetscInt *ai)
+{
+  return ChooseFormat(be, requested, nrows, ai, SELLThreadsPerRow(nrows, nrows ? ai[nrows] : 0));
+}
+
+/*
    MirrorFree - see mirror.hpp
 */
 PetscErrorCode MirrorFree(const Backend *be, Mirror *m)
@@ -143,6 +151,27 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
 PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *dai, const PetscInt *daj, Mirror *m)
 {
   return BuildStructure(be, requested, nrows, ncols, ai, dai, nullptr, daj, nullptr, PETSC_FALSE, m);
+}
+
+/*
+   MirrorBuildRowOffsets - see mirror.hpp
+*/
+PetscErrorCode MirrorBuildRowOffsets(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, Mirror *m)
+{
+  PetscFunctionBegin;
+  PetscCall(PetscLogEventBegin(events.mirror, 0, 0, 0, 0));
+  PetscCall(MirrorFree(be, m));
+  m->format     = MAT_AIJFUSED_CSR;
+  m->generation = ++generations;
+  m->nnz        = ai[nrows];
+  m->nvals      = ai[nrows];
+  PetscCall(RowOffsets(be, nrows, ai, nullptr, &m->rowptr));
+  m->csr.nrows  = nrows;
+  m->csr.ncols  = ncols;
+  m->csr.nnz    = ai[nrows];
+  m->csr.rowptr = m->rowptr;
+  PetscCall(PetscLogEventEnd(events.mirror, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /*

@@ -31,6 +31,9 @@ extern const char *const MatAIJFusedFormats[];
    (callers check that it is assembled: inside MatAssemblyEnd() it is not marked so yet)              */
 PetscErrorCode SeqAIJHostCSR(Mat S, PetscInt *m, PetscInt *n, const PetscInt **ai, const PetscInt **aj, PetscScalar **aa);
 
+/* The format MirrorBuild() gives a mirror of the nrows rows with host row offsets ai (never AUTO) */
+MatAIJFusedFormat MirrorChooseFormat(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, const PetscInt *ai);
+
 /* Releases the backend arrays of a mirror and resets it */
 PetscErrorCode MirrorFree(const Backend *be, Mirror *m);
 
@@ -48,6 +51,11 @@ PetscErrorCode MirrorBuild(const Backend *be, MatAIJFusedFormat requested, Petsc
 /* MirrorBuild() from the same pattern in the backend's memory, dai/daj (copied or placed there; of the host arrays
    only the row offsets ai are read, for the layout)                                                           */
 PetscErrorCode MirrorBuildOnBackend(const Backend *be, MatAIJFusedFormat requested, PetscInt nrows, PetscInt ncols, const PetscInt *ai, const PetscInt *dai, const PetscInt *daj, Mirror *m);
+
+/* A CSR mirror of the nrows x ncols pattern with the host row offsets ai that owns only its row offsets (uploaded): its
+   csr.colidx and csr.vals are set by the caller to arrays of someone else's in the backend's memory that hold the
+   pattern's entries in the same CSR order (before each use: their owner may move them)                        */
+PetscErrorCode MirrorBuildRowOffsets(const Backend *be, PetscInt nrows, PetscInt ncols, const PetscInt *ai, Mirror *m);
 
 /* The diagonal positions (diagpos, alldiag) of the mirror m of the CSR pattern ai/aj (host arrays, the pattern the
    mirror was built from), found and uploaded at the first call after a build: only matrices whose diagonal is

@@ -169,8 +169,8 @@ public:
     }
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  /* A CSR mirror of PETSc's device arrays of a matrix (MatIsPETScDevice()), for this kernel */
-  PetscErrorCode GetPETScMatrix(Mat A, Mirror *m)
+  /* The backend's copy of a PETSc device matrix (MatIsPETScDevice()), for this kernel */
+  PetscErrorCode GetPETScMatrix(Mat A, const Mirror **m)
   {
     PetscFunctionBegin;
     PetscCall(MatPETScDeviceGetMirror(A, m, &ordered_));
@@ -344,7 +344,7 @@ PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why)
   if (*yes) {
     if (why) *why = nullptr;
   } else {
-    PetscCall(MatIsPETScDevice(A, yes, why));
+    PetscCall(MatIsPETScDevice(A, yes, NULL, why));
     if (!*yes && why && !*why) *why = "the operator is neither a seqaijfused matrix of the active backend nor PETSc's seqaijcusparse with the cuda backend";
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -352,20 +352,21 @@ PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why)
 
 PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots)
 {
-  PetscBool fusedvecs, fusedmat, fusedmpi, petscmat;
+  PetscBool fusedvecs, fusedmat, fusedmpi, petscmat, petscsell;
 
   PetscFunctionBegin;
   PetscCall(AllOnBackend({wl, wr, in, out}, &fusedvecs));
   for (int k = 0; k < ndots && fusedvecs; ++k) PetscCall(AllOnBackend({specs[k].vec, specs[k].weight}, &fusedvecs));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
-  PetscCall(MatIsPETScDevice(A, &petscmat, NULL));
+  PetscCall(MatIsPETScDevice(A, &petscmat, &petscsell, NULL));
+  petscmat = (PetscBool)(petscmat && petscsell);         /* a CSR copy: PETSc's product, faster than the fused one */
   if (fusedvecs && (fusedmat || fusedmpi || petscmat)) { /* MPI: the local rows, diagonal block overlapped with the halo exchange */
     BackendArrays arr;
     DotSpec       bspecs[FUSED_MAX_DOTS];
     PetscScalar  *ina, *outa, *wla, *wra;
     PetscInt      rows, cols;
-    Mirror        m;
+    const Mirror *m = nullptr;
     PetscCall(MatGetLocalSize(A, &rows, &cols));
     arr.Length(cols);
     PetscCall(arr.Get({{in, READ, &ina}, {wr, READ, &wra}}));
@@ -381,7 +382,7 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
       PetscCall(MatSeqAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
     else {
       PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-      PetscCall(MirrorProduct(ActiveBackend(), &m, wla, wra, ina, outa, ndots, bspecs, dots));
+      PetscCall(MirrorProduct(ActiveBackend(), m, wla, wra, ina, outa, ndots, bspecs, dots));
       PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
     }
     PetscCall(DeferEnd());
@@ -408,7 +409,7 @@ PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x,
   PetscInt      rows, cols;
   BackendArrays arr;
   RowUpdate     f;
-  Mirror        m;
+  const Mirror *m = nullptr;
 
   PetscFunctionBegin;
   PetscCheck(x != y, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_IDN, "The input and the output of a sparse product must be different vectors");
@@ -436,7 +437,7 @@ PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x,
   else {
     PetscCall(arr.GetPETScMatrix(A, &m));
     PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-    PetscCall(MirrorProductUpdate(ActiveBackend(), &m, &f, xa, ya));
+    PetscCall(MirrorProductUpdate(ActiveBackend(), m, &f, xa, ya));
     PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
   }
   PetscCall(arr.RestoreAll());

@@ -81,49 +81,68 @@ PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, Pet
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* What the plugin reads of the host structure of a PETSc device matrix, for one nonzero state of it */
-struct PETScCSRStructure {
-  static constexpr const char *name         = "FusedKSPPETScCSRStructure";
-  PetscObjectState             nonzerostate = -1;
-  PetscInt64                   nnz          = 0;
-  PetscBool                    emptyrow     = PETSC_FALSE; /* a row without entries */
+/* The backend's copy of a PETSc device matrix (composed on the matrix), in the format MirrorChooseFormat() picks for
+   its pattern: SELL-P, a copy of its own whose structure comes from PETSc's host pattern and device column indices and
+   whose values come from PETSc's device values after a change of the matrix's state; CSR, PETSc's device column
+   indices and values read in place with row offsets of its own from PETSc's host pattern (PETSc's device row offsets
+   skip the empty rows when it compresses them).  Made again after a change of nonzero pattern or backend.      */
+struct PETScMirror {
+  static constexpr const char *name         = "FusedKSPPETScMirror";
+  const Backend               *be           = nullptr; /* of m */
+  PetscObjectState             nonzerostate = -1, state = -1;
+  PetscBool                    sell  = PETSC_FALSE; /* the format for the pattern */
+  PetscBool                    built = PETSC_FALSE; /* m has its structure */
+  Mirror                       m;
 };
 
-/* The structure of A (composed on it), read again from the host row offsets after a change of nonzero pattern */
-static PetscErrorCode PETScCSRStructureGet(Mat A, const PETScCSRStructure **out)
+static PetscErrorCode PETScMirrorDestroy(PetscCtxRt ctx)
 {
-  PETScCSRStructure *s = nullptr;
+  PETScMirror *p = *(PETScMirror **)ctx;
 
   PetscFunctionBegin;
-  PetscCall(PetscObjectContainerQuery((PetscObject)A, PETScCSRStructure::name, (PetscCtxRt)&s));
-  if (!s) {
-    PetscCall(PetscNew(&s));
-    *s = PETScCSRStructure();
-    PetscCall(PetscObjectContainerCompose((PetscObject)A, PETScCSRStructure::name, s, PetscCtxDestroyDefault));
+  if (p->be) PetscCall(MirrorFree(p->be, &p->m));
+  PetscCall(PetscFree(p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The record of A (created at the first call), its format decided again after a change of pattern or backend */
+static PetscErrorCode PETScMirrorGet(Mat A, PETScMirror **out)
+{
+  PETScMirror *p = nullptr;
+
+  PetscFunctionBegin;
+  PetscCall(PetscObjectContainerQuery((PetscObject)A, PETScMirror::name, (PetscCtxRt)&p));
+  if (!p) {
+    PetscCall(PetscNew(&p));
+    *p = PETScMirror();
+    PetscCall(PetscObjectContainerCompose((PetscObject)A, PETScMirror::name, p, PETScMirrorDestroy));
   }
-  if (s->nonzerostate != A->nonzerostate) {
+  if (p->nonzerostate != A->nonzerostate || p->be != ActiveBackend()) {
     const PetscInt *ai, *aj;
     PetscInt        n;
     PetscBool       done;
 
+    if (p->be) PetscCall(MirrorFree(p->be, &p->m));
+    p->be    = ActiveBackend();
+    p->state = -1;
+    p->built = PETSC_FALSE;
     PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
     PetscCheck(done, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Matrix of type %s gave no row offsets", ((PetscObject)A)->type_name);
-    s->emptyrow = PETSC_FALSE;
-    for (PetscInt i = 0; i < n && !s->emptyrow; ++i) s->emptyrow = (PetscBool)(ai[i + 1] == ai[i]);
-    s->nnz = ai[n];
+    p->sell = (PetscBool)(MirrorChooseFormat(p->be, MAT_AIJFUSED_AUTO, n, ai) == MAT_AIJFUSED_SELL);
     PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
-    s->nonzerostate = A->nonzerostate;
+    p->nonzerostate = A->nonzerostate;
   }
-  *out = s;
+  *out = p;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, const char **why)
+PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, PetscBool *sell, const char **why)
 {
   const char *whynot = nullptr;
 
   PetscFunctionBegin;
   *yes = PETSC_FALSE;
+  if (sell) *sell = PETSC_FALSE;
 #if defined(PETSC_HAVE_CUDA) && !defined(PETSC_USE_64BIT_INDICES)
   if (ActiveBackend()->wait_foreign) {
     PetscBool cusparse;
@@ -137,13 +156,11 @@ PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, const char **why)
       else if (A->boundtocpu)
         whynot = "PETSc's seqaijcusparse operator is bound to the CPU";
       else {
-        const PETScCSRStructure *s = nullptr;
+        PETScMirror *p = nullptr;
 
-        PetscCall(PETScCSRStructureGet(A, &s));
-        if (s->emptyrow)
-          whynot = "PETSc's seqaijcusparse operator has a row without entries (its device copy may hold compressed rows)";
-        else
-          *yes = PETSC_TRUE;
+        PetscCall(PETScMirrorGet(A, &p));
+        *yes = PETSC_TRUE;
+        if (sell) *sell = p->sell;
       }
     }
   }
@@ -154,33 +171,48 @@ PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, const char **why)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MatPETScDeviceGetMirror(Mat A, Mirror *m, PetscBool *ordered)
+PetscErrorCode MatPETScDeviceGetMirror(Mat A, const Mirror **m, PetscBool *ordered)
 {
-  const PETScCSRStructure *s = nullptr;
-  const PetscInt          *ai, *aj;
-  PetscScalar             *aa;
-  PetscMemType             mtype;
-  void                    *stream;
+  PETScMirror     *p = nullptr;
+  const PetscInt  *ai, *aj, *dai, *daj;
+  PetscScalar     *daa;
+  PetscMemType     mtype;
+  PetscObjectState state;
+  PetscInt         n;
+  PetscBool        done;
+  void            *stream;
 
   PetscFunctionBegin;
-  PetscCall(PETScCSRStructureGet(A, &s));
-  PetscCall(MatSeqAIJGetCSRAndMemType(A, &ai, &aj, &aa, &mtype));
+  PetscCall(PETScMirrorGet(A, &p));
+  PetscCall(MatSeqAIJGetCSRAndMemType(A, &dai, &daj, &daa, &mtype)); /* the values copied to the device if they are not there */
   PetscCheck(PetscMemTypeDevice(mtype), PETSC_COMM_SELF, PETSC_ERR_PLIB, "Matrix of type %s gave host arrays for a fused kernel on the device", ((PetscObject)A)->type_name);
-  *m            = Mirror();
-  m->format     = MAT_AIJFUSED_CSR;
-  m->csr.nrows  = A->rmap->n;
-  m->csr.ncols  = A->cmap->n;
-  m->csr.rowptr = ai;
-  m->csr.colidx = aj;
-  m->csr.vals   = aa;
-  m->csr.nnz    = s->nnz;
-  m->nnz        = s->nnz;
-  m->nvals      = s->nnz;
-  if (!*ordered) { /* after PETSc's work on the matrix */
+  if (!*ordered) { /* the backend's work from here on after PETSc's on the matrix and the vectors */
     PetscCall(PETScStream(&stream));
     PetscCall(ActiveBackend()->wait_foreign(stream));
     *ordered = PETSC_TRUE;
   }
+  if (!p->built) { /* the structure from PETSc's host row offsets and its device column indices */
+    PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
+    if (p->sell)
+      PetscCall(MirrorBuildOnBackend(p->be, MAT_AIJFUSED_SELL, n, A->cmap->n, ai, nullptr, daj, &p->m));
+    else
+      PetscCall(MirrorBuildRowOffsets(p->be, n, A->cmap->n, ai, &p->m));
+    PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
+    p->built = PETSC_TRUE;
+  }
+  if (p->sell) {
+    PetscCall(PetscObjectStateGet((PetscObject)A, &state));
+    if (state != p->state) { /* the values, in the CSR order of both copies */
+      PetscCall(PetscLogEventBegin(events.mirror, A, 0, 0, 0));
+      PetscCall(MirrorSetBackendValues(p->be, daa, &p->m));
+      PetscCall(PetscLogEventEnd(events.mirror, A, 0, 0, 0));
+      p->state = state;
+    }
+  } else {
+    p->m.csr.colidx = daj;
+    p->m.csr.vals   = daa;
+  }
+  *m = &p->m;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -29,17 +29,20 @@ PetscErrorCode VecIsPETScDevice(Vec v, PetscBool *yes);
 PetscErrorCode VecPETScDeviceGetArray(Vec v, PetscMemoryAccessMode mode, PetscScalar **a, PetscBool *ordered);
 PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, PetscBool written, PetscScalar **a);
 
-/* PETSC_TRUE when A is a PETSc device matrix whose CSR arrays the active backend's sparse products can read in place:
-   PETSc built with CUDA (32-bit PetscInt, the width of cuSPARSE's indices), the CUDA backend active, A a MATSEQAIJCUSPARSE
-   that is assembled, has values, is not factored nor bound to the CPU, and has no row without entries (PETSc may then
-   keep its device copy in compressed rows, which are not A's rows).  Otherwise PETSC_FALSE and, when why is not NULL,
-   *why says why (NULL for a matrix of another type).                                                            */
-PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, const char **why);
+/* PETSC_TRUE when the fused products can read A, a PETSc device matrix: PETSc built with CUDA (32-bit PetscInt, the
+   width of cuSPARSE's indices), the CUDA backend active, A a MATSEQAIJCUSPARSE that is assembled, has values and is
+   not factored nor bound to the CPU.  *sell (may be NULL): the backend reads it through a SELL-P copy of its own (the
+   format MirrorChooseFormat() picks for its pattern), else PETSc's CSR arrays in place (the fused CSR product is slower
+   than cuSPARSE's on short rows: OpsApplyOperator() leaves those products to PETSc).  Otherwise PETSC_FALSE and, when
+   why is not NULL, *why says why (NULL for a matrix of another type).                                           */
+PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, PetscBool *sell, const char **why);
 
-/* A CSR mirror of such a matrix that points at PETSc's device arrays (MatSeqAIJGetCSRAndMemType(): the values are
-   copied there first when only the host has them); it owns nothing and is valid until A changes.  The backend's work
-   then waits for PETSc's stream unless *ordered (as VecPETScDeviceGetArray()), and *ordered becomes PETSC_TRUE. */
-PetscErrorCode MatPETScDeviceGetMirror(Mat A, Mirror *m, PetscBool *ordered);
+/* The backend's copy of such a matrix (MatSeqAIJGetCSRAndMemType(): PETSc's values go to the device first when only the
+   host has them): SELL-P made at the first call after a change of its nonzero pattern, its values copied on the device
+   after a change of its state; or CSR on PETSc's device column indices and values, with row offsets of its own.
+   Composed on A, freed with it.  The backend's work (the copy included) then waits for PETSc's stream unless
+   *ordered (as VecPETScDeviceGetArray()), and *ordered becomes PETSC_TRUE.  Valid until A changes.            */
+PetscErrorCode MatPETScDeviceGetMirror(Mat A, const Mirror **m, PetscBool *ordered);
 
 /* PETSc's stream waits for the backend's work queued so far (after the kernels of a fused operation on PETSc's
    vectors) */
