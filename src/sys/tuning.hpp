@@ -39,6 +39,13 @@ struct Tuning {
                                                    average) of a resident chunk kernel: its rows of the matrix live
                                                    in shared memory                                                  */
 
+  /* Sparse products in CSR (CUDA) */
+  PetscInt csr_entries_per_lane = 4; /* the threads of a row: the smallest power of two (2 to 32) at least the average
+                                        entries of a row divided by this.  A warp's rows wait on their loads together,
+                                        so fewer threads a row, each with several independent loads, keep more loads
+                                        in flight: GAMG's solve (CSR transfers) 12% faster at 4e6 and 1.6e7 than
+                                        with one entry a thread (H100, RESULTS.md)                              */
+
   /* Kokkos backend on a GPU */
   PetscInt kokkos_staging_bytes = 1 << 20; /* pinned host memory through which the kernels' pointer and coefficient
                                               arrays go to the device in stream order: each time it is used up the

@@ -42,11 +42,12 @@ inline PetscErrorCode PartitionRowsWave(const void *kernel, PetscInt nrows, int 
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Threads per CSR row: the smallest power of two >= the average row length, 2 to 32 (8 when the
-   number of entries is not given)                                                              */
+/* Threads per CSR row: the smallest power of two >= the average row length divided by
+   tuning.csr_entries_per_lane, 2 to 32 (8 when the number of entries is not given)             */
 inline int CSRLanes(const CSRView *A)
 {
-  const PetscInt64 avg   = A->nnz < 0 ? 8 : (A->nrows ? (A->nnz + A->nrows - 1) / A->nrows : 0);
+  const PetscInt64 per   = tuning.csr_entries_per_lane;
+  const PetscInt64 avg   = A->nnz < 0 ? 8 : (A->nrows ? (A->nnz + per * A->nrows - 1) / (per * A->nrows) : 0);
   int              lanes = 2;
 
   while (lanes < 32 && lanes < avg) lanes *= 2;
@@ -75,6 +76,7 @@ __device__ __forceinline__ PetscScalar CSRRowPart(const PetscInt *__restrict__ r
   const PetscInt row_end = rowptr[row + 1];
   PetscScalar    sum     = 0;
 
+#pragma unroll 4
   for (PetscInt k = rowptr[row] + lane; k < row_end; k += LANES) {
     const PetscInt c = colidx[k];
     sum += vals[k] * (wr ? wr[c] * load(in, c) : load(in, c));
