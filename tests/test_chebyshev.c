@@ -1,14 +1,16 @@
 static char help[] = "Chebyshev (KSPCHEBYSHEV) on fused types (or PETSc's CUDA types, -fused_mat_type aijcusparse) against PETSc's on\n\
 plain AIJ, on one problem (tutorials/problems.h).\n\
 The smoother's form (first kind, no residual norms) with -pc_type jacobi and none, a zero and a random initial guess,\n\
-1, 2, 3 and 6 steps and set eigenvalue bounds: the solutions agree to 1e-12 (relative); on one process the fused KSP\n\
-ran its steps on the backend (-ksp_view: \"solves with one kernel per step\"), a repeated solve with a nonzero guess\n\
+1, 2, 3 and 6 steps and set eigenvalue bounds: the solutions agree to 1e-12 (relative); the fused KSP ran its steps on\n\
+the backend (-ksp_view: \"solves with one kernel per step\"; aijfused on any number of processes, aijcusparse on one),\n\
+on one process a repeated solve with a nonzero guess\n\
 taking at most one kernel launch per step plus one copy and no host<->device copy (FusedKSPGetBackendCounters()).\n\
 After MatScale() of both matrices (new Jacobi weights) they agree again.  The forms PETSc runs itself (fourth kind,\n\
-residual norms, a PC other than jacobi/none, -ksp_chebyshev_fused false, several processes) agree too and -ksp_view\n\
+residual norms, a PC other than jacobi/none, -ksp_chebyshev_fused false, aijcusparse on several processes) agree too\n\
+and -ksp_view\n\
 says why.  With the eigenvalues estimated by the KSP (no bounds set) the solutions agree to 1e-8.  -gamg: CG with\n\
-PCGAMG on both matrices, iterations at most 1 apart, solutions within 1e-8, and on one process every level's smoother ran the\n\
-fused steps.  Matrices with most rows empty (PETSc's aijcusparse compresses them), with and without a long row (CSR,\n\
+PCGAMG on both matrices, iterations at most 1 apart, solutions within 1e-8, and every level's smoother ran the fused\n\
+steps (where the fused side does).  Matrices with most rows empty (PETSc's aijcusparse compresses them), with and without a long row (CSR,\n\
 else SELL-P): the same solutions, by the fused steps.\n\
 Ends with 'test_chebyshev: PASS' or 'test_chebyshev: FAIL'.\n\
 Options: -gamg, -fused_mat_type <aijfused> (the type the fused side converts to), -problem ... -n ... (tutorials/problems.h).\n\n";
@@ -45,6 +47,7 @@ typedef struct {
   Vec       bf, br;          /* right-hand sides */
   Vec       xf, xr, x0, x0f; /* solutions, and the random initial guess (plain, and fused) */
   PetscBool serial;
+  PetscBool fused;       /* the fused side runs the fused steps: an aijfused matrix, or one process */
   char      mattype[64]; /* the fused side's type (-fused_mat_type) */
 } Setting;
 
@@ -79,10 +82,10 @@ static PetscErrorCode CheckSmoother(Setting *s, PCType pctype, PetscReal emax, P
       PetscCall(ChebyshevCreate(s->Ar, "ref_", pctype, steps, emax, emin, &kr));
       PetscCall(SolveBoth(s, kf, kr, (PetscBool)guess, &d));
       PetscCall(Check((PetscBool)(d <= 1e-12), "pc %s, %" PetscInt_FMT " steps, %s guess: fused and PETSc's solutions differ by %g <= 1e-12", pctype, steps, guess ? "random" : "zero", (double)d));
-      if (s->serial) {
+      if (s->fused) {
         PetscCall(ViewContains(kf, "solves with one kernel per step on the", &found));
         PetscCall(Check(found, "pc %s, %" PetscInt_FMT " steps, %s guess: -ksp_view says the steps ran on the backend", pctype, steps, guess ? "random" : "zero"));
-        if (guess) { /* again, the weights computed: one kernel a step, the last copy (the guess copied on the backend first) */
+        if (guess && s->serial) { /* again, the weights computed: one kernel a step, the last copy (the guess copied on the backend first) */
           PetscCall(VecCopy(s->x0f, s->xf));
           PetscCall(FusedKSPGetBackendCounters(&l0, &d0, &h0));
           PetscCall(KSPSolve(kf, s->bf, s->xf));
@@ -92,7 +95,7 @@ static PetscErrorCode CheckSmoother(Setting *s, PCType pctype, PetscReal emax, P
           PetscCall(Check((PetscBool)(d1 == d0 && h1 == h0), "pc %s, %" PetscInt_FMT " steps: no host<->device copy in a repeated solve (%lld, %lld)", pctype, steps, (long long)(d1 - d0), (long long)(h1 - h0)));
         }
       } else {
-        PetscCall(ViewContains(kf, "by PETSc's steps (the operator is neither a seqaijfused matrix", &found));
+        PetscCall(ViewContains(kf, "by PETSc's steps (the operator is neither an aijfused matrix", &found));
         PetscCall(Check(found, "pc %s on several processes: -ksp_view says the steps are PETSc's, and why", pctype));
       }
       PetscCall(KSPDestroy(&kf));
@@ -119,7 +122,7 @@ static PetscErrorCode CheckFallback(Setting *s, const char *what, PCType pctype,
   }
   PetscCall(SolveBoth(s, kf, kr, PETSC_TRUE, &d));
   PetscCall(Check((PetscBool)(d <= 1e-12), "%s: fused and PETSc's solutions differ by %g <= 1e-12", what, (double)d));
-  PetscCall(PetscSNPrintf(text, sizeof(text), "by PETSc's steps (%s", s->serial ? why : ""));
+  PetscCall(PetscSNPrintf(text, sizeof(text), "by PETSc's steps (%s", s->fused ? why : ""));
   PetscCall(ViewContains(kf, text, &found));
   PetscCall(Check(found, "%s: -ksp_view says \"%s\"", what, text));
   PetscCall(KSPDestroy(&kf));
@@ -237,7 +240,7 @@ static PetscErrorCode CheckGAMG(Setting *s)
   PetscCall(KSPGetPC(ksp[0], &pc));
   PetscCall(PCMGGetLevels(pc, &levels));
   PetscCall(Check((PetscBool)(levels > 1), "GAMG made %" PetscInt_FMT " levels (> 1)", levels));
-  for (PetscInt l = 1; l < levels && s->serial; ++l) {
+  for (PetscInt l = 1; l < levels && s->fused; ++l) {
     KSP       smoother;
     PetscBool found;
 
@@ -271,6 +274,8 @@ int main(int argc, char **argv)
   s.Ar = prob.A;
   s.br = prob.b;
   PetscCall(MatConvert(prob.A, s.mattype, MAT_INITIAL_MATRIX, &s.Af));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)s.Af, &s.fused, MATSEQAIJFUSED, MATMPIAIJFUSED, ""));
+  s.fused = (PetscBool)(s.fused || s.serial);
   PetscCall(MatGetNearNullSpace(prob.A, &nns)); /* elasticity3d's rigid body modes, which MatConvert() leaves behind */
   if (nns) PetscCall(MatSetNearNullSpace(s.Af, nns));
   PetscCall(MatCreateVecs(s.Af, &s.xf, &s.bf));

@@ -7,7 +7,8 @@
    With a MATSEQAIJFUSED operator and fused vectors, or PETSc's MATSEQAIJCUSPARSE and CUDA vectors with the cuda
    backend (read in place, src/ops/petscdevice.hpp), and Jacobi (or no) preconditioner the plugin computes it as one
    sparse product whose rows end in that update (OpsApplyOperatorUpdate(), Backend::spmv_update): five vector reads
-   and writes a row besides the matrix.  The plugin registers the type name again (like PCPBJACOBI in src/pc/): PETSc's KSP is
+   and writes a row besides the matrix.  A MATMPIAIJFUSED operator takes two kernels a step (the diagonal block's
+   product while the halo is exchanged, then the off-diagonal block's with the update).  The plugin registers the type name again (like PCPBJACOBI in src/pc/): PETSc's KSP is
    created, and its setup, options, view and destroy are wrapped, so that the type stays KSPCHEBYSHEV - PCGAMG
    recognizes it by name and stores the eigenvalue bounds of its smoothed aggregation in PETSc's data of the type,
    and every option and function of PETSc's Chebyshev works unchanged.

@@ -38,6 +38,12 @@ PetscErrorCode MatIsMPIAIJFused(Mat A, PetscBool *fused);
    out (see Backend::spmv_dots), arrays in the backend's memory; halo exchange included.  Collective. */
 PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
 
+/* out = the RowUpdate f of A in (Backend::spmv_update) on the local rows of a MATMPIAIJFUSED, arrays in the backend's
+   memory: the diagonal block's product with add and sign into a work array while the halo is exchanged, then one
+   kernel over every local row that adds the off-diagonal block's product and applies the rest of the update (two
+   kernels, besides the halo's).  Collective.                                                               */
+PetscErrorCode MatMPIAIJFusedMultUpdate(Mat A, const RowUpdate *f, const PetscScalar *in, PetscScalar *out);
+
 /* The backend view of a MATMPIAIJFUSED for a chunk of iterations (brought up to date first; collective the first
    time after a new structure): its diagonal block as MatSeqAIJFusedGetView() gives a MATSEQAIJFUSED's, the
    parallel part (ChunkParallel, without its comm) and the generation of the diagonal block's arrays          */

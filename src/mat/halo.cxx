@@ -9,6 +9,7 @@ PetscErrorCode OffDiagRowsFree(const Backend *be, OffDiagRows *b)
   if (!be->host_memory) {
     PetscCall(be->free_bytes(b->rows));
     PetscCall(be->free_bytes(b->rowptr));
+    PetscCall(be->free_bytes(b->fullrowptr));
     PetscCall(be->free_bytes(b->colidx));
     PetscCall(be->free_bytes(b->vals));
   }
@@ -26,6 +27,7 @@ PetscErrorCode OffDiagRowsMirror(const Backend *be, PetscInt m, PetscInt n, cons
         FusedKSPCallCXX(b->host_rows.push_back(i); b->host_rowptr.push_back(ai[i]));
       }
     FusedKSPCallCXX(b->host_rowptr.push_back(ai[m]));
+    FusedKSPCallCXX(b->host_fullrowptr.assign(ai, ai + m + 1));
     b->nnz = ai[m];
     if (!be->host_memory) {
       const size_t nb = b->host_rows.size();
@@ -36,10 +38,13 @@ PetscErrorCode OffDiagRowsMirror(const Backend *be, PetscInt m, PetscInt n, cons
       PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(ai[m], 1), (void **)&b->vals));
       PetscCall(be->copy_to_backend(b->rows, b->host_rows.data(), sizeof(PetscInt) * nb));
       PetscCall(be->copy_to_backend(b->rowptr, b->host_rowptr.data(), sizeof(PetscInt) * (nb + 1)));
+      PetscCall(be->malloc_bytes(sizeof(PetscInt) * (m + 1), (void **)&b->fullrowptr));
+      PetscCall(be->copy_to_backend(b->fullrowptr, ai, sizeof(PetscInt) * (m + 1)));
       PetscCall(be->copy_to_backend(b->colidx, aj, sizeof(PetscInt) * ai[m]));
     }
   }
-  b->csr = {(PetscInt)b->host_rows.size(), n, !be->host_memory ? b->rowptr : b->host_rowptr.data(), !be->host_memory ? b->colidx : aj, !be->host_memory ? b->vals : aa, ai[m]};
+  b->csr  = {(PetscInt)b->host_rows.size(), n, !be->host_memory ? b->rowptr : b->host_rowptr.data(), !be->host_memory ? b->colidx : aj, !be->host_memory ? b->vals : aa, ai[m]};
+  b->full = {m, n, !be->host_memory ? b->fullrowptr : b->host_fullrowptr.data(), b->csr.colidx, b->csr.vals, ai[m]};
   if (be->host_memory)
     b->rows = b->host_rows.data();
   else {

@@ -12,10 +12,11 @@ namespace fusedksp
 /* The rows of a sparse block that have entries, in the backend's memory (with a backend in host memory: the
    caller's column and value arrays, our row lists)                                                           */
 struct OffDiagRows {
-  CSRView               csr; /* nrows: the rows with entries                     */
-  std::vector<PetscInt> host_rows, host_rowptr;
+  CSRView               csr;  /* nrows: the rows with entries                     */
+  CSRView               full; /* every row of the block (empty ones too), on the same column and value arrays */
+  std::vector<PetscInt> host_rows, host_rowptr, host_fullrowptr;
   PetscInt             *rows   = nullptr; /* row of each of csr's rows in the output       */
-  PetscInt             *rowptr = nullptr, *colidx = nullptr;
+  PetscInt             *rowptr = nullptr, *colidx = nullptr, *fullrowptr = nullptr;
   PetscScalar          *vals = nullptr;
   PetscInt              nnz  = 0;
 };
@@ -36,8 +37,9 @@ struct Halo {
 
 /* Releases the backend arrays of the rows and resets them */
 PetscErrorCode OffDiagRowsFree(const Backend *be, OffDiagRows *b);
-/* The rows with entries of the m x n CSR block ai/aj/aa (the structure when `structure`, the arrays then reallocated on a
-   backend with memory of its own), then its values.  In host memory aj and aa are used in place: keep them alive. */
+/* The rows with entries of the m x n CSR block ai/aj/aa, and all its rows (`full`) (the structure when `structure`, the
+   arrays then reallocated on a backend with memory of its own), then its values.  In host memory aj and aa are used in
+   place: keep them alive.                                                                                        */
 PetscErrorCode OffDiagRowsMirror(const Backend *be, PetscInt m, PetscInt n, const PetscInt *ai, const PetscInt *aj, const PetscScalar *aa, PetscBool structure, OffDiagRows *b);
 
 /* Releases the buffers and requests of the exchange and resets it */

@@ -535,6 +535,38 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/*
+  MatMPIAIJFusedMultUpdate - see aijfused.hpp: two kernels, the diagonal block's overlapped with the halo exchange
+*/
+PetscErrorCode MatMPIAIJFusedMultUpdate(Mat A, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
+{
+  MatMPIFusedData *d = Data(A);
+  const Backend   *be;
+  RowUpdate        diag, offdiag = *f;
+
+  PetscFunctionBegin;
+  PetscCheck(MatAIJFusedIsType<MPIAIJFusedType>(A), PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
+  be = d->backend;
+  PetscCall(Refresh(A, d));
+  if (!d->work) PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(PetscMax(A->rmap->n, A->cmap->n), 1), (void **)&d->work));
+  diag.add  = f->add; /* work = add + sign A_d in */
+  diag.sign = f->sign;
+  PetscCall(HaloBegin(be, &d->halo, nullptr, in));
+  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(MirrorProductUpdate(be, &d->diag, &diag, in, d->work));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
+  PetscCall(HaloEnd(be, &d->halo));
+  offdiag.add = d->work; /* out = alpha u + beta v + gamma wl .* (work + sign A_o halo), every row */
+  PetscCall(PetscLogEventBegin(events.spmv_offdiag, A, 0, 0, 0));
+  PetscCall(be->spmv_update(&d->offdiag.full, nullptr, &offdiag, d->halo.halo, out));
+  PetscCall(PetscLogEventEnd(events.spmv_offdiag, A, 0, 0, 0));
+  if (be->host_memory)
+    PetscCall(PetscLogFlops(2.0 * d->offdiag.nnz + 6.0 * A->rmap->n));
+  else
+    PetscCall(PetscLogGpuFlops(2.0 * d->offdiag.nnz + 6.0 * A->rmap->n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MatMPIAIJFusedGetChunkView(Mat A, const CSRView **csr, const SELLView **sell, PetscInt64 *nnz, ChunkParallel *par, PetscInt64 *generation)
 {
   MatMPIFusedData *d = Data(A);

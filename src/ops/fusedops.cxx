@@ -341,11 +341,12 @@ PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why)
 {
   PetscFunctionBegin;
   PetscCall(MatIsSeqAIJFused(A, yes));
+  if (!*yes) PetscCall(MatIsMPIAIJFused(A, yes));
   if (*yes) {
     if (why) *why = nullptr;
   } else {
     PetscCall(MatIsPETScDevice(A, yes, NULL, why));
-    if (!*yes && why && !*why) *why = "the operator is neither a seqaijfused matrix of the active backend nor PETSc's seqaijcusparse with the cuda backend";
+    if (!*yes && why && !*why) *why = "the operator is neither an aijfused matrix of the active backend nor PETSc's seqaijcusparse with the cuda backend";
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -405,7 +406,7 @@ PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x,
 {
   Vec const     tv[4] = {terms->wl, terms->add, terms->u, terms->v};
   PetscScalar  *ta[4] = {}, *xa, *ya;
-  PetscBool     fusedvecs, fusedmat, onbackend;
+  PetscBool     fusedvecs, fusedmat, fusedmpi, onbackend;
   PetscInt      rows, cols;
   BackendArrays arr;
   RowUpdate     f;
@@ -418,6 +419,7 @@ PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x,
   PetscCheck(fusedvecs && onbackend, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "A product with its update in one kernel needs an operator and vectors on the backend (OpsOperatorOnBackend(), AllOnBackend())");
   PetscCall(CheckNoTarget("a product with its update"));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
+  PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
   PetscCall(MatGetLocalSize(A, &rows, &cols));
   arr.Length(rows);
   PetscCall(arr.Get(y, WRITE, &ya)); /* first: a term that is y then reads the same array */
@@ -434,6 +436,8 @@ PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x,
   f.beta  = terms->beta;
   if (fusedmat)
     PetscCall(MatSeqAIJFusedMultUpdate(A, &f, xa, ya));
+  else if (fusedmpi)
+    PetscCall(MatMPIAIJFusedMultUpdate(A, &f, xa, ya));
   else {
     PetscCall(arr.GetPETScMatrix(A, &m));
     PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));

@@ -45,14 +45,16 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
    (petscdevice.hpp) */
 PetscErrorCode AllOnBackend(std::initializer_list<Vec> vecs, PetscBool *yes);
 
-/* PETSC_TRUE when the products of A run on the backend from the fused operations: a MATSEQAIJFUSED of the active backend,
-   or PETSc's own device matrix read in place (MatIsPETScDevice()); otherwise, when why is not NULL, *why says why not */
+/* PETSC_TRUE when the products of A run on the backend from the fused operations: a MATSEQAIJFUSED or MATMPIAIJFUSED of
+   the active backend, or PETSc's own device matrix (MatIsPETScDevice()); otherwise, when why is not NULL, *why says why
+   not */
 PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why);
 
 /* y = the update `terms` of A x (MatUpdateTerms: alpha u + beta v + gamma wl .* (add + sign A x)) in one kernel on the
-   backend, for an operator OpsOperatorOnBackend() accepts and vectors on the backend (fused, or PETSc's device
-   vectors); there is no unfused path (PETSC_ERR_SUP).  x must not be y; the terms' vectors may be y (read before y is
-   written).  Logged as FusedSpMVDots.                                                                          */
+   backend (two on a MATMPIAIJFUSED: MatMPIAIJFusedMultUpdate(); collective then), for an operator
+   OpsOperatorOnBackend() accepts and vectors on the backend (fused, or PETSc's device vectors); there is no unfused
+   path (PETSC_ERR_SUP).  x must not be y; the terms' vectors may be y (read before y is written).  Logged as
+   FusedSpMVDots.                                                                                               */
 PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y);
 
 /* out = A^T in fused with ndots dot products of out (one kernel for a MATSEQAIJFUSED A: its explicit transpose; otherwise
