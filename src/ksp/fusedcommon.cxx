@@ -425,8 +425,7 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
         if (read && sell)
           PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: PETSc's %s, the fused products on a SELL-P copy made on the device\n", ((PetscObject)ksp->pc->mat)->type_name));
         else
-          PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: %s, its MatMult() and the dot products apart (%s)\n", ((PetscObject)ksp->pc->mat)->type_name,
-                                           why ? why : (read ? "rows that suit SELL-P badly: cuSPARSE's CSR product is faster than the fused one" : "the fused products read PETSc's seqaijcusparse, not this type")));
+          PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: %s, its MatMult() and the dot products apart (%s)\n", ((PetscObject)ksp->pc->mat)->type_name, why ? why : "the fused products read PETSc's seqaijcusparse, not this type"));
       }
     } else
       PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: %s, the fused operations as PETSc's vector operations (not fused)\n", ((PetscObject)ksp->vec_sol)->type_name));

@@ -346,6 +346,7 @@ PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why)
     if (why) *why = nullptr;
   } else {
     PetscCall(MatIsPETScDevice(A, yes, NULL, why));
+    if (*yes && why) *why = nullptr;
     if (!*yes && why && !*why) *why = "the operator is neither an aijfused matrix of the active backend nor PETSc's seqaijcusparse with the cuda backend";
   }
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -85,7 +85,8 @@ PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, Pet
    its pattern: SELL-P, a copy of its own whose structure comes from PETSc's host pattern and device column indices and
    whose values come from PETSc's device values after a change of the matrix's state; CSR, PETSc's device column
    indices and values read in place with row offsets of its own from PETSc's host pattern (PETSc's device row offsets
-   skip the empty rows when it compresses them).  Made again after a change of nonzero pattern or backend.      */
+   skip the empty rows when it compresses them).  Made again after a change of nonzero pattern or backend.  Always CSR
+   with -fused_tune_petsc_sell_copy false (no copy of the matrix).                                              */
 struct PETScMirror {
   static constexpr const char *name         = "FusedKSPPETScMirror";
   const Backend               *be           = nullptr; /* of m */
@@ -128,7 +129,7 @@ static PetscErrorCode PETScMirrorGet(Mat A, PETScMirror **out)
     p->built = PETSC_FALSE;
     PetscCall(MatGetRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
     PetscCheck(done, PetscObjectComm((PetscObject)A), PETSC_ERR_SUP, "Matrix of type %s gave no row offsets", ((PetscObject)A)->type_name);
-    p->sell = (PetscBool)(MirrorChooseFormat(p->be, MAT_AIJFUSED_AUTO, n, ai) == MAT_AIJFUSED_SELL);
+    p->sell = (PetscBool)(tuning.petsc_sell_copy && MirrorChooseFormat(p->be, MAT_AIJFUSED_AUTO, n, ai) == MAT_AIJFUSED_SELL);
     PetscCall(MatRestoreRowIJ(A, 0, PETSC_FALSE, PETSC_FALSE, &n, &ai, &aj, &done));
     p->nonzerostate = A->nonzerostate;
   }
@@ -161,6 +162,7 @@ PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, PetscBool *sell, const ch
         PetscCall(PETScMirrorGet(A, &p));
         *yes = PETSC_TRUE;
         if (sell) *sell = p->sell;
+        if (!p->sell) whynot = tuning.petsc_sell_copy ? "its rows suit SELL-P badly (over 25% padding): cuSPARSE's CSR product is faster than the fused one" : "-fused_tune_petsc_sell_copy false";
       }
     }
   }

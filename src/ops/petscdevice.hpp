@@ -32,9 +32,10 @@ PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, Pet
 /* PETSC_TRUE when the fused products can read A, a PETSc device matrix: PETSc built with CUDA (32-bit PetscInt, the
    width of cuSPARSE's indices), the CUDA backend active, A a MATSEQAIJCUSPARSE that is assembled, has values and is
    not factored nor bound to the CPU.  *sell (may be NULL): the backend reads it through a SELL-P copy of its own (the
-   format MirrorChooseFormat() picks for its pattern), else PETSc's CSR arrays in place (the fused CSR product is slower
-   than cuSPARSE's on short rows: OpsApplyOperator() leaves those products to PETSc).  Otherwise PETSC_FALSE and, when
-   why is not NULL, *why says why (NULL for a matrix of another type).                                           */
+   format MirrorChooseFormat() picks for its pattern, unless -fused_tune_petsc_sell_copy false), else PETSc's CSR arrays
+   in place (the fused CSR product is slower
+   than cuSPARSE's on short rows: OpsApplyOperator() leaves those products to PETSc).  Otherwise PETSC_FALSE.  When why
+   is not NULL, *why says why not (NULL for a matrix of another type), or, for a matrix read in place, why not SELL-P. */
 PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, PetscBool *sell, const char **why);
 
 /* The backend's copy of such a matrix (MatSeqAIJGetCSRAndMemType(): PETSc's values go to the device first when only the

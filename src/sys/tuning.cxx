@@ -31,6 +31,8 @@ PetscErrorCode TuningSetFromOptions(PetscOptionItems PetscOptionsObject)
   }
   PetscCall(PetscOptionsRangeInt("-fused_tune_csr_entries_per_lane", "CUDA: CSR products give a row the smallest power of two (2 to 32) of threads at least its average entries divided by this", man, tuning.csr_entries_per_lane,
                                  &tuning.csr_entries_per_lane, nullptr, 1, 64));
+  PetscCall(PetscOptionsBool("-fused_tune_petsc_sell_copy", "PETSc's seqaijcusparse matrices: the fused products read a SELL-P copy made on the device where the pattern suits it (one more copy of the matrix); false: PETSc's CSR arrays in place", man,
+                             tuning.petsc_sell_copy, &tuning.petsc_sell_copy, nullptr));
   PetscCall(PetscOptionsRangeInt("-fused_tune_kokkos_staging_bytes", "Kokkos on a GPU: bytes of pinned host memory staging the kernels' pointer and coefficient arrays (the host waits for the device each time they are used up)", man,
                                  tuning.kokkos_staging_bytes, &tuning.kokkos_staging_bytes, nullptr, 64, PETSC_INT_MAX));
   PetscCall(PetscOptionsReal("-fused_tune_trsv_jacobi_max_theta", "ILU(0)/ICC(0) with -pc_factor_fused_trsv auto: Jacobi sweeps when the factors' theta is at most this", man, tuning.trsv_jacobi_max_theta, &tuning.trsv_jacobi_max_theta, nullptr));

@@ -46,6 +46,11 @@ struct Tuning {
                                         in flight: GAMG's solve (CSR transfers) 12% faster at 4e6 and 1.6e7 than
                                         with one entry a thread (H100, RESULTS.md)                              */
 
+  /* PETSc's seqaijcusparse matrices in the fused products (src/ops/petscdevice.cxx) */
+  PetscBool petsc_sell_copy = PETSC_TRUE; /* a SELL-P copy of their own where the pattern suits it (one more copy of
+                                             the matrix in device memory; faster than cuSPARSE's CSR product), else
+                                             PETSc's CSR arrays in place (the solvers' operator then PETSc's product) */
+
   /* Kokkos backend on a GPU */
   PetscInt kokkos_staging_bytes = 1 << 20; /* pinned host memory through which the kernels' pointer and coefficient
                                               arrays go to the device in stream order: each time it is used up the
