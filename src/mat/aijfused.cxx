@@ -608,8 +608,9 @@ PetscErrorCode MatICCFactor_SeqAIJFused(Mat A, IS perm, const MatFactorInfo *inf
 void SeqAIJFusedType::InstallOps(Mat A, MatFusedData *d)
 {
   FUSED_SEQAIJ_OPS(FUSED_INSTALL_OP)
-  d->host.residual = A->ops->residual;
-  A->ops->residual = MatResidual_SeqAIJFused;
+  A->ops->setfromoptions = MatSetFromOptions_SeqAIJFused; /* also where MATSEQAIJ has none (3.26): the type's own options */
+  d->host.residual       = A->ops->residual;
+  A->ops->residual       = MatResidual_SeqAIJFused;
 }
 
 void SeqAIJFusedType::RestoreOps(Mat A, const HostOps &host)
