@@ -560,7 +560,7 @@ PetscErrorCode CAGMRESLejaShifts(KSP ksp, KSP_FusedCAGMRES *g, PetscInt k)
 PetscErrorCode CAGMRESCycleStart(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
 {
   PetscFunctionBegin;
-  PetscCall(KSPFusedResidualNorm(ksp, A, g->Q[0], &g->counters, rho));
+  PetscCall(KSPFusedResidualNorm(ksp, A, g->Q[0], nullptr, &g->counters, rho));
   if (its > 0) PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)*rho));
   PetscCall(KSPFusedCycleTest(ksp, its, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
@@ -671,7 +671,7 @@ PetscErrorCode KSPSolve_FusedCAGMRES(KSP ksp)
       PetscReal truenorm;
       PetscBool replaced;
 
-      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, PETSC_FALSE, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
       if (replaced) {
         PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
         prev = -1; /* the restart compares with this true residual, not with the estimate */

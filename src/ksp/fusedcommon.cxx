@@ -324,7 +324,7 @@ PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in,
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, SolveCounters *counters, PetscReal *rho)
+PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, Vec z, SolveCounters *counters, PetscReal *rho)
 {
   const OpDot self = {DotKind::DOT_SELF, nullptr};
   PetscScalar rr;
@@ -332,7 +332,8 @@ PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, SolveCounters *counte
   PetscFunctionBegin;
   PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, r));
   PetscCall(VecAYPX(r, -1.0, ksp->vec_rhs));
-  PetscCall(OpsDots(nullptr, r, 1, &self, &rr));
+  if (z) PetscCall(KSPFusedApplyPC(ksp, r, z));
+  PetscCall(OpsDots(nullptr, z ? z : r, 1, &self, &rr));
   PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, counters));
   *rho = PetscSqrtReal(PetscAbsScalar(rr));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -371,14 +372,14 @@ PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, cons
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop)
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop)
 {
   PetscFunctionBegin;
   *replaced = PETSC_FALSE;
   *stop     = PETSC_TRUE;
   if (ksp->reason < 0) PetscFunctionReturn(PETSC_SUCCESS);
   if (ksp->reason > 0) {
-    PetscCall(KSPFusedTrueResidualReplace(ksp, mode, w, PETSC_FALSE, T, T2, guard, truenorm, replaced));
+    PetscCall(KSPFusedTrueResidualReplace(ksp, mode, w, leftpc, T, T2, guard, truenorm, replaced));
     if (!*replaced) PetscFunctionReturn(PETSC_SUCCESS);
   }
   if (k == 0) {

@@ -98,14 +98,15 @@ struct KSPFusedMethod {
 /* Composes the n methods on ksp, or with compose = PETSC_FALSE removes them */
 PetscErrorCode KSPFusedComposeMethods(KSP ksp, PetscInt n, const KSPFusedMethod methods[], PetscBool compose);
 
-/* The GMRES solvers (fusedsgmres, fusedcagmres): right preconditioning, restart cycles */
+/* The GMRES solvers (fusedsgmres, fusedcagmres): restart cycles; right preconditioning (fusedsgmres: left too) */
 
 /* out = Op in = A M^{-1} in for the preconditioner of the given mode (Jacobi fused into the product);
    work receives M^{-1} in (or is scratch)                                                            */
 PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in, Vec out, Vec work);
 
-/* r = b - A x (unpreconditioned) and rho = ||r||, its reduction counted in counters */
-PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, SolveCounters *counters, PetscReal *rho);
+/* r = b - A x (unpreconditioned) and rho = ||r||, its reduction counted in counters; with z (left
+   preconditioning) z = M^{-1} r by PCApply() and rho = ||z||                                         */
+PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, Vec z, SolveCounters *counters, PetscReal *rho);
 
 /* The test of a restart cycle's start with its true residual norm rho: iteration 0 (monitors, history,
    test) or the restart after `its` iterations (the KSP's test and ksp->rnorm only); *stop when the solve
@@ -117,12 +118,13 @@ PetscErrorCode KSPFusedCycleTest(KSP ksp, PetscInt its, PetscReal rho, PetscBool
 PetscErrorCode KSPFusedRightUpdate(KSP ksp, PCMode mode, Vec w, PetscInt k, const PetscScalar *negy, const Vec *V, Vec x, Vec T, Vec T2);
 
 /* After a cycle of k steps added its update to x (its: the iterations so far): *stop when the solve ends
-   - a reason < 0; a converged estimate that the true residual (T = b - A x, T2 scratch) confirms or whose
+   - a reason < 0; a converged estimate that the true residual (T = b - A x, T2 scratch; leftpc: its norm
+   that of T2 = M^{-1} T for KSP_NORM_PRECONDITIONED) confirms or whose
    checks stagnate (KSPFusedTrueResidualStagnates()); k = 0 (KSP_DIVERGED_BREAKDOWN); max_it
    (KSP_DIVERGED_ITS with the estimate, as KSPGMRES: no true residual after the last cycle).  *replaced
    when the true residual *truenorm did not confirm a converged estimate (KSPFusedTrueResidualReplace()):
    the next cycle restarts from the true residual                                                       */
-PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop);
+PetscErrorCode KSPFusedCycleEnd(KSP ksp, PCMode mode, Vec w, PetscBool leftpc, Vec T, Vec T2, PetscInt k, PetscInt its, TrueResidualGuard *guard, PetscReal *truenorm, PetscBool *replaced, PetscBool *stop);
 
 /* KSPGMRESSetRestart() and KSPGMRESGetRestart() of a fused GMRES whose data (a Solver) holds `restart` */
 template <class Solver> PetscErrorCode KSPGMRESSetRestart_Fused(KSP ksp, PetscInt restart)

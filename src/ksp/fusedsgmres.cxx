@@ -1,7 +1,7 @@
 /*
    KSPFUSEDSGMRES: pipelined simpler GMRES(m) with kernel fusion (Walker & Zhou 1994; seed 000,
    Algorithm 6), in its residual-based form (RB-SGMRES, Jiranek, Rozloznik & Gutknecht 2008),
-   right preconditioned.
+   right preconditioned (default) or left preconditioned.
 
    Simpler GMRES builds an orthonormal basis V_k = [v_1..v_k] of Op K_k, Op = A M^{-1}, from the
    vectors Z_k = [z_1..z_k]:  Op Z_k = V_k R_k with R_k upper triangular, and x_k = x_0 + M^{-1} Z_k y
@@ -33,6 +33,11 @@
    early, x is updated, and the true residual decides; the true residual is also computed at every
    restart (it starts the next cycle) and compared with the estimate (-info).  A solve that reaches
    max_it ends as KSPGMRES's does: DIVERGED_ITS with the estimate, no true residual after the update.
+
+   Left preconditioning (-ksp_pc_side left, KSP_NORM_PRECONDITIONED, KSPGMRES's default) is the same
+   recurrence with Op = M^{-1} A, r_0 = M^{-1} (b - A x_0) and x_k = x_0 + Z_k y: the residual norms
+   are the preconditioned ones KSPGMRES tests, so both take the same iterations to the same rtol.  The
+   PC is applied through PCApply() after the product (Jacobi too), one step at a time (k = 1).
 */
 #include "ksp/fusedchunk.hpp"
 #include <vector>
@@ -47,6 +52,7 @@ constexpr PetscReal SGMRES_CANCELLATION = 1.0e-8; /* the least fraction of <w,w>
 struct KSP_FusedSGMRES {
   Vec                      w    = nullptr;
   PCMode                   mode = PCMode::NONE;
+  PetscBool                left = PETSC_FALSE; /* left preconditioned: Op = M^{-1} A (mode GENERAL) */
   SolveCounters            counters;
   PetscInt                 restart    = 30;
   PetscBool                cgs2       = PETSC_FALSE;
@@ -110,6 +116,18 @@ PetscErrorCode SGMRESMultiDot(KSP ksp, KSP_FusedSGMRES *g, PetscInt i, PetscBool
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* out = Op in: A M^{-1} in (right preconditioning) or M^{-1} A in (left) */
+PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec out)
+{
+  PetscFunctionBegin;
+  if (g->left) {
+    PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, ksp->work[VEC_WORK], nullptr, 0, nullptr, nullptr));
+    PetscCall(KSPFusedApplyPC(ksp, ksp->work[VEC_WORK], out));
+  } else
+    PetscCall(KSPFusedRightOperator(ksp, g->mode, g->w, A, in, out, ksp->work[VEC_WORK]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Step i: V[i] = Op z_i orthonormalized, Z[i+1] = z_i - eta_i v_i; sets R(:,i) and xi[i] = eta_i
    (xi_i in units of rho).  *lucky is set when the new vector is zero (the Krylov space is invariant). */
 PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscBool *lucky, RecurrenceStatus *status)
@@ -120,7 +138,7 @@ PetscErrorCode SGMRESStep(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt i, PetscB
   PetscFunctionBegin;
   *lucky = PETSC_FALSE;
   if (!OpsBatchIsOpen()) PetscCall(OpsBatchBegin(g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE));
-  PetscCall(KSPFusedRightOperator(ksp, g->mode, g->w, A, g->Z[i], w, ksp->work[VEC_WORK]));
+  PetscCall(SGMRESOperator(ksp, g, A, g->Z[i], w));
   PetscCall(SGMRESMultiDot(ksp, g, i, i > 1 ? PETSC_TRUE : PETSC_FALSE));
   *status = SGMRESColumn(i - 1, d, d[i], SGMRESKeep(g), &h2);
   if (*status == RecurrenceStatus::NANORINF || NotFinite(d[i - 1])) {
@@ -320,7 +338,7 @@ PetscErrorCode SGMRESChunkedCycle(KSP ksp, KSP_FusedSGMRES *g, Mat A, CycleEntry
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* x += M^{-1} Z_k y with R_k y = rho xi_{1..k} */
+/* x += M^{-1} Z_k y (left preconditioning: x += Z_k y) with R_k y = rho xi_{1..k} */
 PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, PetscReal rho, Vec x)
 {
   std::vector<PetscScalar> y, negy;
@@ -334,17 +352,20 @@ PetscErrorCode SGMRESUpdateSolution(KSP ksp, KSP_FusedSGMRES *g, PetscInt k, Pet
     y[i] = s / Rij(g, i, i);
   }
   for (PetscInt j = 1; j <= k; ++j) negy[j - 1] = -y[j];
-  PetscCall(KSPFusedRightUpdate(ksp, g->mode, g->w, k, negy.data(), g->Z + 1, x, ksp->work[VEC_T], ksp->work[VEC_T2]));
+  PetscCall(KSPFusedRightUpdate(ksp, g->left ? PCMode::NONE : g->mode, g->w, k, negy.data(), g->Z + 1, x, ksp->work[VEC_T], ksp->work[VEC_T2]));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The start of a restart cycle on the host: the true residual r = b - A x (right preconditioning:
-   unpreconditioned), rho = ||r||, its test (SGMRESCycleTest()), z_1 = r / rho; *stop when the solve
-   ends here                                                                                       */
+   unpreconditioned; left: M^{-1} r), rho = ||r||, its test (SGMRESCycleTest()), z_1 = r / rho; *stop
+   when the solve ends here                                                                         */
 PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
 {
   PetscFunctionBegin;
-  PetscCall(KSPFusedResidualNorm(ksp, A, g->Z[1], &g->counters, rho));
+  if (g->left)
+    PetscCall(KSPFusedResidualNorm(ksp, A, ksp->work[VEC_T], g->Z[1], &g->counters, rho));
+  else
+    PetscCall(KSPFusedResidualNorm(ksp, A, g->Z[1], nullptr, &g->counters, rho));
   PetscCall(SGMRESCycleTest(ksp, its, estimate, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecScale(g->Z[1], 1.0 / *rho));
@@ -365,6 +386,8 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
+  g->left = ksp->pc_side == PC_LEFT && g->mode != PCMode::NONE ? PETSC_TRUE : PETSC_FALSE;
+  if (g->left) g->mode = PCMode::GENERAL;
   g->nreorth  = 0;
   g->counters = SolveCounters();
   g->cycle_k  = 0;
@@ -381,6 +404,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       else if (g->chunk.parallel)
         unsupported = "a general PC with several processes runs with k = 1";
     }
+    if (!unsupported && g->left) unsupported = "left preconditioning runs with k = 1";
     if (!unsupported && g->cgs2) unsupported = "CGS2 runs with k = 1";
     if (!unsupported && g->restart - 1 > 240) unsupported = "a restart above 241 runs with k = 1";
     g->chunk.whole = g->mode == PCMode::GENERAL ? PETSC_FALSE : PETSC_TRUE;
@@ -438,7 +462,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
       PetscReal truenorm;
       PetscBool replaced, stop;
 
-      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
+      PetscCall(KSPFusedCycleEnd(ksp, g->mode, g->w, g->left, ksp->work[VEC_T], ksp->work[VEC_T2], k, its, &guard, &truenorm, &replaced, &stop));
       if (replaced) PetscCall(PetscInfo(ksp, "Iteration %" PetscInt_FMT ": estimated residual %g passed but true residual %g did not; restarting\n", its, (double)res, (double)truenorm));
       if (stop) break;
     }
@@ -469,6 +493,7 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   if (ascii)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart,
                                      g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt, a second pass where it lost orthogonality (selective CGS2)"));
+  if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  %s preconditioning%s\n", ksp->pc_side == PC_LEFT ? "left" : "right", ksp->pc_side == PC_LEFT ? " (the PC after the product through PCApply(), one step at a time)" : ""));
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " steps reorthogonalized (second Gram-Schmidt pass when h^2 < %g <w,w>)\n", g->nreorth, (double)SGMRESKeep(g)));
   PetscCall(KSPFusedViewChunked<KSP_FusedSGMRES>(ksp, viewer,
                                                  g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
@@ -596,7 +621,7 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
 /*MC
    KSPFUSEDSGMRES - "fusedsgmres" - Pipelined simpler GMRES(m) with kernel fusion (Walker & Zhou;
    Rupp et al., ACM TOMS, Algorithm 6) in its residual-based form (Jiranek, Rozloznik & Gutknecht),
-   right preconditioned.  Each inner step is an SpMV, one multi-dot of the new vector against the
+   right (default) or left preconditioned.  Each inner step is an SpMV, one multi-dot of the new vector against the
    basis, the current residual and itself, one global reduction, and one fused "subtract projections,
    normalize, update the residual" kernel; the residual norm comes from xi = <r_{i-1}, v_i>.
 
@@ -611,7 +636,10 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
    Level: beginner
 
    Notes:
-   Only right preconditioning (the residual norm is the true, unpreconditioned one).  A cycle ends
+   Right preconditioning by default (the residual norm is the true, unpreconditioned one);
+   `-ksp_pc_side left` gives `KSPGMRES`'s default, the preconditioned residual norm (the same
+   iterations as `KSPGMRES` to the same rtol), with the PC applied through `PCApply()` after the product
+   and one step at a time (k = 1).  A cycle ends
    early when the estimated residual meets the tolerance; the true residual is then computed and
    decides, and it is recomputed at every restart.  At max_it the solve stops after the cycle's
    update with `KSP_DIVERGED_ITS` and the estimated residual, as `KSPGMRES` does.  With chunks
@@ -629,7 +657,7 @@ M*/
 PETSC_INTERN PetscErrorCode KSPCreate_FusedSGMRES(KSP ksp)
 {
   PetscFunctionBegin;
-  PetscCall(fusedksp::KSPFusedCreateChunked<fusedksp::KSP_FusedSGMRES>(ksp, fusedksp::FusedSGMRESOps, {{KSP_NORM_UNPRECONDITIONED, PC_RIGHT}}));
+  PetscCall(fusedksp::KSPFusedCreateChunked<fusedksp::KSP_FusedSGMRES>(ksp, fusedksp::FusedSGMRESOps, {{KSP_NORM_UNPRECONDITIONED, PC_RIGHT}, {KSP_NORM_PRECONDITIONED, PC_LEFT}}));
   ksp->guess_not_read = PETSC_TRUE; /* KSPSolve() need not zero x: the solve zeroes it itself */
   PetscCall(fusedksp::KSPFusedComposeGMRESRestart<fusedksp::KSP_FusedSGMRES>(ksp, PETSC_TRUE));
   PetscCall(fusedksp::KSPFusedComposeMethods(ksp, PETSC_STATIC_ARRAY_LENGTH(fusedksp::SGMRESCGS2Methods), fusedksp::SGMRESCGS2Methods, PETSC_TRUE));
