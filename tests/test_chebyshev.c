@@ -2,11 +2,11 @@ static char help[] = "Chebyshev (KSPCHEBYSHEV) on fused types (or PETSc's CUDA t
 plain AIJ, on one problem (tutorials/problems.h).\n\
 The smoother's form (first kind, no residual norms) with -pc_type jacobi and none, a zero and a random initial guess,\n\
 1, 2, 3 and 6 steps and set eigenvalue bounds: the solutions agree to 1e-12 (relative); the fused KSP ran its steps on\n\
-the backend (-ksp_view: \"solves with one kernel per step\"; aijfused on any number of processes, aijcusparse on one),\n\
+the backend (-ksp_view: \"solves with one kernel per step\"; aijfused and aijcusparse on any number of processes),\n\
 on one process a repeated solve with a nonzero guess\n\
 taking at most one kernel launch per step plus one copy and no host<->device copy (FusedKSPGetBackendCounters()).\n\
 After MatScale() of both matrices (new Jacobi weights) they agree again.  The forms PETSc runs itself (fourth kind,\n\
-residual norms, a PC other than jacobi/none, -ksp_chebyshev_fused false, aijcusparse on several processes) agree too\n\
+residual norms, a PC other than jacobi/none, -ksp_chebyshev_fused false) agree too\n\
 and -ksp_view\n\
 says why.  With the eigenvalues estimated by the KSP (no bounds set) the solutions agree to 1e-8.  -gamg: CG with\n\
 PCGAMG on both matrices, iterations at most 1 apart, solutions within 1e-8, and every level's smoother ran the fused\n\
@@ -47,7 +47,7 @@ typedef struct {
   Vec       bf, br;          /* right-hand sides */
   Vec       xf, xr, x0, x0f; /* solutions, and the random initial guess (plain, and fused) */
   PetscBool serial;
-  PetscBool fused;       /* the fused side runs the fused steps: an aijfused matrix, or one process */
+  PetscBool fused;       /* the fused side runs the fused steps: an aijfused matrix, PETSc's mpiaijcusparse, or one process */
   char      mattype[64]; /* the fused side's type (-fused_mat_type) */
 } Setting;
 
@@ -274,7 +274,7 @@ int main(int argc, char **argv)
   s.Ar = prob.A;
   s.br = prob.b;
   PetscCall(MatConvert(prob.A, s.mattype, MAT_INITIAL_MATRIX, &s.Af));
-  PetscCall(PetscObjectTypeCompareAny((PetscObject)s.Af, &s.fused, MATSEQAIJFUSED, MATMPIAIJFUSED, ""));
+  PetscCall(PetscObjectTypeCompareAny((PetscObject)s.Af, &s.fused, MATSEQAIJFUSED, MATMPIAIJFUSED, MATMPIAIJCUSPARSE, ""));
   s.fused = (PetscBool)(s.fused || s.serial);
   PetscCall(MatGetNearNullSpace(prob.A, &nns)); /* elasticity3d's rigid body modes, which MatConvert() leaves behind */
   if (nns) PetscCall(MatSetNearNullSpace(s.Af, nns));

@@ -423,10 +423,17 @@ PetscErrorCode KSPFusedViewCommon(KSP ksp, PetscViewer viewer, PCMode mode, cons
         const char *why;
 
         PetscCall(MatIsPETScDevice(ksp->pc->mat, &read, &sell, &why));
-        if (read && sell)
+        PetscBool mpi;
+
+        PetscCall(PetscObjectTypeCompare((PetscObject)ksp->pc->mat, MATMPIAIJCUSPARSE, &mpi));
+        if (read && mpi)
+          PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: PETSc's %s, the fused products on its diagonal block (%s), its off-diagonal block's rows and the halo exchange on the backend\n", ((PetscObject)ksp->pc->mat)->type_name,
+                                           sell ? "a SELL-P copy made on the device" : "PETSc's CSR arrays in place"));
+        else if (read && sell)
           PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: PETSc's %s, the fused products on a SELL-P copy made on the device\n", ((PetscObject)ksp->pc->mat)->type_name));
         else
-          PetscCall(PetscViewerASCIIPrintf(viewer, "  operator: %s, its MatMult() and the dot products apart (%s)\n", ((PetscObject)ksp->pc->mat)->type_name, why ? why : "the fused products read PETSc's seqaijcusparse, not this type"));
+          PetscCall(
+              PetscViewerASCIIPrintf(viewer, "  operator: %s, its MatMult() and the dot products apart (%s)\n", ((PetscObject)ksp->pc->mat)->type_name, why ? why : "the fused products read PETSc's seqaijcusparse and mpiaijcusparse, not this type"));
       }
     } else
       PetscCall(PetscViewerASCIIPrintf(viewer, "  vectors: %s, the fused operations as PETSc's vector operations (not fused)\n", ((PetscObject)ksp->vec_sol)->type_name));

@@ -199,4 +199,46 @@ PetscErrorCode HaloReverseEnd(const Backend *be, Halo *hp, PetscScalar *y)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode ParallelProductDots(const Backend *be, const ParallelProduct &p, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
+{
+  PetscFunctionBegin;
+  PetscCall(HaloBegin(be, p.halo, wr, in));
+  PetscCall(PetscLogEventBegin(events.spmv_dots, p.A, 0, 0, 0));
+  PetscCall(MirrorProduct(be, p.diag, wl, wr, in, out, ndots, specs, dots));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, p.A, 0, 0, 0));
+  PetscCall(HaloEnd(be, p.halo));
+  if (p.offdiag->csr.nrows) {
+    PetscCall(PetscLogEventBegin(events.spmv_offdiag, p.A, 0, 0, 0));
+    PetscCall(be->spmv_offdiag_dots(&p.offdiag->csr, p.offdiag->rows, wl, p.halo->halo, in, out, ndots, specs, dots));
+    PetscCall(PetscLogEventEnd(events.spmv_offdiag, p.A, 0, 0, 0));
+  }
+  PetscCall(PetscLogFlops(2.0 * p.offdiag->nnz));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode ParallelProductUpdate(const Backend *be, const ParallelProduct &p, PetscScalar *work, const RowUpdate *f, const PetscScalar *in, PetscScalar *out)
+{
+  RowUpdate diag, offdiag = *f;
+  PetscInt  m;
+
+  PetscFunctionBegin;
+  diag.add  = f->add;
+  diag.sign = f->sign;
+  PetscCall(HaloBegin(be, p.halo, nullptr, in));
+  PetscCall(PetscLogEventBegin(events.spmv_dots, p.A, 0, 0, 0));
+  PetscCall(MirrorProductUpdate(be, p.diag, &diag, in, work));
+  PetscCall(PetscLogEventEnd(events.spmv_dots, p.A, 0, 0, 0));
+  PetscCall(HaloEnd(be, p.halo));
+  offdiag.add = work;
+  PetscCall(PetscLogEventBegin(events.spmv_offdiag, p.A, 0, 0, 0));
+  PetscCall(be->spmv_update(&p.offdiag->full, nullptr, &offdiag, p.halo->halo, out));
+  PetscCall(PetscLogEventEnd(events.spmv_offdiag, p.A, 0, 0, 0));
+  PetscCall(MatGetLocalSize(p.A, &m, nullptr));
+  if (be->host_memory)
+    PetscCall(PetscLogFlops(2.0 * p.offdiag->nnz + 6.0 * m));
+  else
+    PetscCall(PetscLogGpuFlops(2.0 * p.offdiag->nnz + 6.0 * m));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 } // namespace fusedksp

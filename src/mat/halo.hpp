@@ -1,9 +1,11 @@
 /* The off-process part of a parallel product on the backend: the halo exchange (the entries of the input that
    other ranks own, brought into a buffer of halo slots) and the sparse rows that read the halo.  Used by the
-   product of MATMPIAIJFUSED (depth 1: the halo is MATMPIAIJ's lvec) and by its matrix powers kernel (depth s). */
+   product of MATMPIAIJFUSED (depth 1: the halo is MATMPIAIJ's lvec) and by its matrix powers kernel (depth s), and
+   the parallel product itself from its parts (MATMPIAIJFUSED's and PETSc's MATMPIAIJCUSPARSE's).               */
 #pragma once
 
 #include "sys/fusedksp_impl.hpp"
+#include "mat/mirror.hpp"
 #include <petscsf.h>
 #include <vector>
 
@@ -56,4 +58,19 @@ PetscErrorCode HaloEnd(const Backend *be, Halo *h);
    halo slot's value to the rank that owns its entry, and adds what this rank receives into y (y[entry] += value) */
 PetscErrorCode HaloReverseBegin(const Backend *be, Halo *h);
 PetscErrorCode HaloReverseEnd(const Backend *be, Halo *h, PetscScalar *y);
+
+/* The local rows of a parallel product from its parts: the diagonal block's copy, the off-diagonal block's rows
+   and the halo exchange of the input (arrays in the backend's memory; A only names the logged events).  Collective. */
+struct ParallelProduct {
+  Mat                A;
+  const Mirror      *diag;
+  const OffDiagRows *offdiag;
+  Halo              *halo;
+};
+/* out = wl .* (A (wr .* in)) with ndots partial dot products of out (Backend::spmv_dots): the halo exchange overlaps
+   the diagonal block's product, then the off-diagonal block's rows add theirs and correct the dot products */
+PetscErrorCode ParallelProductDots(const Backend *be, const ParallelProduct &p, const PetscScalar *wl, const PetscScalar *wr, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots);
+/* out = the RowUpdate f of A in in two kernels: work = f->add + f->sign A_d in during the halo exchange, then every row
+   out = alpha u + beta v + gamma wl .* (work + sign A_o halo) (work: a backend array of the local rows) */
+PetscErrorCode ParallelProductUpdate(const Backend *be, const ParallelProduct &p, PetscScalar *work, const RowUpdate *f, const PetscScalar *in, PetscScalar *out);
 } // namespace fusedksp

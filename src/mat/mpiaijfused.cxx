@@ -521,17 +521,7 @@ PetscErrorCode MatMPIAIJFusedMultDots(Mat A, const PetscScalar *wl, const PetscS
   PetscCheck(MatAIJFusedIsType<MPIAIJFusedType>(A), PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
   be = d->backend;
   PetscCall(Refresh(A, d));
-  PetscCall(HaloBegin(be, &d->halo, wr, in));
-  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-  PetscCall(MirrorProduct(be, &d->diag, wl, wr, in, out, ndots, specs, dots));
-  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
-  PetscCall(HaloEnd(be, &d->halo));
-  if (d->offdiag.csr.nrows) {
-    PetscCall(PetscLogEventBegin(events.spmv_offdiag, A, 0, 0, 0));
-    PetscCall(be->spmv_offdiag_dots(&d->offdiag.csr, d->offdiag.rows, wl, d->halo.halo, in, out, ndots, specs, dots));
-    PetscCall(PetscLogEventEnd(events.spmv_offdiag, A, 0, 0, 0));
-  }
-  PetscCall(PetscLogFlops(2.0 * d->offdiag.nnz));
+  PetscCall(ParallelProductDots(be, {A, &d->diag, &d->offdiag, &d->halo}, wl, wr, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -542,28 +532,13 @@ PetscErrorCode MatMPIAIJFusedMultUpdate(Mat A, const RowUpdate *f, const PetscSc
 {
   MatMPIFusedData *d = Data(A);
   const Backend   *be;
-  RowUpdate        diag, offdiag = *f;
 
   PetscFunctionBegin;
   PetscCheck(MatAIJFusedIsType<MPIAIJFusedType>(A), PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_WRONG, "Matrix of type %s is not a MATMPIAIJFUSED", ((PetscObject)A)->type_name);
   be = d->backend;
   PetscCall(Refresh(A, d));
   if (!d->work) PetscCall(be->malloc_bytes(sizeof(PetscScalar) * PetscMax(PetscMax(A->rmap->n, A->cmap->n), 1), (void **)&d->work));
-  diag.add  = f->add; /* work = add + sign A_d in */
-  diag.sign = f->sign;
-  PetscCall(HaloBegin(be, &d->halo, nullptr, in));
-  PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
-  PetscCall(MirrorProductUpdate(be, &d->diag, &diag, in, d->work));
-  PetscCall(PetscLogEventEnd(events.spmv_dots, A, 0, 0, 0));
-  PetscCall(HaloEnd(be, &d->halo));
-  offdiag.add = d->work; /* out = alpha u + beta v + gamma wl .* (work + sign A_o halo), every row */
-  PetscCall(PetscLogEventBegin(events.spmv_offdiag, A, 0, 0, 0));
-  PetscCall(be->spmv_update(&d->offdiag.full, nullptr, &offdiag, d->halo.halo, out));
-  PetscCall(PetscLogEventEnd(events.spmv_offdiag, A, 0, 0, 0));
-  if (be->host_memory)
-    PetscCall(PetscLogFlops(2.0 * d->offdiag.nnz + 6.0 * A->rmap->n));
-  else
-    PetscCall(PetscLogGpuFlops(2.0 * d->offdiag.nnz + 6.0 * A->rmap->n));
+  PetscCall(ParallelProductUpdate(be, {A, &d->diag, &d->offdiag, &d->halo}, d->work, f, in, out));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

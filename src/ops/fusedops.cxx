@@ -176,6 +176,13 @@ public:
     PetscCall(MatPETScDeviceGetMirror(A, m, &ordered_));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+  /* The parts of a PETSc parallel device matrix (MatPETScDeviceGetParallelProduct()), for this kernel */
+  PetscErrorCode GetPETScParallel(Mat A, ParallelProduct *p, PetscScalar **work)
+  {
+    PetscFunctionBegin;
+    PetscCall(MatPETScDeviceGetParallelProduct(A, p, work, &ordered_));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscErrorCode RestoreAll()
   {
     PetscBool petsc = PETSC_FALSE;
@@ -347,14 +354,14 @@ PetscErrorCode OpsOperatorOnBackend(Mat A, PetscBool *yes, const char **why)
   } else {
     PetscCall(MatIsPETScDevice(A, yes, NULL, why));
     if (*yes && why) *why = nullptr;
-    if (!*yes && why && !*why) *why = "the operator is neither an aijfused matrix of the active backend nor PETSc's seqaijcusparse with the cuda backend";
+    if (!*yes && why && !*why) *why = "the operator is neither an aijfused matrix of the active backend nor PETSc's seqaijcusparse or mpiaijcusparse with the cuda backend";
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work, int ndots, const OpDot *specs, PetscScalar *dots)
 {
-  PetscBool fusedvecs, fusedmat, fusedmpi, petscmat, petscsell;
+  PetscBool fusedvecs, fusedmat, fusedmpi, petscmat, petscsell, petscmpi;
 
   PetscFunctionBegin;
   PetscCall(AllOnBackend({wl, wr, in, out}, &fusedvecs));
@@ -362,24 +369,33 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
   PetscCall(MatIsPETScDevice(A, &petscmat, &petscsell, NULL));
-  petscmat = (PetscBool)(petscmat && petscsell);         /* a CSR copy: PETSc's product, faster than the fused one */
-  if (fusedvecs && (fusedmat || fusedmpi || petscmat)) { /* MPI: the local rows, diagonal block overlapped with the halo exchange */
-    BackendArrays arr;
-    DotSpec       bspecs[FUSED_MAX_DOTS];
-    PetscScalar  *ina, *outa, *wla, *wra;
-    PetscInt      rows, cols;
-    const Mirror *m = nullptr;
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJCUSPARSE, &petscmpi));
+  petscmpi = (PetscBool)(petscmpi && petscmat);                /* several processes: the fused product whatever the format of */
+  petscmat = (PetscBool)(petscmat && (petscsell || petscmpi)); /* a rank's diagonal block (the same path on every rank); one:
+                                                                  CSR-shaped, PETSc's product (faster than the fused one) */
+  if (fusedvecs && (fusedmat || fusedmpi || petscmat)) {       /* MPI: the local rows, diagonal block overlapped with the halo exchange */
+    BackendArrays   arr;
+    DotSpec         bspecs[FUSED_MAX_DOTS];
+    PetscScalar    *ina, *outa, *wla, *wra, *work;
+    PetscInt        rows, cols;
+    const Mirror   *m = nullptr;
+    ParallelProduct par{};
     PetscCall(MatGetLocalSize(A, &rows, &cols));
     arr.Length(cols);
     PetscCall(arr.Get({{in, READ, &ina}, {wr, READ, &wra}}));
     arr.Length(rows);
     PetscCall(arr.Get({{out, WRITE, &outa}, {wl, READ, &wla}}));
     PetscCall(BackendSpecs(arr, ndots, specs, bspecs));
-    if (petscmat) PetscCall(arr.GetPETScMatrix(A, &m));
-    if (fusedmpi) PetscCall(CheckNoTarget("an MPI operator"));
+    if (petscmat && petscmpi)
+      PetscCall(arr.GetPETScParallel(A, &par, &work));
+    else if (petscmat)
+      PetscCall(arr.GetPETScMatrix(A, &m));
+    if (fusedmpi || petscmpi) PetscCall(CheckNoTarget("an MPI operator"));
     PetscCall(DeferBegin());
     if (fusedmpi)
       PetscCall(MatMPIAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
+    else if (petscmpi)
+      PetscCall(ParallelProductDots(ActiveBackend(), par, wla, wra, ina, outa, ndots, bspecs, dots));
     else if (fusedmat)
       PetscCall(MatSeqAIJFusedMultDots(A, wla, wra, ina, outa, ndots, bspecs, dots));
     else {
@@ -405,13 +421,15 @@ PetscErrorCode OpsApplyOperator(Mat A, Vec wl, Vec wr, Vec in, Vec out, Vec work
 
 PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x, Vec y)
 {
-  Vec const     tv[4] = {terms->wl, terms->add, terms->u, terms->v};
-  PetscScalar  *ta[4] = {}, *xa, *ya;
-  PetscBool     fusedvecs, fusedmat, fusedmpi, onbackend;
-  PetscInt      rows, cols;
-  BackendArrays arr;
-  RowUpdate     f;
-  const Mirror *m = nullptr;
+  Vec const       tv[4] = {terms->wl, terms->add, terms->u, terms->v};
+  PetscScalar    *ta[4] = {}, *xa, *ya;
+  PetscBool       fusedvecs, fusedmat, fusedmpi, petscmpi, onbackend;
+  PetscInt        rows, cols;
+  BackendArrays   arr;
+  RowUpdate       f;
+  const Mirror   *m = nullptr;
+  ParallelProduct par{};
+  PetscScalar    *work;
 
   PetscFunctionBegin;
   PetscCheck(x != y, PetscObjectComm((PetscObject)A), PETSC_ERR_ARG_IDN, "The input and the output of a sparse product must be different vectors");
@@ -421,6 +439,7 @@ PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x,
   PetscCall(CheckNoTarget("a product with its update"));
   PetscCall(MatIsSeqAIJFused(A, &fusedmat));
   PetscCall(MatIsMPIAIJFused(A, &fusedmpi));
+  PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJCUSPARSE, &petscmpi));
   PetscCall(MatGetLocalSize(A, &rows, &cols));
   arr.Length(rows);
   PetscCall(arr.Get(y, WRITE, &ya)); /* first: a term that is y then reads the same array */
@@ -439,7 +458,10 @@ PetscErrorCode OpsApplyOperatorUpdate(Mat A, const MatUpdateTerms *terms, Vec x,
     PetscCall(MatSeqAIJFusedMultUpdate(A, &f, xa, ya));
   else if (fusedmpi)
     PetscCall(MatMPIAIJFusedMultUpdate(A, &f, xa, ya));
-  else {
+  else if (petscmpi) {
+    PetscCall(arr.GetPETScParallel(A, &par, &work));
+    PetscCall(ParallelProductUpdate(ActiveBackend(), par, work, &f, xa, ya));
+  } else {
     PetscCall(arr.GetPETScMatrix(A, &m));
     PetscCall(PetscLogEventBegin(events.spmv_dots, A, 0, 0, 0));
     PetscCall(MirrorProductUpdate(ActiveBackend(), m, &f, xa, ya));

@@ -146,10 +146,23 @@ PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, PetscBool *sell, const ch
   if (sell) *sell = PETSC_FALSE;
 #if defined(PETSC_HAVE_CUDA) && !defined(PETSC_USE_64BIT_INDICES)
   if (ActiveBackend()->wait_foreign) {
-    PetscBool cusparse;
+    PetscBool cusparse, mpicusparse;
 
     PetscCall(PetscObjectTypeCompare((PetscObject)A, MATSEQAIJCUSPARSE, &cusparse));
-    if (cusparse) {
+    PetscCall(PetscObjectTypeCompare((PetscObject)A, MATMPIAIJCUSPARSE, &mpicusparse));
+    if (mpicusparse) {
+      if (!A->assembled || A->structure_only)
+        whynot = "PETSc's mpiaijcusparse operator is not assembled or has no values";
+      else if (A->boundtocpu)
+        whynot = "PETSc's mpiaijcusparse operator is bound to the CPU";
+      else {
+        Mat Ad;
+
+        PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, nullptr, nullptr));
+        PetscCall(MatIsPETScDevice(Ad, yes, sell, why));
+        PetscFunctionReturn(PETSC_SUCCESS);
+      }
+    } else if (cusparse) {
       if (!A->assembled || A->structure_only)
         whynot = "PETSc's seqaijcusparse operator is not assembled or has no values";
       else if (A->factortype != MAT_FACTOR_NONE)
@@ -215,6 +228,95 @@ PetscErrorCode MatPETScDeviceGetMirror(Mat A, const Mirror **m, PetscBool *order
     p->m.csr.vals   = daa;
   }
   *m = &p->m;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The record of a MATMPIAIJCUSPARSE's parallel product, composed on it */
+struct PETScParallel {
+  static constexpr const char *name         = "FusedKSPPETScParallel";
+  const Backend               *be           = nullptr; /* of the arrays below */
+  PetscObjectState             nonzerostate = -1, offdiag_state = -1, offdiag_nonzerostate = -1;
+  PetscSF                      sf = nullptr; /* PETSc's, referenced: the halo's pattern */
+  OffDiagRows                  offdiag;
+  Halo                         halo;
+  PetscScalar                 *work = nullptr;
+};
+
+static PetscErrorCode PETScParallelFree(PETScParallel *p)
+{
+  PetscFunctionBegin;
+  if (p->be) {
+    PetscCall(OffDiagRowsFree(p->be, &p->offdiag));
+    PetscCall(HaloFree(p->be, &p->halo));
+    PetscCall(p->be->free_bytes(p->work));
+  }
+  p->work = nullptr;
+  PetscCall(PetscSFDestroy(&p->sf));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PETScParallelDestroy(PetscCtxRt ctx)
+{
+  PETScParallel *p = *(PETScParallel **)ctx;
+
+  PetscFunctionBegin;
+  PetscCall(PETScParallelFree(p));
+  p->~PETScParallel();
+  PetscCall(PetscFree(p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MatPETScDeviceGetParallelProduct(Mat A, ParallelProduct *pp, PetscScalar **work, PetscBool *ordered)
+{
+  PETScParallel     *p = nullptr;
+  Mat                Ad, Ao;
+  PetscObjectState   state;
+  const PetscInt    *ai, *aj;
+  const PetscScalar *aa;
+  PetscInt           m, n;
+  PetscBool          done;
+  PetscSF            sf;
+
+  PetscFunctionBegin;
+  PetscCall(MatMPIAIJGetSeqAIJ(A, &Ad, &Ao, nullptr));
+  PetscCall(PetscObjectContainerQuery((PetscObject)A, PETScParallel::name, (PetscCtxRt)&p));
+  if (!p) {
+    PetscCall(PetscNew(&p));
+    new (p) PETScParallel();
+    PetscCall(PetscObjectContainerCompose((PetscObject)A, PETScParallel::name, p, PETScParallelDestroy));
+  }
+  PetscCall(MatGetMultPetscSF(A, &sf));
+  if (p->nonzerostate != A->nonzerostate || p->sf != sf || p->be != ActiveBackend()) { /* the same on every rank */
+    PetscCall(PETScParallelFree(p));
+    p->be = ActiveBackend();
+    PetscCall(PetscObjectReference((PetscObject)sf));
+    p->sf = sf;
+    PetscCall(MatGetLocalSize(Ao, nullptr, &n));
+    PetscCall(HaloBuild((PetscObject)A, p->be, PETSC_FALSE, sf, n, &p->halo));
+    PetscCall(p->be->malloc_bytes(sizeof(PetscScalar) * PetscMax(A->rmap->n, 1), (void **)&p->work));
+    p->nonzerostate         = A->nonzerostate;
+    p->offdiag_state        = -1;
+    p->offdiag_nonzerostate = -1;
+  }
+  PetscCall(MatPETScDeviceGetMirror(Ad, &pp->diag, ordered));
+  PetscCall(PetscObjectStateGet((PetscObject)Ao, &state));
+  if (state != p->offdiag_state) {
+    PetscCall(PetscLogEventBegin(events.mirror, A, 0, 0, 0));
+    PetscCall(MatGetRowIJ(Ao, 0, PETSC_FALSE, PETSC_FALSE, &m, &ai, &aj, &done));
+    PetscCheck(done, PETSC_COMM_SELF, PETSC_ERR_SUP, "Matrix of type %s gave no row offsets", ((PetscObject)Ao)->type_name);
+    PetscCall(MatSeqAIJGetArrayRead(Ao, &aa)); /* PETSc copies the values to the host when only the device has them */
+    PetscCall(MatGetLocalSize(Ao, nullptr, &n));
+    PetscCall(OffDiagRowsMirror(p->be, m, n, ai, aj, aa, Ao->nonzerostate != p->offdiag_nonzerostate ? PETSC_TRUE : PETSC_FALSE, &p->offdiag));
+    PetscCall(MatSeqAIJRestoreArrayRead(Ao, &aa));
+    PetscCall(MatRestoreRowIJ(Ao, 0, PETSC_FALSE, PETSC_FALSE, &m, &ai, &aj, &done));
+    PetscCall(PetscLogEventEnd(events.mirror, A, 0, 0, 0));
+    p->offdiag_state        = state;
+    p->offdiag_nonzerostate = Ao->nonzerostate;
+  }
+  pp->A       = A;
+  pp->offdiag = &p->offdiag;
+  pp->halo    = &p->halo;
+  *work       = p->work;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

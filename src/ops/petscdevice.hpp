@@ -13,6 +13,7 @@
 
 #include "sys/fusedksp_impl.hpp"
 #include "mat/mirror.hpp"
+#include "mat/halo.hpp"
 
 namespace fusedksp
 {
@@ -31,7 +32,8 @@ PetscErrorCode VecPETScDeviceRestoreArray(Vec v, PetscMemoryAccessMode mode, Pet
 
 /* PETSC_TRUE when the fused products can read A, a PETSc device matrix: PETSc built with CUDA (32-bit PetscInt, the
    width of cuSPARSE's indices), the CUDA backend active, A a MATSEQAIJCUSPARSE that is assembled, has values and is
-   not factored nor bound to the CPU.  *sell (may be NULL): the backend reads it through a SELL-P copy of its own (the
+   not factored nor bound to the CPU, or a MATMPIAIJCUSPARSE so assembled whose diagonal block is such a matrix (*sell
+   and *why then that block's).  *sell (may be NULL): the backend reads it through a SELL-P copy of its own (the
    format MirrorChooseFormat() picks for its pattern, unless -fused_tune_petsc_sell_copy false), else PETSc's CSR arrays
    in place (the fused CSR product is slower
    than cuSPARSE's on short rows: OpsApplyOperator() leaves those products to PETSc).  Otherwise PETSC_FALSE.  When why
@@ -44,6 +46,14 @@ PetscErrorCode MatIsPETScDevice(Mat A, PetscBool *yes, PetscBool *sell, const ch
    Composed on A, freed with it.  The backend's work (the copy included) then waits for PETSc's stream unless
    *ordered (as VecPETScDeviceGetArray()), and *ordered becomes PETSC_TRUE.  Valid until A changes.            */
 PetscErrorCode MatPETScDeviceGetMirror(Mat A, const Mirror **m, PetscBool *ordered);
+
+/* The parts of such a MATMPIAIJCUSPARSE for the fused parallel products (ParallelProductDots(), ParallelProductUpdate()):
+   its diagonal block's copy (MatPETScDeviceGetMirror()), its off-diagonal block's rows on the backend (from PETSc's host
+   arrays, the values brought to the host first when only the device has them, after each change of the block's
+   state), the halo exchange of PETSc's product PetscSF (MatGetMultPetscSF(); through pinned host buffers), and a work
+   array of the local rows.  Composed on A, rebuilt after a change of its nonzero pattern.  *ordered as
+   MatPETScDeviceGetMirror().  Collective (the halo's build).                                                     */
+PetscErrorCode MatPETScDeviceGetParallelProduct(Mat A, ParallelProduct *p, PetscScalar **work, PetscBool *ordered);
 
 /* PETSc's stream waits for the backend's work queued so far (after the kernels of a fused operation on PETSc's
    vectors) */
