@@ -560,7 +560,7 @@ PetscErrorCode CAGMRESLejaShifts(KSP ksp, KSP_FusedCAGMRES *g, PetscInt k)
 PetscErrorCode CAGMRESCycleStart(KSP ksp, KSP_FusedCAGMRES *g, Mat A, PetscInt its, PetscReal estimate, PetscReal *rho, PetscBool *stop)
 {
   PetscFunctionBegin;
-  PetscCall(KSPFusedResidualNorm(ksp, A, g->Q[0], nullptr, &g->counters, rho));
+  PetscCall(KSPFusedResidualNorm(ksp, A, g->Q[0], nullptr, g->mode, g->w, &g->counters, rho));
   if (its > 0) PetscCall(PetscInfo(ksp, "Restart after %" PetscInt_FMT " iterations: estimated residual %g, true residual %g\n", its, (double)estimate, (double)*rho));
   PetscCall(KSPFusedCycleTest(ksp, its, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);

@@ -324,7 +324,7 @@ PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in,
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, Vec z, SolveCounters *counters, PetscReal *rho)
+PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, Vec z, PCMode mode, Vec w, SolveCounters *counters, PetscReal *rho)
 {
   const OpDot self = {DotKind::DOT_SELF, nullptr};
   PetscScalar rr;
@@ -332,7 +332,7 @@ PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, Vec z, SolveCounters 
   PetscFunctionBegin;
   PetscCall(KSP_MatMult(ksp, A, ksp->vec_sol, r));
   PetscCall(VecAYPX(r, -1.0, ksp->vec_rhs));
-  if (z) PetscCall(KSPFusedApplyPC(ksp, r, z));
+  if (z) PetscCall(KSPFusedPCApply(ksp, mode, w, r, z));
   PetscCall(OpsDots(nullptr, z ? z : r, 1, &self, &rr));
   PetscCall(OpsAllreduce(PetscObjectComm((PetscObject)ksp), &rr, 1, counters));
   *rho = PetscSqrtReal(PetscAbsScalar(rr));

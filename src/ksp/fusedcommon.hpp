@@ -105,8 +105,8 @@ PetscErrorCode KSPFusedComposeMethods(KSP ksp, PetscInt n, const KSPFusedMethod 
 PetscErrorCode KSPFusedRightOperator(KSP ksp, PCMode mode, Vec w, Mat A, Vec in, Vec out, Vec work);
 
 /* r = b - A x (unpreconditioned) and rho = ||r||, its reduction counted in counters; with z (left
-   preconditioning) z = M^{-1} r by PCApply() and rho = ||z||                                         */
-PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, Vec z, SolveCounters *counters, PetscReal *rho);
+   preconditioning) z = M^{-1} r (KSPFusedPCApply() for the mode, w its Jacobi weights) and rho = ||z|| */
+PetscErrorCode KSPFusedResidualNorm(KSP ksp, Mat A, Vec r, Vec z, PCMode mode, Vec w, SolveCounters *counters, PetscReal *rho);
 
 /* The test of a restart cycle's start with its true residual norm rho: iteration 0 (monitors, history,
    test) or the restart after `its` iterations (the KSP's test and ksp->rnorm only); *stop when the solve

@@ -37,7 +37,8 @@
    Left preconditioning (-ksp_pc_side left, KSP_NORM_PRECONDITIONED, KSPGMRES's default) is the same
    recurrence with Op = M^{-1} A, r_0 = M^{-1} (b - A x_0) and x_k = x_0 + Z_k y: the residual norms
    are the preconditioned ones KSPGMRES tests, so both take the same iterations to the same rtol.  The
-   PC is applied through PCApply() after the product (Jacobi too), one step at a time (k = 1).
+   PC is applied after the product (Jacobi: scaling its rows in the product's kernel; others through
+   PCApply()), one step at a time (k = 1).
 */
 #include "ksp/fusedchunk.hpp"
 #include <vector>
@@ -52,7 +53,7 @@ constexpr PetscReal SGMRES_CANCELLATION = 1.0e-8; /* the least fraction of <w,w>
 struct KSP_FusedSGMRES {
   Vec                      w    = nullptr;
   PCMode                   mode = PCMode::NONE;
-  PetscBool                left = PETSC_FALSE; /* left preconditioned: Op = M^{-1} A (mode GENERAL) */
+  PetscBool                left = PETSC_FALSE; /* left preconditioned: Op = M^{-1} A */
   SolveCounters            counters;
   PetscInt                 restart    = 30;
   PetscBool                cgs2       = PETSC_FALSE;
@@ -120,7 +121,9 @@ PetscErrorCode SGMRESMultiDot(KSP ksp, KSP_FusedSGMRES *g, PetscInt i, PetscBool
 PetscErrorCode SGMRESOperator(KSP ksp, KSP_FusedSGMRES *g, Mat A, Vec in, Vec out)
 {
   PetscFunctionBegin;
-  if (g->left) {
+  if (g->left && g->mode == PCMode::JACOBI) /* out = w .* (A in) in the product's kernel */
+    PetscCall(OpsApplyOperator(A, g->w, nullptr, in, out, nullptr, 0, nullptr, nullptr));
+  else if (g->left) {
     PetscCall(OpsApplyOperator(A, nullptr, nullptr, in, ksp->work[VEC_WORK], nullptr, 0, nullptr, nullptr));
     PetscCall(KSPFusedApplyPC(ksp, ksp->work[VEC_WORK], out));
   } else
@@ -363,9 +366,9 @@ PetscErrorCode SGMRESCycleStart(KSP ksp, KSP_FusedSGMRES *g, Mat A, PetscInt its
 {
   PetscFunctionBegin;
   if (g->left)
-    PetscCall(KSPFusedResidualNorm(ksp, A, ksp->work[VEC_T], g->Z[1], &g->counters, rho));
+    PetscCall(KSPFusedResidualNorm(ksp, A, ksp->work[VEC_T], g->Z[1], g->mode, g->w, &g->counters, rho));
   else
-    PetscCall(KSPFusedResidualNorm(ksp, A, g->Z[1], nullptr, &g->counters, rho));
+    PetscCall(KSPFusedResidualNorm(ksp, A, g->Z[1], nullptr, g->mode, g->w, &g->counters, rho));
   PetscCall(SGMRESCycleTest(ksp, its, estimate, *rho, stop));
   if (*stop) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(VecScale(g->Z[1], 1.0 / *rho));
@@ -386,8 +389,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
   PetscFunctionBegin;
   PetscCall(KSPGetOperators(ksp, &A, NULL));
   PetscCall(KSPFusedPCMode(ksp, ksp->work[VEC_T], &g->mode, &g->w));
-  g->left = ksp->pc_side == PC_LEFT && g->mode != PCMode::NONE ? PETSC_TRUE : PETSC_FALSE;
-  if (g->left) g->mode = PCMode::GENERAL;
+  g->left     = ksp->pc_side == PC_LEFT && g->mode != PCMode::NONE ? PETSC_TRUE : PETSC_FALSE;
   g->nreorth  = 0;
   g->counters = SolveCounters();
   g->cycle_k  = 0;
@@ -421,7 +423,7 @@ PetscErrorCode KSPSolve_FusedSGMRES(KSP ksp)
     PetscInt  k = 0, i = 1;
 
     /* the cycle's first chunk computes its start (the solve's from a zero initial guess, or the restart's; one process) */
-    const PetscBool chunk_starts = g->mode != PCMode::GENERAL && !g->chunk.parallel && KSPFusedChunkMayStart(ksp, &g->chunk, its > 0 ? PETSC_TRUE : PETSC_FALSE) ? PETSC_TRUE : PETSC_FALSE;
+    const PetscBool chunk_starts = g->mode != PCMode::GENERAL && !g->left && !g->chunk.parallel && KSPFusedChunkMayStart(ksp, &g->chunk, its > 0 ? PETSC_TRUE : PETSC_FALSE) ? PETSC_TRUE : PETSC_FALSE;
 
     if (chunk_starts && its == 0) {
       PetscCall(SGMRESChunkedCycle(ksp, g, A, CycleEntry::SOLVE_START, estimate, &rho, &i, &its, &k, &res));
@@ -493,7 +495,7 @@ PetscErrorCode KSPView_FusedSGMRES(KSP ksp, PetscViewer viewer)
   if (ascii)
     PetscCall(PetscViewerASCIIPrintf(viewer, "  restart=%" PetscInt_FMT ", orthogonalization: %s\n", g->restart,
                                      g->cgs2 ? "classical Gram-Schmidt with one reorthogonalization pass (CGS2)" : "classical Gram-Schmidt, a second pass where it lost orthogonality (selective CGS2)"));
-  if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  %s preconditioning%s\n", ksp->pc_side == PC_LEFT ? "left" : "right", ksp->pc_side == PC_LEFT ? " (the PC after the product through PCApply(), one step at a time)" : ""));
+  if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  %s preconditioning%s\n", ksp->pc_side == PC_LEFT ? "left" : "right", ksp->pc_side == PC_LEFT ? " (the PC after the product, one step at a time)" : ""));
   if (ascii) PetscCall(PetscViewerASCIIPrintf(viewer, "  last solve: %" PetscInt_FMT " steps reorthogonalized (second Gram-Schmidt pass when h^2 < %g <w,w>)\n", g->nreorth, (double)SGMRESKeep(g)));
   PetscCall(KSPFusedViewChunked<KSP_FusedSGMRES>(ksp, viewer,
                                                  g->cgs2 ? "5 per inner step (SpMV, multi-dot, update, multi-dot, update + scale), 2 reductions"
@@ -638,8 +640,8 @@ PetscErrorCode KSPFusedSGMRESGetCGS2(KSP ksp, PetscBool *cgs2)
    Notes:
    Right preconditioning by default (the residual norm is the true, unpreconditioned one);
    `-ksp_pc_side left` gives `KSPGMRES`'s default, the preconditioned residual norm (the same
-   iterations as `KSPGMRES` to the same rtol), with the PC applied through `PCApply()` after the product
-   and one step at a time (k = 1).  A cycle ends
+   iterations as `KSPGMRES` to the same rtol), with the PC applied after the product (Jacobi in the
+   product's kernel, other PCs through `PCApply()`) and one step at a time (k = 1).  A cycle ends
    early when the estimated residual meets the tolerance; the true residual is then computed and
    decides, and it is recomputed at every restart.  At max_it the solve stops after the cycle's
    update with `KSP_DIVERGED_ITS` and the estimated residual, as `KSPGMRES` does.  With chunks
