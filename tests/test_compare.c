@@ -286,6 +286,13 @@ int main(int argc, char **argv)
     PetscCall(PetscObjectReference((PetscObject)prob.A));
     Ar = prob.A;
   }
+  { /* elasticity3d's rigid body modes, which MatConvert() leaves behind (PCGAMG's near null space) */
+    MatNullSpace nns;
+
+    PetscCall(MatGetNearNullSpace(prob.A, &nns));
+    if (nns) PetscCall(MatSetNearNullSpace(Af, nns));
+    if (nns) PetscCall(MatSetNearNullSpace(Ar, nns));
+  }
   PetscCall(SolveCreate(Ar, prob.b, "ref_", reftype, pctype, rtol, maxit, &ref));
   PetscCall(SolveCreate(Af, prob.b, "fused_", fusedtype, pctype, rtol, maxit, &fused));
   PetscCall(SolveRun(&ref));
