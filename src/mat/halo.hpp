@@ -30,7 +30,8 @@ struct Halo {
   PetscInt                *send_idx = nullptr, *recv_idx = nullptr;                  /* backend: local entries packed; halo slot of each received entry (NULL: received in halo order) */
   PetscScalar             *send_buf = nullptr, *recv_buf = nullptr, *halo = nullptr; /* backend (recv_buf only with recv_idx) */
   PetscScalar             *host_send = nullptr, *host_recv = nullptr;                /* staging buffers (not with direct) */
-  PetscBool                direct = PETSC_FALSE;                                     /* MPI reads and writes the backend buffers */
+  PetscBool                direct  = PETSC_FALSE;                                    /* MPI reads and writes the backend buffers */
+  PetscBool                started = PETSC_FALSE;                                    /* the exchange was started by the Begin (host memory) */
   std::vector<MPI_Request> requests;                                                 /* the product's exchange: receives, then sends                     */
   std::vector<MPI_Request> reverse;                                                  /* the transposed product's: the halo sent back, added by its owners */
   std::vector<PetscMPIInt> send_ranks, recv_ranks;                                   /* the exchange for a backend that queues it (Backend::exchange) */
@@ -49,12 +50,15 @@ PetscErrorCode HaloFree(const Backend *be, Halo *h);
 /* Builds the exchange of nhalo halo slots (the leaves of msf, whose roots are the entries owned by other ranks)
    with persistent requests on obj's communicator; direct: MPI reads and writes the backend buffers.  Collective. */
 PetscErrorCode HaloBuild(PetscObject obj, const Backend *be, PetscBool direct, PetscSF msf, PetscInt nhalo, Halo *h);
-/* Queues the pack buf = (wr .* x)[entries others need] (wr may be NULL) and its copy to the host, marked by a fence */
+/* Queues the pack buf = (wr .* x)[entries others need] (wr may be NULL) and its copy to the host, marked by a fence;
+   on a backend in host memory, where the pack is done when it returns, also starts the exchange, which then
+   overlaps the caller's work up to HaloEnd() (the product of the diagonal block)                                */
 PetscErrorCode HaloBegin(const Backend *be, Halo *h, const PetscScalar *wr, const PetscScalar *x);
-/* Waits for the pack only, exchanges, queues the unpack into h->halo */
+/* Waits for the pack only, exchanges (or completes the exchange HaloBegin() started), queues the unpack into h->halo */
 PetscErrorCode HaloEnd(const Backend *be, Halo *h);
 /* The exchange reversed, for transposed products and prolongations: HaloReverseBegin() queues the copy of the
-   values in h->halo (written by the caller) to the host, marked by a fence; HaloReverseEnd() waits for it, sends each
+   values in h->halo (written by the caller) to the host, marked by a fence (in host memory it starts the sends, as
+   HaloBegin()); HaloReverseEnd() waits for it, sends each
    halo slot's value to the rank that owns its entry, and adds what this rank receives into y (y[entry] += value) */
 PetscErrorCode HaloReverseBegin(const Backend *be, Halo *h);
 PetscErrorCode HaloReverseEnd(const Backend *be, Halo *h, PetscScalar *y);
