@@ -86,6 +86,12 @@ void PartialsDefer(const PartialsRoom &room, PetscInt nchunks, Finish finish);
 using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
 using TeamMember = TeamPolicy::member_type;
 
+/* The most chunks of a multi-vector update (y from many vectors, four per pass over a chunk): on CPU threads few long
+   ones, so that each vector's part of a chunk is a long run for the hardware prefetchers (fusedsgmres's update of
+   y by 16 vectors at 1e6 on 2 threads: 4.4 ms in 2048 chunks, 3.5 ms in 128; the updates of a few vectors gained
+   nothing); on a GPU the reductions' one team per chunk, FUSED_REDUCE_BLOCKS of them                          */
+constexpr PetscInt MULTI_UPDATE_CHUNKS = team_chunks ? FUSED_REDUCE_BLOCKS : FUSED_MDOT_BLOCKS;
+
 /* Threads of the team of a chunk: FUSED_MIN_CHUNK, the fewest entries of a chunk when there are several
    (ReduceChunks()), so every thread has an entry and a warp reads 32 consecutive ones; few enough registers
    per thread that every kernel launches (at most the kernel's team_size_max, see TeamSize())        */
