@@ -98,7 +98,7 @@ KOKKOS_INLINE_FUNCTION PetscScalar ChunkDot(const DotSpec &s, PetscInt start, Pe
 
 /* The update of a row's sum s that is a RowUpdate with only its left weights (the sparse products of the solvers):
    wl_i s, as RowUpdateValue() gives it exactly, without the other fields' tests and products in every row (on CPU
-   threads they cost as much as a row's loads at sizes in cache) */
+   threads they cost as much as a row's loads at sizes in cache; on a GPU they hold registers and the closure grows) */
 struct ScaleUpdate {
   const PetscScalar *wl;
 };
@@ -188,16 +188,13 @@ template <class Row, class Update> static PetscErrorCode RowsDotsWith(const char
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* RowsDotsWith() with the RowUpdate f, as a ScaleUpdate where it is one on CPU threads (on a GPU the tests of the
-   fields are uniform and cost nothing next to the loads) */
+/* RowsDotsWith() with the RowUpdate f, as a ScaleUpdate where it is one (the solvers' products) */
 template <class Row> static PetscErrorCode RowsDots(const char *label, PetscInt nrows, const Row &row, const RowUpdate &f, const PetscScalar *in, PetscScalar *out, int ndots, const DotSpec *specs, PetscScalar *dots)
 {
   PetscFunctionBegin;
-  if constexpr (!team_chunks) {
-    if (IsScaleUpdate(f)) {
-      PetscCall(RowsDotsWith(label, nrows, row, ScaleUpdate{f.wl}, in, out, ndots, specs, dots));
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }
+  if (IsScaleUpdate(f)) {
+    PetscCall(RowsDotsWith(label, nrows, row, ScaleUpdate{f.wl}, in, out, ndots, specs, dots));
+    PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(RowsDotsWith(label, nrows, row, f, in, out, ndots, specs, dots));
   PetscFunctionReturn(PETSC_SUCCESS);
