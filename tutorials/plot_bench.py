@@ -39,7 +39,7 @@ def read_csv(path):
     return runs, (floor, graph_floor), title
 
 
-def plot(runs, floors, title, output, solve_time=False, dpi=120):
+def plot(runs, floors, title, output, solve_time=False, dpi=120, by="types"):
     try:
         import matplotlib
     except ImportError:
@@ -69,13 +69,16 @@ def plot(runs, floors, title, output, solve_time=False, dpi=120):
     color = {s: colors[k % len(colors)] for k, s in enumerate(solvers)}
 
     for ax, problem in zip(axes.flat, problems):
-        lines = defaultdict(list)
+        lines = defaultdict(dict)  # (solver, series) -> {N: the smallest value of the rows of that N}
         for r in runs:
             if panel(r) == problem:
-                lines[(r["solver"], r["types"])].append((int(r["N"]), value(r)))
-        for (solver, types), points in sorted(lines.items(), key=lambda kv: (solvers.index(kv[0][0]), kv[0][1])):
-            points.sort()
-            ax.plot([p[0] for p in points], [p[1] for p in points], LINESTYLES.get(types, "--"), marker="o", markersize=3, color=color[solver], label=f"{solver} ({types})")
+                points, N = lines[(r["solver"], r[by])], int(r["N"])
+                points[N] = min(points.get(N, math.inf), value(r))
+        series = list(dict.fromkeys(k[1] for k in sorted(lines)))
+        for (solver, kind), points in sorted(lines.items(), key=lambda kv: (solvers.index(kv[0][0]), kv[0][1])):
+            style = LINESTYLES.get(kind, "--") if by == "types" else ["-", "--", ":", "-."][series.index(kind) % 4]
+            Ns = sorted(points)
+            ax.plot(Ns, [points[N] for N in Ns], style, marker="o", markersize=3, color=color[solver], label=f"{solver} ({kind})")
         floor, graph_floor = floors
         if floor is not None:
             ax.axhline(floor, linestyle="--", color="black", linewidth=1, label=f"floor {floor:.1f} us")
@@ -103,10 +106,13 @@ def main():
     parser.add_argument("-t", "--title", help="title of the figure (default: the GPU and date of the CSV's first row)")
     parser.add_argument("--solve-time", action="store_true", help="plot the solve time of each row (bench -rtol), one panel per problem and PC")
     parser.add_argument("--dpi", type=int, default=120, help="resolution of the PNG (default 120)")
+    parser.add_argument("--by", default="types", help="the CSV column whose values make a solver's lines (default types; e.g. backend): where rows repeat a line's N, the smallest value")
     args = parser.parse_args()
     output = args.output or (args.csv[:-4] if args.csv.endswith(".csv") else args.csv) + ".png"
     runs, floors, title = read_csv(args.csv)
-    plot(runs, floors, args.title or title, output, args.solve_time, args.dpi)
+    if runs and args.by not in runs[0]:
+        sys.exit(f"plot_bench.py: {args.csv} has no column {args.by}")
+    plot(runs, floors, args.title or title, output, args.solve_time, args.dpi, args.by)
 
 
 if __name__ == "__main__":
