@@ -35,6 +35,8 @@ PetscErrorCode TuningSetFromOptions(PetscOptionItems PetscOptionsObject)
                              tuning.petsc_sell_copy, &tuning.petsc_sell_copy, nullptr));
   PetscCall(PetscOptionsRangeInt("-fused_tune_kokkos_staging_bytes", "Kokkos on a GPU: bytes of pinned host memory staging the kernels' pointer and coefficient arrays (the host waits for the device each time they are used up)", man,
                                  tuning.kokkos_staging_bytes, &tuning.kokkos_staging_bytes, nullptr, 64, PETSC_INT_MAX));
+  PetscCall(PetscOptionsRangeInt("-fused_tune_kokkos_reduce_teams", "Kokkos on a GPU: the most chunks (one team of threads each) of a reduction of n entries, whose partials go to the host (0: sqrt(n), at most 2048)", man, tuning.kokkos_reduce_teams,
+                                 &tuning.kokkos_reduce_teams, nullptr, 0, PETSC_INT_MAX));
   PetscCall(PetscOptionsReal("-fused_tune_trsv_jacobi_max_theta", "ILU(0)/ICC(0) with -pc_factor_fused_trsv auto: Jacobi sweeps when the factors' theta is at most this", man, tuning.trsv_jacobi_max_theta, &tuning.trsv_jacobi_max_theta, nullptr));
   PetscOptionsHeadEnd();
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -16,6 +16,14 @@
 namespace fusedksp
 {
 
+/* Reductions, all backends: a dot product of n entries is summed in ReduceChunks(n) chunks (thread
+   blocks on the device), the same on every backend so that they agree to rounding               */
+constexpr PetscInt FUSED_REDUCE_BLOCKS = 2048; /* most partial sums of one dot product (first stage)                       */
+constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  /* most partial sums of each dot of a multi-dot (CUDA: more for few groups) */
+constexpr PetscInt FUSED_MIN_CHUNK     = 256;  /* fewest entries a block reduces (one per thread: short latency)           */
+constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; /* up to this many entries one block reduces them all (no second stage: a few
+                                                  extra loads per thread cost less than the fence, ticket and last block)  */
+
 struct Tuning {
   /* Chunks of iterations (-ksp_fused_check_interval by default, see KSPFusedSetCheckInterval()) */
   PetscInt chunk_default       = 16;      /* k on a device backend                                                 */
@@ -56,6 +64,11 @@ struct Tuning {
                                               arrays go to the device in stream order: each time it is used up the
                                               host waits for the device once (a restart cycle of fusedsgmres stages
                                               under 20 KB)                                                      */
+  PetscInt kokkos_reduce_teams = 0;        /* the most chunks (one team of threads each) of a reduction of n entries; 0: sqrt(n),
+                                               at most FUSED_REDUCE_BLOCKS.  Every chunk's partials go to the host and are
+                                               added there, a cost that grows with the chunks, while a thread's share of the
+                                               entries shrinks with them: sqrt(n) balances the two (H200, 2D Poisson,
+                                               fastest of 256-2048 teams: 256-512 at 6.5e4-2.6e5, 1024 at 1e6, 2048 at 4e6) */
   /* Triangular solves of ILU(0)/ICC(0) (-pc_factor_fused_trsv auto) */
   PetscReal trsv_jacobi_max_theta = 0.75; /* Jacobi sweeps when theta (the largest absolute row sum of the Jacobi
                                              iteration matrices of both factors) is at most this, else exact
@@ -67,14 +80,6 @@ extern Tuning tuning;
 
 /* Reads the -fused_tune_* options into `tuning` (inside the package's PetscOptionsBegin/End) */
 PetscErrorCode TuningSetFromOptions(PetscOptionItems PetscOptionsObject);
-
-/* Reductions, all backends: a dot product of n entries is summed in ReduceChunks(n) chunks (thread
-   blocks on the device), the same on every backend so that they agree to rounding               */
-constexpr PetscInt FUSED_REDUCE_BLOCKS = 2048; /* most partial sums of one dot product (first stage)                       */
-constexpr PetscInt FUSED_MDOT_BLOCKS   = 128;  /* most partial sums of each dot of a multi-dot (CUDA: more for few groups) */
-constexpr PetscInt FUSED_MIN_CHUNK     = 256;  /* fewest entries a block reduces (one per thread: short latency)           */
-constexpr PetscInt FUSED_SINGLE_BLOCK  = 2048; /* up to this many entries one block reduces them all (no second stage: a few
-                                                  extra loads per thread cost less than the fence, ticket and last block)  */
 
 /* Resident chunk kernels (CUDA): a block keeps its rows of the vectors in registers and shared memory
    and its rows of the matrix in shared memory; up to FUSED_RESIDENT_CHUNK_BLOCKS such blocks form one

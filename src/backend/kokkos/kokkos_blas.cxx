@@ -180,7 +180,7 @@ static PetscErrorCode NormInf(PetscInt n, const PetscScalar *x, PetscReal *val)
 {
   PetscFunctionBegin;
   PetscCall(ChunkPartials<1, MaxNaNJoin>(
-      "fusedksp::norminf", n, FUSED_REDUCE_BLOCKS, 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); },
+      "fusedksp::norminf", n, ReduceChunkLimit(n), 1, KOKKOS_LAMBDA(const PetscInt i, PetscScalar *KOKKOS_RESTRICT p) { p[0] = MaxNaN(p[0], Kokkos::fabs(x[i])); },
       [val](PetscInt nchunks, const PetscScalar *part) {
         PetscScalar m = 0;
 

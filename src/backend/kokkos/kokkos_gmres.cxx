@@ -120,7 +120,7 @@ template <class Tail> static PetscErrorCode SubtractScaleDot(const char *label, 
   PetscCall(PointerArray(nv, V, &dV));
   PetscCall(CoefficientArray(nv, coef, &dcoef));
   PetscCall(ChunkRangePartials<1>(
-      label, n, MULTI_UPDATE_CHUNKS, nd,
+      label, n, MultiUpdateChunks(n), nd,
       KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
         SubtractScale(start, end, nv, dcoef, dV, y, scale);
         if (nd)
@@ -233,7 +233,7 @@ PetscErrorCode BlockMAXPY(PetscInt n, PetscInt nv, const PetscScalar *const *V, 
     PetscCall(CoefficientArray((PetscInt)args.size(), args.data(), &dcoef));
     /* dL[nv + j] is W[j], held as const in the pointer array it shares with V */
     ChunkForEach(
-        "fusedksp::block_maxpy", n, MULTI_UPDATE_CHUNKS,
+        "fusedksp::block_maxpy", n, MultiUpdateChunks(n),
         KOKKOS_LAMBDA(const PetscInt start, const PetscInt end) {
           for (PetscInt j = 0; j < nw; ++j) SubtractScale(start, end, nv + j, dcoef + j * ld, dL, const_cast<PetscScalar *>(dL[nv + j]), dcoef[nw * ld + j]);
         },

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <Kokkos_Core.hpp>
+#include <cmath>
 #include <functional>
 #include "backend/eager.hpp"
 
@@ -86,11 +87,29 @@ void PartialsDefer(const PartialsRoom &room, PetscInt nchunks, Finish finish);
 using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
 using TeamMember = TeamPolicy::member_type;
 
+/* The most chunks of a reduction of n entries: on a GPU -fused_tune_kokkos_reduce_teams (a team per chunk; 0: sqrt(n),
+   at most FUSED_REDUCE_BLOCKS, see Tuning), on CPU threads FUSED_REDUCE_BLOCKS */
+inline PetscInt ReduceChunkLimit(PetscInt n)
+{
+  if constexpr (team_chunks) {
+    if (tuning.kokkos_reduce_teams > 0) return tuning.kokkos_reduce_teams;
+    const PetscInt root = (PetscInt)std::sqrt((double)n);
+    return root < 1 ? 1 : (root < FUSED_REDUCE_BLOCKS ? root : FUSED_REDUCE_BLOCKS);
+  } else
+    return FUSED_REDUCE_BLOCKS;
+}
+
 /* The most chunks of a multi-vector update (y from many vectors, four per pass over a chunk): on CPU threads few long
    ones, so that each vector's part of a chunk is a long run for the hardware prefetchers (fusedsgmres's update of
    y by 16 vectors at 1e6 on 2 threads: 4.4 ms in 2048 chunks, 3.5 ms in 128; the updates of a few vectors gained
-   nothing); on a GPU the reductions' one team per chunk, FUSED_REDUCE_BLOCKS of them                          */
-constexpr PetscInt MULTI_UPDATE_CHUNKS = team_chunks ? FUSED_REDUCE_BLOCKS : FUSED_MDOT_BLOCKS;
+   nothing); on a GPU those of a reduction of n entries                                                       */
+inline PetscInt MultiUpdateChunks(PetscInt n)
+{
+  if constexpr (team_chunks)
+    return ReduceChunkLimit(n);
+  else
+    return FUSED_MDOT_BLOCKS;
+}
 
 /* Threads of the team of a chunk: FUSED_MIN_CHUNK, the fewest entries of a chunk when there are several
    (ReduceChunks()), so every thread has an entry and a warp reads 32 consecutive ones; few enough registers
@@ -348,7 +367,7 @@ inline void SumPartials(PetscInt nchunks, int nd, const PetscScalar *part, Petsc
 template <int ND, class Body, class F> PetscErrorCode ChunkedSums(const char *label, PetscInt n, int nd, const Body &body, const F &finish)
 {
   PetscFunctionBegin;
-  PetscCall(ChunkPartials<ND>(label, n, FUSED_REDUCE_BLOCKS, nd, body, [nd, finish](PetscInt nchunks, const PetscScalar *part) {
+  PetscCall(ChunkPartials<ND>(label, n, ReduceChunkLimit(n), nd, body, [nd, finish](PetscInt nchunks, const PetscScalar *part) {
     PetscScalar sums[ND];
 
     SumPartials(nchunks, nd, part, sums);
@@ -361,7 +380,7 @@ template <int ND, class Body, class F> PetscErrorCode ChunkedSums(const char *la
 template <int ND, class Body> PetscErrorCode ChunkedReduce(const char *label, PetscInt n, int nd, PetscScalar *dots, const Body &body)
 {
   PetscFunctionBegin;
-  PetscCall(ChunkPartials<ND>(label, n, FUSED_REDUCE_BLOCKS, nd, body, [nd, dots](PetscInt nchunks, const PetscScalar *part) {
+  PetscCall(ChunkPartials<ND>(label, n, ReduceChunkLimit(n), nd, body, [nd, dots](PetscInt nchunks, const PetscScalar *part) {
     SumPartials(nchunks, nd, part, dots);
     return PETSC_SUCCESS;
   }));

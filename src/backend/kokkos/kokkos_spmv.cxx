@@ -138,7 +138,7 @@ template <int ND, class Row, class Update> static PetscErrorCode RowsDotsN(const
 {
   PetscFunctionBegin;
   PetscCall(ChunkRangePartials<ND>(
-      label, nrows, FUSED_REDUCE_BLOCKS, ND,
+      label, nrows, ReduceChunkLimit(nrows), ND,
       KOKKOS_LAMBDA(const PetscInt start, const PetscInt end, PetscScalar *KOKKOS_RESTRICT p) {
         for (PetscInt i = start; i < end; ++i) RowOut(row, f, out, i);
         for (int d = 0; d < ND; ++d) p[d] = ChunkDot(sp.spec[d], start, end, in, out);
